@@ -1,0 +1,174 @@
+/**
+ * Composition root: builds the rooms from a Config and wires them. No logic of its own beyond
+ * listening, reloading (swap what changed) and draining (SIGTERM). main.ts owns the process.
+ */
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import type { Config } from './config/schema.js';
+import { Concurrency } from './limits/concurrency.js';
+import { createLogger } from './log/logger.js';
+import { MethodPolicy } from './methods/policy.js';
+import { Metrics } from './metrics/registry.js';
+import { Pipeline, type PipelineDeps } from './pipeline/index.js';
+import { createAdminServer, isReady, type AdminDeps } from './server/admin.js';
+import { ClientIp } from './server/client-ip.js';
+import { Front, type FrontDeps } from './server/front.js';
+import { createHttpServer, type HttpDeps } from './server/http.js';
+import { Fleet, fleetOptions } from './upstream/fleet.js';
+import { VERSION } from './version.js';
+
+export interface AppOptions {
+  logger?: Logger;
+  /** Process metrics are global to prom-client; tests running several apps in one process turn them off. */
+  processMetrics?: boolean;
+}
+
+export interface Ports {
+  http: number;
+  admin: number;
+}
+
+export class App {
+  private config: Config;
+  private draining = false;
+  private readonly log: Logger;
+  private readonly metrics: Metrics;
+  private readonly fleet: Fleet;
+  private readonly concurrency: Concurrency;
+  private readonly pipeline: Pipeline;
+  private readonly front: Front;
+  private httpDeps: HttpDeps;
+  private readonly http: Server;
+  private readonly admin: Server;
+
+  private constructor(config: Config, opts: AppOptions) {
+    this.config = config;
+    this.log = opts.logger ?? createLogger(config.log.level);
+    this.metrics = new Metrics({ processMetrics: opts.processMetrics });
+    this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log);
+    this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
+    this.pipeline = new Pipeline(this.pipelineDeps(config));
+    this.front = new Front(this.frontDeps(config));
+    this.httpDeps = this.makeHttpDeps(config);
+    this.http = createHttpServer(() => this.httpDeps, config.server);
+    this.admin = createAdminServer(() => this.adminDeps());
+  }
+
+  static async start(config: Config, opts: AppOptions = {}): Promise<App> {
+    const app = new App(config, opts);
+    app.fleet.start();
+    await app.listen();
+    return app;
+  }
+
+  private pipelineDeps(c: Config): PipelineDeps {
+    return {
+      fleet: this.fleet,
+      metrics: this.metrics,
+      policy: new MethodPolicy(c.methods),
+      chainId: c.chainId,
+      maxLagBlocks: c.routing.maxLagBlocks,
+      maxAttempts: c.routing.maxAttempts,
+      upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
+    };
+  }
+
+  private frontDeps(c: Config): FrontDeps {
+    return {
+      pipeline: this.pipeline,
+      concurrency: this.concurrency,
+      metrics: this.metrics,
+      maxBatchSize: c.server.maxBatchSize,
+      requestTimeoutMs: c.server.requestTimeoutMs,
+    };
+  }
+
+  private adminDeps(): AdminDeps {
+    return {
+      fleet: this.fleet,
+      metrics: this.metrics,
+      maxLagBlocks: this.config.routing.maxLagBlocks,
+      isDraining: () => this.draining,
+      version: VERSION,
+      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight }),
+    };
+  }
+
+  private makeHttpDeps(c: Config): HttpDeps {
+    return {
+      front: this.front,
+      clientIp: new ClientIp(c.server.trustedProxies),
+      metrics: this.metrics,
+      log: this.log,
+      maxBodyBytes: c.server.maxBodyBytes,
+      corsOrigins: c.server.cors.origins,
+      chainId: c.chainId,
+      version: VERSION,
+      isReady: () => this.ready,
+      isDraining: () => this.draining,
+    };
+  }
+
+  private async listen(): Promise<void> {
+    const c = this.config;
+    this.http.listen(c.server.port, c.server.host);
+    this.admin.listen(c.admin.port, c.admin.host);
+    await Promise.all([once(this.http, 'listening'), once(this.admin, 'listening')]);
+    this.log.info({ ports: this.ports, chainId: c.chainId, upstreams: c.upstreams.map((u) => u.name) }, 'switchyard listening');
+  }
+
+  get ports(): Ports {
+    return { http: (this.http.address() as AddressInfo).port, admin: (this.admin.address() as AddressInfo).port };
+  }
+
+  get ready(): boolean {
+    return isReady({ fleet: this.fleet, maxLagBlocks: this.config.routing.maxLagBlocks, isDraining: () => this.draining });
+  }
+
+  /**
+   * Applies a new configuration without dropping in-flight calls. Listening addresses are fixed
+   * for the life of the process; a change to them is logged and ignored.
+   */
+  async reload(next: Config): Promise<void> {
+    const prev = this.config;
+    if (prev.server.port !== next.server.port || prev.server.host !== next.server.host || prev.admin.port !== next.admin.port || prev.admin.host !== next.admin.host) {
+      this.log.warn('listening addresses cannot change on reload; restart to apply them');
+    }
+    this.config = next;
+    this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
+    this.pipeline.update(this.pipelineDeps(next));
+    this.front.update(this.frontDeps(next));
+    this.httpDeps = this.makeHttpDeps(next);
+    await this.fleet.reconfigure(fleetOptions(next), next.upstreams);
+    this.log.info({ upstreams: next.upstreams.map((u) => u.name) }, 'configuration reloaded');
+  }
+
+  /** SIGTERM: not ready at once, no new connections, in-flight calls finish within the grace period. */
+  async drain(graceMs = this.config.server.shutdownGraceMs): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    this.log.info({ graceMs }, 'draining');
+    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    this.http.closeIdleConnections();
+    const deadline = Date.now() + graceMs;
+    while (this.concurrency.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    this.http.closeAllConnections();
+    await closed;
+    await this.close();
+  }
+
+  async close(): Promise<void> {
+    this.draining = true;
+    this.http.closeAllConnections();
+    await Promise.all([
+      new Promise<void>((r) => this.http.close(() => r())),
+      new Promise<void>((r) => {
+        this.admin.closeAllConnections();
+        this.admin.close(() => r());
+      }),
+    ]);
+    await this.fleet.stop();
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * Turns a YAML file into a validated, frozen Config.
+ * Owns: reading, ${NAME} expansion, schema validation, error wording ("path: expected X, got Y").
+ * Refuses: defaults (schema.ts) and acting on the config (app.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
+import { configSchema, type Config } from './schema.js';
+
+/** Every problem found in a file, one line each; main.ts turns it into exit code 2. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+  }
+  return parseConfigText(text, env);
+}
+
+export function parseConfigText(text: string, env: NodeJS.ProcessEnv = process.env): Config {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text, { prettyErrors: true });
+  } catch (err) {
+    throw new ConfigError([`config is not valid YAML: ${(err as Error).message.split('\n')[0]}`]);
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new ConfigError(['(root): expected a mapping of options']);
+  }
+  const problems: string[] = [];
+  const expanded = expandEnv(raw, [], env, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return validateConfig(expanded);
+}
+
+export function validateConfig(raw: unknown): Config {
+  const result = configSchema.safeParse(raw);
+  if (!result.success) throw new ConfigError(result.error.issues.map(describeIssue));
+  return deepFreeze(result.data);
+}
+
+/** `${NAME}` in any string is replaced from the environment; an unset NAME is an error, never "". */
+function expandEnv(value: unknown, path: (string | number)[], env: NodeJS.ProcessEnv, problems: string[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+      const v = env[name];
+      if (v === undefined) {
+        problems.push(`${formatPath(path)}: environment variable ${name} is not set`);
+        return '';
+      }
+      return v;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, [...path, i], env, problems));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = expandEnv(v, [...path, k], env, problems);
+    return out;
+  }
+  return value;
+}
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  let s = '';
+  for (const p of path) {
+    if (typeof p === 'number') s += `[${p}]`;
+    else s += s === '' ? String(p) : `.${String(p)}`;
+  }
+  return s === '' ? '(root)' : s;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const where = formatPath(issue.path);
+  switch (issue.code) {
+    case 'unrecognized_keys':
+      return issue.keys.map((k) => `${where === '(root)' ? k : `${where}.${k}`}: unknown option`).join('\n');
+    case 'invalid_type':
+      return `${where}: expected ${issue.expected}, got ${describeValue(issue.input)}`;
+    case 'too_small':
+    case 'too_big':
+    case 'invalid_value':
+    case 'invalid_format':
+      return `${where}: ${issue.message.replace(/^Invalid input: /, '')}, got ${describeValue(issue.input)}`;
+    default:
+      return `${where}: ${issue.message}`;
+  }
+}
+
+function describeValue(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a mapping';
+  return JSON.stringify(v);
+}
+
+function deepFreeze<T>(obj: T): T {
+  if (obj !== null && typeof obj === 'object' && !Object.isFrozen(obj)) {
+    Object.freeze(obj);
+    for (const v of Object.values(obj)) deepFreeze(v);
+  }
+  return obj;
+}

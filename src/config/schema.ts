@@ -1,0 +1,154 @@
+/**
+ * The configuration schema: every option, its type and its default, in one place.
+ * Owns: shape, defaults, value checks. Refuses: reading files, environment expansion (load.ts).
+ * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
+ */
+import { z } from 'zod';
+
+const port = z.number().int().min(0).max(65535);
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().min(0);
+
+const httpUrl = z.string().refine((s) => /^https?:\/\/[^\s/]+/i.test(s) && URL.canParse(s), {
+  error: (iss) => `expected an http(s) URL, got ${JSON.stringify(iss.input)}`,
+});
+const wsUrl = z.string().refine((s) => /^wss?:\/\/[^\s/]+/i.test(s) && URL.canParse(s), {
+  error: (iss) => `expected a ws(s) URL, got ${JSON.stringify(iss.input)}`,
+});
+const redisUrl = z
+  .string()
+  .refine((s) => /^rediss?:\/\/[^\s]+/i.test(s) && URL.canParse(s), {
+    error: (iss) => `expected a redis:// URL or null, got ${JSON.stringify(iss.input)}`,
+  })
+  .nullable();
+
+/** A chain id may be written as a number (186) or a hex string ("0xba"); YAML reads bare 0xba as 186. */
+const chainId = z
+  .union([positiveInt, z.string().regex(/^0x[0-9a-fA-F]+$/)])
+  .transform((v) => (typeof v === 'number' ? v : Number.parseInt(v.slice(2), 16)))
+  .pipe(z.number().int().positive().max(Number.MAX_SAFE_INTEGER));
+
+const cidr = z.string().regex(/^[0-9a-fA-F:.]+(\/\d{1,3})?$/, { error: (iss) => `expected an IP or CIDR, got ${JSON.stringify(iss.input)}` });
+
+const methodName = z.string().regex(/^[a-zA-Z0-9_]+\*?$/, {
+  error: (iss) => `expected a method name or prefix ending in *, got ${JSON.stringify(iss.input)}`,
+});
+
+export const upstreamSchema = z.strictObject({
+  /** Used in logs, metrics and /status; the URL never is. */
+  name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, {
+    error: (iss) => `expected a name of letters, digits, _ . - (at most 64), got ${JSON.stringify(iss.input)}`,
+  }),
+  url: httpUrl,
+  ws: wsUrl.optional(),
+  weight: z.number().positive().max(1000).default(1),
+  tags: z.array(z.enum(['archive', 'debug'])).default([]),
+  /** Largest number of connections Switchyard opens to this node. */
+  maxConnections: positiveInt.max(10000).default(128),
+});
+
+export const configSchema = z
+  .strictObject({
+    chainId: chainId.default(186),
+    server: z
+      .strictObject({
+        host: z.string().default('0.0.0.0'),
+        port: port.default(8545),
+        /** Separate WebSocket port; null serves WebSocket only as an upgrade on `port`. */
+        wsPort: port.nullable().default(8546),
+        maxBodyBytes: positiveInt.default(5 * 1024 * 1024),
+        maxBatchSize: positiveInt.default(100),
+        requestTimeoutMs: positiveInt.default(30_000),
+        /** Time a client has to send its headers; slow clients are cut off. */
+        headersTimeoutMs: positiveInt.default(10_000),
+        /** Time a client has to send its whole body once headers are in. */
+        bodyTimeoutMs: positiveInt.default(30_000),
+        keepAliveTimeoutMs: positiveInt.default(5_000),
+        cors: z.strictObject({ origins: z.array(z.string()).default(['*']) }).prefault({}),
+        trustedProxies: z.array(cidr).default([]),
+        maxInFlight: positiveInt.default(20_000),
+        maxInFlightPerIp: positiveInt.default(256),
+        shutdownGraceMs: nonNegativeInt.default(30_000),
+      })
+      .prefault({}),
+    admin: z
+      .strictObject({
+        host: z.string().default('127.0.0.1'),
+        port: port.default(9545),
+      })
+      .prefault({}),
+    upstreams: z.array(upstreamSchema).min(1, { error: 'expected at least one upstream' }),
+    routing: z
+      .strictObject({
+        maxLagBlocks: nonNegativeInt.default(5),
+        maxAttempts: positiveInt.max(10).default(3),
+        headPollMs: positiveInt.default(1000),
+        /** How often each upstream's eth_chainId is checked again. */
+        chainIdCheckMs: positiveInt.default(60_000),
+        /** Per-attempt limit for one upstream call; the call's whole deadline is server.requestTimeoutMs. */
+        upstreamTimeoutMs: positiveInt.default(10_000),
+        broadcastTransactions: z.boolean().default(false),
+        /** A head this far beyond the median of the others is treated as implausible and ignored. */
+        maxHeadJumpBlocks: positiveInt.default(1000),
+      })
+      .prefault({}),
+    cache: z
+      .strictObject({
+        maxBytes: nonNegativeInt.default(128 * 1024 * 1024),
+        finalityDepth: nonNegativeInt.default(64),
+        redis: redisUrl.default(null),
+      })
+      .prefault({}),
+    rateLimit: z
+      .strictObject({
+        perIp: z
+          .strictObject({ ratePerSec: z.number().positive(), burst: positiveInt })
+          .nullable()
+          .default({ ratePerSec: 50, burst: 100 }),
+        methodCost: z.record(z.string(), z.number().int().min(0)).default({ eth_getLogs: 10 }),
+        redis: redisUrl.default(null),
+      })
+      .prefault({}),
+    methods: z
+      .strictObject({
+        allow: z.array(methodName).default([]),
+        deny: z.array(methodName).default([]),
+        extensions: z.array(methodName).default([]),
+      })
+      .prefault({}),
+    subscriptions: z
+      .strictObject({
+        maxPerConnection: positiveInt.default(100),
+        maxConnectionsPerIp: positiveInt.default(20),
+      })
+      .prefault({}),
+    log: z
+      .strictObject({
+        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      })
+      .prefault({}),
+    /** Only read by `switchyard start`: the embedded anvil fleet to run before the proxy. */
+    devnet: z
+      .strictObject({
+        nodes: positiveInt.max(16).default(3),
+        blockTime: z.number().positive().default(2),
+        basePort: port.default(18545),
+        controlPort: port.default(18540),
+        slotsInAnEpoch: positiveInt.default(4),
+      })
+      .nullable()
+      .default(null),
+  })
+  .superRefine((cfg, ctx) => {
+    const seen = new Set<string>();
+    cfg.upstreams.forEach((u, i) => {
+      if (seen.has(u.name)) {
+        ctx.addIssue({ code: 'custom', path: ['upstreams', i, 'name'], message: `expected a unique name, got duplicate ${JSON.stringify(u.name)}` });
+      }
+      seen.add(u.name);
+    });
+  });
+
+export type ConfigInput = z.input<typeof configSchema>;
+export type Config = z.output<typeof configSchema>;
+export type UpstreamConfig = z.output<typeof upstreamSchema>;

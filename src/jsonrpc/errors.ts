@@ -1,0 +1,71 @@
+/**
+ * The error catalogue: every error Switchyard itself produces, with a stable name, JSON-RPC code,
+ * HTTP status and message. Nothing else in the code invents an error code or wording; errors that
+ * nodes return are passed through verbatim and never pass through here.
+ * The README documents each entry (test/jsonrpc/errors.test.ts checks that it does).
+ */
+
+export interface CatalogueEntry {
+  code: number;
+  /** Status used when this error rejects a whole HTTP request before processing; 200 otherwise. */
+  http: number;
+  message: string;
+  /** What an operator reads in the README. */
+  doc: string;
+}
+
+export const CATALOGUE = {
+  PARSE_ERROR: { code: -32700, http: 200, message: 'parse error', doc: 'the body is not valid JSON (or not valid UTF-8)' },
+  INVALID_REQUEST: { code: -32600, http: 200, message: 'invalid request', doc: 'an element is not a JSON-RPC 2.0 request object (jsonrpc "2.0", string method, id string/number/null)' },
+  EMPTY_BATCH: { code: -32600, http: 200, message: 'empty batch', doc: 'the body is `[]`' },
+  TOO_DEEP: { code: -32600, http: 200, message: 'invalid request: JSON nested too deeply', doc: 'the body nests arrays/objects deeper than the parser accepts' },
+  BATCH_TOO_LARGE: { code: -32600, http: 413, message: 'batch too large', doc: 'a batch holds more than `server.maxBatchSize` calls' },
+  BODY_TOO_LARGE: { code: -32600, http: 413, message: 'request body too large', doc: 'the body is over `server.maxBodyBytes` (counted as bytes arrive)' },
+  BAD_CONTENT_TYPE: { code: -32600, http: 415, message: 'unsupported content type: expected application/json', doc: 'POST without a JSON content type' },
+  BAD_HTTP_METHOD: { code: -32600, http: 405, message: 'HTTP method not allowed: use POST', doc: 'an HTTP method other than POST, GET, OPTIONS' },
+  NOT_FOUND: { code: -32600, http: 404, message: 'not found: JSON-RPC is served at /', doc: 'a path other than `/`' },
+  METHOD_NOT_FOUND: { code: -32601, http: 200, message: 'the method does not exist/is not available', doc: 'unknown method, or one the method policy denies (geth wording, with the method name)' },
+  INVALID_PARAMS: { code: -32602, http: 200, message: 'invalid params', doc: '`params` is not an array, or a block parameter Switchyard must read is malformed' },
+  INTERNAL_ERROR: { code: -32603, http: 200, message: 'internal error', doc: 'a Switchyard bug; never carries a stack trace or an upstream URL' },
+  RATE_LIMITED: { code: -32005, http: 429, message: 'rate limit exceeded', doc: 'the client IP is over its call budget; `data.retryAfterSeconds` says when to retry' },
+  IP_CONCURRENCY: { code: -32005, http: 429, message: 'too many concurrent calls from this client', doc: 'the client IP has `server.maxInFlightPerIp` calls being worked on' },
+  OVERLOADED: { code: -32005, http: 503, message: 'server overloaded', doc: '`server.maxInFlight` calls are being worked on; shed at once' },
+  SHUTTING_DOWN: { code: -32005, http: 503, message: 'server is shutting down', doc: 'SIGTERM received; retry on another replica' },
+  NO_UPSTREAM: { code: -32002, http: 200, message: 'no upstream available', doc: 'no upstream is eligible for the call (`data.why`: none healthy, none in sync, none has the block, none has the capability)' },
+  UPSTREAM_FAILED: { code: -32002, http: 200, message: 'upstream request failed', doc: 'every attempt failed in transport, with a bad answer, or timed out (`data.attempts`)' },
+  FILTER_NOT_FOUND: { code: -32000, http: 200, message: 'filter not found', doc: 'a filter id that was never issued, or whose node is gone' },
+} as const satisfies Record<string, CatalogueEntry>;
+
+export type ErrorName = keyof typeof CATALOGUE;
+
+/** An error Switchyard produces for one call: serialised into that call's slot. */
+export class RpcError extends Error {
+  readonly code: number;
+  readonly http: number;
+  readonly data: Record<string, unknown>;
+
+  constructor(
+    readonly reason: ErrorName,
+    extra: { message?: string; data?: Record<string, unknown> } = {},
+  ) {
+    const entry: CatalogueEntry = CATALOGUE[reason];
+    super(extra.message ?? entry.message);
+    this.code = entry.code;
+    this.http = entry.http;
+    this.data = { reason, ...extra.data };
+  }
+
+  /** The JSON text of the `error` member. */
+  toJSON(): { code: number; message: string; data: Record<string, unknown> } {
+    return { code: this.code, message: this.message, data: this.data };
+  }
+}
+
+export const rpcErrors = {
+  methodNotFound: (method: string) =>
+    new RpcError('METHOD_NOT_FOUND', { message: `the method ${method} does not exist/is not available` }),
+  invalidParams: (why: string) => new RpcError('INVALID_PARAMS', { message: `invalid params: ${why}` }),
+  batchTooLarge: (n: number, max: number) =>
+    new RpcError('BATCH_TOO_LARGE', { message: `batch too large: ${n} calls, at most ${max} allowed` }),
+  noUpstream: (why: string) => new RpcError('NO_UPSTREAM', { message: `no upstream available: ${why}`, data: { why } }),
+};

@@ -1,0 +1,83 @@
+/**
+ * Body text -> calls. A single request is a batch of one; every element gets a slot, and order comes
+ * from the slot index, never from ids. Ids stay raw text from here to the writer.
+ * Owns: JSON-RPC 2.0 request validation. Refuses: method policy, limits, routing.
+ */
+import { CATALOGUE, RpcError, rpcErrors } from './errors.js';
+import { arrayElements, nestingDepthExceeds, objectMembers, type Span } from './scan.js';
+
+/** A valid call. `id` is the raw JSON text of the id, or undefined for a notification. */
+export interface Call {
+  index: number;
+  id: string | undefined;
+  method: string;
+  params: unknown[];
+}
+
+/** One element of the request: a call to work on, or an error already decided for its slot. */
+export type Slot = { call: Call; error?: undefined } | { call?: undefined; id: string; error: RpcError };
+
+export type ParsedBody =
+  | { kind: 'calls'; batch: boolean; slots: Slot[] }
+  /** The whole body is answered by one error object, not an array (parse error, empty batch). */
+  | { kind: 'error'; error: RpcError; status: number; asArray: boolean };
+
+export const MAX_NESTING = 64;
+const MEMBERS = ['jsonrpc', 'id', 'method', 'params'] as const;
+
+export function parseBody(text: string, maxBatchSize: number): ParsedBody {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { kind: 'error', error: new RpcError('PARSE_ERROR'), status: 200, asArray: false };
+  }
+  if (nestingDepthExceeds(text, MAX_NESTING)) {
+    return { kind: 'error', error: new RpcError('TOO_DEEP'), status: 200, asArray: false };
+  }
+  if (!Array.isArray(value)) {
+    return { kind: 'calls', batch: false, slots: [toSlot(text, { start: 0, end: text.length }, value, 0)] };
+  }
+  if (value.length === 0) {
+    return { kind: 'error', error: new RpcError('EMPTY_BATCH'), status: 200, asArray: false };
+  }
+  if (value.length > maxBatchSize) {
+    const error = rpcErrors.batchTooLarge(value.length, maxBatchSize);
+    return { kind: 'error', error, status: CATALOGUE.BATCH_TOO_LARGE.http, asArray: true };
+  }
+  const spans = arrayElements(text);
+  return { kind: 'calls', batch: true, slots: value.map((v, i) => toSlot(text, spans[i]!, v, i)) };
+}
+
+function toSlot(text: string, span: Span, value: unknown, index: number): Slot {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { id: 'null', error: new RpcError('INVALID_REQUEST') };
+  }
+  const obj = value as Record<string, unknown>;
+  const raw = objectMembers(text, span, MEMBERS);
+  const idSpan = raw.get('id');
+  let id: string | undefined;
+  if (idSpan) {
+    const idValue = obj.id;
+    // An object or array id cannot be echoed meaningfully: the request is invalid and its id null.
+    if (idValue !== null && typeof idValue !== 'string' && typeof idValue !== 'number') {
+      return { id: 'null', error: new RpcError('INVALID_REQUEST', { message: 'invalid request: id must be a string, number or null' }) };
+    }
+    id = text.slice(idSpan.start, idSpan.end);
+  }
+  const echo = id ?? 'null';
+  if (obj.jsonrpc !== '2.0') {
+    return { id: echo, error: new RpcError('INVALID_REQUEST', { message: 'invalid request: jsonrpc must be "2.0"' }) };
+  }
+  if (typeof obj.method !== 'string' || obj.method.length === 0) {
+    return { id: echo, error: new RpcError('INVALID_REQUEST', { message: 'invalid request: method must be a non-empty string' }) };
+  }
+  let params: unknown[] = [];
+  if (obj.params !== undefined) {
+    if (!Array.isArray(obj.params)) {
+      return { id: echo, error: rpcErrors.invalidParams('params must be an array') };
+    }
+    params = obj.params;
+  }
+  return { call: { index, id, method: obj.method, params } };
+}

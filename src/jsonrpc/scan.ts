@@ -1,0 +1,115 @@
+/**
+ * A structural scanner over JSON text that has already been validated by JSON.parse.
+ * Owns: finding the raw source text of array elements and object members, so ids, params and
+ * results travel as the exact bytes they arrived as (an id of 12345678901234567890 or 1.5 must come
+ * back unchanged, which no JS number can promise). Refuses: validation (JSON.parse did it).
+ */
+
+export interface Span {
+  start: number;
+  end: number;
+}
+
+const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+function skipWs(text: string, i: number): number {
+  while (i < text.length && WS.has(text.charCodeAt(i))) i++;
+  return i;
+}
+
+function skipString(text: string, i: number): number {
+  // text[i] is the opening quote.
+  i++;
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) return i + 1;
+    if (c === 0x5c) i += 2;
+    else i++;
+  }
+}
+
+/** Index just past the value that starts at i (whitespace already skipped). Iterative: no recursion depth. */
+function skipValue(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c === 0x22) return skipString(text, i);
+  if (c !== 0x7b && c !== 0x5b) {
+    // number, true, false, null: runs until a delimiter.
+    while (i < text.length) {
+      const d = text.charCodeAt(i);
+      if (d === 0x2c || d === 0x7d || d === 0x5d || WS.has(d)) break;
+      i++;
+    }
+    return i;
+  }
+  let depth = 0;
+  while (i < text.length) {
+    const d = text.charCodeAt(i);
+    if (d === 0x22) {
+      i = skipString(text, i);
+      continue;
+    }
+    if (d === 0x7b || d === 0x5b) depth++;
+    else if (d === 0x7d || d === 0x5d) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+    i++;
+  }
+  return i;
+}
+
+/** The spans of the top-level value's elements when it is an array. */
+export function arrayElements(text: string, span: Span = { start: 0, end: text.length }): Span[] {
+  let i = skipWs(text, span.start);
+  const out: Span[] = [];
+  if (text.charCodeAt(i) !== 0x5b) return out;
+  i = skipWs(text, i + 1);
+  if (text.charCodeAt(i) === 0x5d) return out;
+  for (;;) {
+    const end = skipValue(text, i);
+    out.push({ start: i, end });
+    i = skipWs(text, end);
+    if (text.charCodeAt(i) !== 0x2c) return out;
+    i = skipWs(text, i + 1);
+  }
+}
+
+/**
+ * The spans of the members of the object at span, by key. A repeated key keeps its last value,
+ * as JSON.parse does, so the raw text always agrees with the parsed object.
+ */
+export function objectMembers(text: string, span: Span, wanted: readonly string[]): Map<string, Span> {
+  const out = new Map<string, Span>();
+  let i = skipWs(text, span.start);
+  if (text.charCodeAt(i) !== 0x7b) return out;
+  i = skipWs(text, i + 1);
+  if (text.charCodeAt(i) === 0x7d) return out;
+  for (;;) {
+    const keyEnd = skipString(text, i);
+    const rawKey = text.slice(i + 1, keyEnd - 1);
+    const key = rawKey.includes('\\') ? (JSON.parse(text.slice(i, keyEnd)) as string) : rawKey;
+    i = skipWs(text, keyEnd);
+    i = skipWs(text, i + 1); // past ':'
+    const end = skipValue(text, i);
+    if (wanted.includes(key)) out.set(key, { start: i, end });
+    i = skipWs(text, end);
+    if (text.charCodeAt(i) !== 0x2c) return out;
+    i = skipWs(text, i + 1);
+  }
+}
+
+/** Deepest nesting of arrays and objects in already-valid JSON text, stopping early past limit. */
+export function nestingDepthExceeds(text: string, limit: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      i = skipString(text, i) - 1;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
+}

@@ -1,0 +1,41 @@
+/**
+ * Concurrency guards: calls being worked on, globally and per client IP. Beyond either bound a
+ * request is shed at once (never queued), so overload costs a client a fast error, not memory.
+ */
+export type Admission = 'ok' | 'overloaded' | 'ip';
+
+export class Concurrency {
+  private total = 0;
+  private readonly perIp = new Map<string, number>();
+
+  constructor(
+    private maxTotal: number,
+    private maxPerIp: number,
+  ) {}
+
+  update(maxTotal: number, maxPerIp: number): void {
+    this.maxTotal = maxTotal;
+    this.maxPerIp = maxPerIp;
+  }
+
+  get inFlight(): number {
+    return this.total;
+  }
+
+  /** Takes `n` slots for `ip`, or says which bound refused them (and takes nothing). */
+  acquire(ip: string, n: number): Admission {
+    if (this.total + n > this.maxTotal) return 'overloaded';
+    const mine = this.perIp.get(ip) ?? 0;
+    if (mine + n > this.maxPerIp) return 'ip';
+    this.total += n;
+    this.perIp.set(ip, mine + n);
+    return 'ok';
+  }
+
+  release(ip: string, n: number): void {
+    this.total -= n;
+    const left = (this.perIp.get(ip) ?? n) - n;
+    if (left <= 0) this.perIp.delete(ip);
+    else this.perIp.set(ip, left);
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * The root pino logger. JSON lines, level from config. Anything that could carry an upstream URL
+ * or credential is redacted by path, and URLs that slip into free text are scrubbed by
+ * `redactUrls` before they are logged (node errors can quote the address they failed to reach).
+ */
+import { pino, type Logger, type DestinationStream } from 'pino';
+
+export type { Logger };
+
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      name: 'switchyard',
+      level,
+      base: { pid: process.pid },
+      redact: { paths: ['url', '*.url', 'ws', '*.ws', 'headers.authorization', 'config.upstreams'], censor: '[redacted]' },
+      formatters: { level: (label) => ({ level: label }) },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination,
+  );
+}
+
+/** Replaces anything that looks like a URL (with or without credentials) in free text. */
+export function redactUrls(text: string): string {
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, '[url]').replace(/\b\d{1,3}(\.\d{1,3}){3}:\d+\b/g, '[address]');
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+/**
+ * Process entry: argv, signals, exit codes. The only file that touches process.* for control.
+ *   switchyard [serve] --config FILE     the proxy alone (SWITCHYARD_CONFIG may name the file)
+ *   switchyard start --config FILE       the embedded devnet (config `devnet:`) and the proxy in front of it
+ *   switchyard devnet [flags]            the devnet alone
+ * Exit codes: 0 after a clean shutdown, 1 on a start failure, 2 on a bad command line or config.
+ */
+import { parseArgs } from 'node:util';
+import { App } from './app.js';
+import { ConfigError, loadConfigFile } from './config/load.js';
+import type { Config } from './config/schema.js';
+import { runDevnetCommand, startDevnet, type Devnet } from './devnet/index.js';
+import { createLogger, type Logger } from './log/logger.js';
+import { VERSION } from './version.js';
+
+const HELP = `switchyard ${VERSION}: an Ethereum JSON-RPC load balancer
+
+Usage:
+  switchyard [serve] --config FILE   run the proxy against the upstreams FILE names
+  switchyard start --config FILE     run the embedded devnet (the file's devnet: section), then the proxy
+  switchyard devnet [options]        run the devnet alone (switchyard devnet --help)
+  switchyard --help | --version
+
+The config file may also be named by SWITCHYARD_CONFIG. Signals: SIGHUP reloads the file,
+SIGTERM drains in-flight calls and exits 0. Exit code 2: bad command line or config.`;
+
+async function main(argv: string[]): Promise<number> {
+  const command = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : 'serve';
+  const rest = command === argv[0] ? argv.slice(1) : argv;
+  if (command === 'devnet') return runDevnet(rest);
+  if (command !== 'serve' && command !== 'start') {
+    process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${HELP}\n`);
+    return 2;
+  }
+  let values: { config?: string; help?: boolean; version?: boolean };
+  try {
+    ({ values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } } }));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${HELP}\n`);
+    return 2;
+  }
+  if (values.help) return print(HELP);
+  if (values.version) return print(VERSION);
+  const file = values.config ?? process.env.SWITCHYARD_CONFIG;
+  if (file === undefined) {
+    process.stderr.write(`no config file: pass --config FILE or set SWITCHYARD_CONFIG\n\n${HELP}\n`);
+    return 2;
+  }
+  let config: Config;
+  try {
+    config = loadConfigFile(file);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`invalid configuration in ${file}:\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
+    return 2;
+  }
+  const log = createLogger(config.log.level);
+  let devnet: Devnet | null = null;
+  if (command === 'start' && config.devnet !== null) {
+    const d = config.devnet;
+    devnet = await startDevnet({ nodes: d.nodes, chainId: config.chainId, blockTimeMs: Math.round(d.blockTime * 1000), basePort: d.basePort, controlPort: d.controlPort, slotsInAnEpoch: d.slotsInAnEpoch, logger: log.child({ room: 'devnet' }) });
+    log.info({ nodes: devnet.nodes().map((n) => n.name), control: devnet.controlUrl }, 'devnet started');
+  }
+  let app: App;
+  try {
+    app = await App.start(config, { logger: log });
+  } catch (err) {
+    log.fatal({ err: (err as Error).message }, 'could not start');
+    await devnet?.stop();
+    return 1;
+  }
+  process.on('SIGHUP', () => {
+    try {
+      void app.reload(loadConfigFile(file)).catch((err: unknown) => log.error({ err: (err as Error).message }, 'reload failed; the running configuration stays'));
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
+      log.error({ problems }, 'new configuration refused; the running configuration stays');
+    }
+  });
+  await waitForSignal(['SIGTERM', 'SIGINT']);
+  await app.drain();
+  await devnet?.stop();
+  log.info('stopped');
+  return 0;
+}
+
+async function runDevnet(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    return print(`switchyard devnet [--nodes N] [--chain-id ID] [--block-time SECONDS] [--base-port P]
+                  [--control-port P] [--lag I:K]... [--stall I] [--slots-in-an-epoch K]
+Starts N anvil nodes on one chain and a control API (GET /nodes, POST /nodes/I/{lag?blocks=K,stall,resume,kill,restart}, POST /mine).`);
+  }
+  const log: Logger = createLogger(process.env.LOG_LEVEL ?? 'info');
+  let devnet: Devnet;
+  try {
+    devnet = await runDevnetCommand(argv, { logger: log });
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return 2;
+  }
+  await waitForSignal(['SIGTERM', 'SIGINT']);
+  await devnet.stop();
+  return 0;
+}
+
+function print(text: string): number {
+  process.stdout.write(`${text}\n`);
+  return 0;
+}
+
+function waitForSignal(signals: NodeJS.Signals[]): Promise<void> {
+  return new Promise((resolve) => {
+    for (const s of signals) process.once(s, () => resolve());
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`fatal: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,57 @@
+/**
+ * Method policy (SPEC 4.6): which methods a client may call.
+ * Default: the methods of the table. `methods.deny` wins over everything; `methods.allow` adds
+ * methods (by name or `prefix*`) that are forwarded like plain reads; `methods.extensions` adds
+ * service-specific methods that are forwarded and never cached. Methods acting with a node's keys
+ * are refused even when allowed, because a proxy must never sign for anyone.
+ */
+import { METHODS, SIGNING_METHODS, type MethodSpec } from './table.js';
+
+export interface PolicyConfig {
+  allow: readonly string[];
+  deny: readonly string[];
+  extensions: readonly string[];
+}
+
+export interface Resolved {
+  spec: MethodSpec;
+  extension: boolean;
+}
+
+const EXTENSION_SPEC: MethodSpec = Object.freeze({ handling: 'read' });
+
+function matcher(patterns: readonly string[]): (m: string) => boolean {
+  const exact = new Set(patterns.filter((p) => !p.endsWith('*')));
+  const prefixes = patterns.filter((p) => p.endsWith('*')).map((p) => p.slice(0, -1));
+  return (m) => exact.has(m) || prefixes.some((p) => m.startsWith(p));
+}
+
+export class MethodPolicy {
+  private readonly denied: (m: string) => boolean;
+  private readonly allowed: (m: string) => boolean;
+  private readonly extension: (m: string) => boolean;
+  private readonly exactExtensions: ReadonlySet<string>;
+
+  constructor(cfg: PolicyConfig) {
+    this.denied = matcher(cfg.deny);
+    this.allowed = matcher(cfg.allow);
+    this.extension = matcher(cfg.extensions);
+    this.exactExtensions = new Set(cfg.extensions.filter((p) => !p.endsWith('*')));
+  }
+
+  /** The spec to handle `method` with, or null when the method is unknown or not allowed. */
+  resolve(method: string): Resolved | null {
+    if (SIGNING_METHODS.has(method) || this.denied(method)) return null;
+    if (this.extension(method)) return { spec: EXTENSION_SPEC, extension: true };
+    const spec = METHODS[method];
+    if (spec !== undefined && Object.hasOwn(METHODS, method)) return { spec, extension: false };
+    if (this.allowed(method)) return { spec: EXTENSION_SPEC, extension: false };
+    return null;
+  }
+
+  /** A bounded metric label: known and configured names pass, anything a client invents is `other`. */
+  label(method: string): string {
+    if (Object.hasOwn(METHODS, method) || this.exactExtensions.has(method)) return method;
+    return 'other';
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * The method table: for each JSON-RPC method Switchyard knows, where its block parameter sits,
+ * which upstream capability it needs, and how it is handled. Everything method-specific is read
+ * from here (policy, routing, metrics labels), so adding a method is one line.
+ * Refuses: deciding anything at run time (policy.ts, routing/ do that from these facts).
+ */
+
+export type Handling =
+  /** Forwarded to one upstream chosen by block height. */
+  | 'read'
+  /** State-changing: eth_sendRawTransaction. */
+  | 'write'
+  /** Answered by Switchyard itself. */
+  | 'local'
+  /** Creates a node-side filter; the returned id is made to carry the upstream (routing/filters). */
+  | 'filter-new'
+  /** Uses a filter id: goes to the upstream that holds it. */
+  | 'filter-use'
+  /** WebSocket only. */
+  | 'subscription';
+
+export interface MethodSpec {
+  handling: Handling;
+  /** Index of the block parameter (number, tag or EIP-1898 object) in params. */
+  block?: number;
+  /** Index of a filter object whose fromBlock/toBlock/blockHash decide eligibility (eth_getLogs). */
+  filterObject?: number;
+  capability?: 'debug';
+  /** A null answer may mean "this node has not seen it yet": retried once on a node as far ahead. */
+  nullMayLag?: boolean;
+}
+
+const read = (extra: Omit<MethodSpec, 'handling'> = {}): MethodSpec => ({ handling: 'read', ...extra });
+
+export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
+  eth_chainId: { handling: 'local' },
+  net_version: { handling: 'local' },
+  net_listening: { handling: 'local' },
+  eth_accounts: { handling: 'local' },
+  eth_blockNumber: { handling: 'local' },
+
+  eth_blobBaseFee: read(),
+  eth_call: read({ block: 1 }),
+  eth_createAccessList: read({ block: 1 }),
+  eth_estimateGas: read({ block: 1 }),
+  eth_feeHistory: read({ block: 1 }),
+  eth_gasPrice: read(),
+  eth_getBalance: read({ block: 1 }),
+  eth_getBlockByHash: read({ nullMayLag: true }),
+  eth_getBlockByNumber: read({ block: 0, nullMayLag: true }),
+  eth_getBlockReceipts: read({ block: 0 }),
+  eth_getBlockTransactionCountByHash: read(),
+  eth_getBlockTransactionCountByNumber: read({ block: 0 }),
+  eth_getCode: read({ block: 1 }),
+  eth_getLogs: read({ filterObject: 0 }),
+  eth_getProof: read({ block: 2 }),
+  eth_getRawTransactionByHash: read({ nullMayLag: true }),
+  eth_getStorageAt: read({ block: 2 }),
+  eth_getTransactionByBlockHashAndIndex: read(),
+  eth_getTransactionByBlockNumberAndIndex: read({ block: 0 }),
+  eth_getTransactionByHash: read({ nullMayLag: true }),
+  eth_getTransactionCount: read({ block: 1 }),
+  eth_getTransactionReceipt: read({ nullMayLag: true }),
+  eth_getUncleByBlockHashAndIndex: read(),
+  eth_getUncleByBlockNumberAndIndex: read({ block: 0 }),
+  eth_getUncleCountByBlockHash: read(),
+  eth_getUncleCountByBlockNumber: read({ block: 0 }),
+  eth_maxPriorityFeePerGas: read(),
+  eth_protocolVersion: read(),
+  eth_simulateV1: read({ block: 1 }),
+  eth_syncing: read(),
+  eth_sendRawTransaction: { handling: 'write' },
+
+  eth_newFilter: { handling: 'filter-new' },
+  eth_newBlockFilter: { handling: 'filter-new' },
+  eth_newPendingTransactionFilter: { handling: 'filter-new' },
+  eth_getFilterChanges: { handling: 'filter-use' },
+  eth_getFilterLogs: { handling: 'filter-use' },
+  eth_uninstallFilter: { handling: 'filter-use' },
+
+  eth_subscribe: { handling: 'subscription' },
+  eth_unsubscribe: { handling: 'subscription' },
+
+  net_peerCount: read(),
+  web3_clientVersion: read(),
+  web3_sha3: read(),
+
+  debug_traceTransaction: read({ capability: 'debug' }),
+  debug_traceCall: read({ block: 1, capability: 'debug' }),
+  debug_traceBlockByNumber: read({ block: 0, capability: 'debug' }),
+  debug_traceBlockByHash: read({ capability: 'debug' }),
+  debug_getRawBlock: read({ block: 0, capability: 'debug' }),
+  debug_getRawHeader: read({ block: 0, capability: 'debug' }),
+  debug_getRawReceipts: read({ block: 0, capability: 'debug' }),
+  debug_getRawTransaction: read({ capability: 'debug' }),
+});
+
+/** Methods that act with a node's keys: never forwarded, whatever the table or allow list says. */
+export const SIGNING_METHODS: ReadonlySet<string> = new Set([
+  'eth_sendTransaction',
+  'eth_sign',
+  'eth_signTransaction',
+  'eth_signTypedData',
+  'eth_signTypedData_v1',
+  'eth_signTypedData_v3',
+  'eth_signTypedData_v4',
+]);

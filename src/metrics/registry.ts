@@ -1,0 +1,65 @@
+/**
+ * Every metric Switchyard exports, declared once with its help text, and the record* verbs that
+ * call sites use. Labels are bounded: method names come through MethodPolicy.label (unknown ->
+ * `other`), upstreams by configured name, outcomes and reasons from closed sets. No URL ever.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export type CallOutcome = 'ok' | 'node_error' | 'error' | 'cached' | 'rate_limited';
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly calls = new Counter({ name: 'switchyard_calls_total', help: 'JSON-RPC calls answered, by method and outcome', labelNames: ['method', 'outcome'], registers: [this.registry] });
+  private readonly callSeconds = new Histogram({ name: 'switchyard_call_duration_seconds', help: 'Time to answer one JSON-RPC call, by method', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  private readonly httpRequests = new Counter({ name: 'switchyard_http_requests_total', help: 'HTTP requests on the JSON-RPC port, by status', labelNames: ['status'], registers: [this.registry] });
+  private readonly batchSize = new Histogram({ name: 'switchyard_batch_size', help: 'Calls per HTTP request (1 for a single call)', buckets: [1, 2, 5, 10, 25, 50, 100, 250, 1000], registers: [this.registry] });
+  private readonly upstreamCalls = new Counter({ name: 'switchyard_upstream_calls_total', help: 'Calls sent to upstreams, by upstream, method and outcome', labelNames: ['upstream', 'method', 'outcome'], registers: [this.registry] });
+  private readonly upstreamSeconds = new Histogram({ name: 'switchyard_upstream_duration_seconds', help: 'Upstream call latency, by upstream', labelNames: ['upstream'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  private readonly failovers = new Counter({ name: 'switchyard_failovers_total', help: 'Calls retried on another upstream, by reason', labelNames: ['reason'], registers: [this.registry] });
+  private readonly quarantines = new Counter({ name: 'switchyard_upstream_quarantined_total', help: 'Times an upstream was quarantined for answering another chain id', labelNames: ['upstream'], registers: [this.registry] });
+  readonly upstreamHead = new Gauge({ name: 'switchyard_upstream_head', help: 'Latest block number seen from each upstream', labelNames: ['upstream'], registers: [this.registry] });
+  readonly upstreamLag = new Gauge({ name: 'switchyard_upstream_lag_blocks', help: 'Blocks each upstream is behind the fleet head', labelNames: ['upstream'], registers: [this.registry] });
+  readonly upstreamHealthy = new Gauge({ name: 'switchyard_upstream_healthy', help: '1 when the upstream is reachable, on the right chain and routable', labelNames: ['upstream'], registers: [this.registry] });
+  readonly upstreamInFlight = new Gauge({ name: 'switchyard_upstream_in_flight', help: 'Calls outstanding at each upstream', labelNames: ['upstream'], registers: [this.registry] });
+  readonly upstreamBreaker = new Gauge({ name: 'switchyard_upstream_breaker_state', help: 'Circuit breaker per upstream: 0 closed, 1 half-open, 2 open', labelNames: ['upstream'], registers: [this.registry] });
+  readonly upstreamLatencyEwma = new Gauge({ name: 'switchyard_upstream_latency_ewma_seconds', help: 'Moving average latency per upstream (a selection input)', labelNames: ['upstream'], registers: [this.registry] });
+  readonly fleetHead = new Gauge({ name: 'switchyard_fleet_head', help: 'Highest block among healthy upstreams', registers: [this.registry] });
+  readonly fleetFinalized = new Gauge({ name: 'switchyard_fleet_finalized', help: 'Finalized block height of the fleet', registers: [this.registry] });
+  readonly inFlight = new Gauge({ name: 'switchyard_in_flight_calls', help: 'Calls being worked on', registers: [this.registry] });
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  recordCall(method: string, outcome: CallOutcome, seconds: number): void {
+    this.calls.inc({ method, outcome });
+    this.callSeconds.observe({ method }, seconds);
+  }
+
+  recordHttp(status: number, batchSize: number | null): void {
+    this.httpRequests.inc({ status: String(status) });
+    if (batchSize !== null) this.batchSize.observe(batchSize);
+  }
+
+  recordUpstreamCall(upstream: string, method: string, outcome: string, seconds: number): void {
+    this.upstreamCalls.inc({ upstream, method, outcome });
+    this.upstreamSeconds.observe({ upstream }, seconds);
+  }
+
+  recordFailover(reason: string): void {
+    this.failovers.inc({ reason });
+  }
+
+  recordQuarantine(upstream: string): void {
+    this.quarantines.inc({ upstream });
+  }
+
+  /** Drops every series of an upstream removed by a reload, so dead names do not linger. */
+  forgetUpstream(upstream: string): void {
+    for (const g of [this.upstreamHead, this.upstreamLag, this.upstreamHealthy, this.upstreamInFlight, this.upstreamBreaker, this.upstreamLatencyEwma]) {
+      g.remove({ upstream });
+    }
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * Reading a call's block parameter into a routing requirement.
+ * `latest` (or a missing block on a state read) is pinned to the request's head snapshot, so every
+ * call of a batch sees the same block and the answer agrees with eth_blockNumber. A number needs a
+ * node that has it; `pending` sticks to one node per client; `earliest` prefers archive nodes.
+ */
+import { rpcErrors, type RpcError } from '../jsonrpc/errors.js';
+import type { MethodSpec } from '../methods/table.js';
+import type { Requirement } from '../routing/select.js';
+
+export interface Resolution {
+  params: unknown[];
+  requirement: Requirement;
+  /** Whether params were rewritten (they then must be re-serialised). */
+  rewritten: boolean;
+}
+
+export interface BlockContext {
+  head: number;
+  maxLagBlocks: number;
+  clientKey: string;
+}
+
+const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,15})$/;
+const HASH = /^0x[0-9a-fA-F]{64}$/;
+const TAGS = new Set(['latest', 'pending', 'earliest', 'safe', 'finalized']);
+
+type BlockRef = { kind: 'latest' } | { kind: 'tag'; tag: string } | { kind: 'number'; n: number } | { kind: 'hash' };
+
+function readBlockRef(v: unknown, where: string): BlockRef | RpcError {
+  if (typeof v === 'string') {
+    if (v === 'latest') return { kind: 'latest' };
+    if (TAGS.has(v)) return { kind: 'tag', tag: v };
+    if (QUANTITY.test(v)) return { kind: 'number', n: Number.parseInt(v, 16) };
+    return rpcErrors.invalidParams(`${where}: expected a block number or tag, got ${JSON.stringify(v.slice(0, 80))}`);
+  }
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    const o = v as { blockHash?: unknown; blockNumber?: unknown };
+    if (typeof o.blockHash === 'string' && HASH.test(o.blockHash)) return { kind: 'hash' };
+    if (o.blockNumber !== undefined) return readBlockRef(o.blockNumber, where);
+  }
+  return rpcErrors.invalidParams(`${where}: expected a block number, tag or {blockHash}`);
+}
+
+function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {
+  switch (ref.kind) {
+    case 'latest':
+      return { minHead: ctx.head };
+    case 'number':
+      // A block beyond the fleet head is nobody's yet: the most advanced nodes answer (null or error).
+      return { minHead: Math.min(ref.n, ctx.head) };
+    case 'hash':
+      return { maxLag: ctx.maxLagBlocks };
+    case 'tag':
+      if (ref.tag === 'pending') return { maxLag: ctx.maxLagBlocks, stickyKey: ctx.clientKey };
+      if (ref.tag === 'earliest') return { capability: 'archive' };
+      return { maxLag: ctx.maxLagBlocks };
+  }
+}
+
+const hex = (n: number): string => `0x${n.toString(16)}`;
+
+export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockContext): Resolution | RpcError {
+  if (spec.block !== undefined) {
+    const v = params[spec.block];
+    if (v === undefined || v === null) return { params, requirement: { minHead: ctx.head }, rewritten: false };
+    const ref = readBlockRef(v, `params[${spec.block}]`);
+    if ('code' in ref) return ref;
+    if (ref.kind !== 'latest') return { params, requirement: requirementFor(ref, ctx), rewritten: false };
+    const copy = params.slice();
+    copy[spec.block] = hex(ctx.head);
+    return { params: copy, requirement: requirementFor(ref, ctx), rewritten: true };
+  }
+  if (spec.filterObject !== undefined) return resolveFilter(spec.filterObject, params, ctx);
+  return { params, requirement: { maxLag: ctx.maxLagBlocks }, rewritten: false };
+}
+
+/** eth_getLogs: blockHash, or a fromBlock..toBlock range whose `latest` ends are pinned to the snapshot. */
+function resolveFilter(index: number, params: unknown[], ctx: BlockContext): Resolution | RpcError {
+  const f = params[index];
+  if (f === null || typeof f !== 'object' || Array.isArray(f)) {
+    return rpcErrors.invalidParams(`params[${index}]: expected a filter object`);
+  }
+  const filter = f as Record<string, unknown>;
+  if (filter.blockHash !== undefined) return { params, requirement: { maxLag: ctx.maxLagBlocks }, rewritten: false };
+  const copy = { ...filter };
+  let rewritten = false;
+  let minHead = 0;
+  let needsSync = false;
+  for (const key of ['fromBlock', 'toBlock'] as const) {
+    const v = filter[key];
+    if (v === undefined || v === null) {
+      needsSync = true;
+      continue;
+    }
+    const ref = readBlockRef(v, `params[${index}].${key}`);
+    if ('code' in ref) return ref;
+    if (ref.kind === 'latest') {
+      copy[key] = hex(ctx.head);
+      rewritten = true;
+      minHead = Math.max(minHead, ctx.head);
+    } else if (ref.kind === 'number') {
+      minHead = Math.max(minHead, Math.min(ref.n, ctx.head));
+    } else {
+      needsSync = true;
+    }
+  }
+  const requirement: Requirement = { minHead };
+  if (needsSync) requirement.maxLag = ctx.maxLagBlocks;
+  if (!rewritten) return { params, requirement, rewritten: false };
+  const out = params.slice();
+  out[index] = copy;
+  return { params: out, requirement, rewritten: true };
+}

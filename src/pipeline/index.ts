@@ -1,0 +1,114 @@
+/**
+ * One call's way through small named stages: policy -> local answer -> block resolution -> route
+ * and forward. Every call ends in exactly one Outcome for its slot, whatever happens inside.
+ * Refuses: HTTP/WS concerns (server/) and batch assembly (server/ + jsonrpc/response.ts).
+ */
+import type { Logger } from 'pino';
+import type { Call } from '../jsonrpc/parse.js';
+import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
+import type { Outcome } from '../jsonrpc/response.js';
+import type { MethodPolicy } from '../methods/policy.js';
+import type { Metrics, CallOutcome } from '../metrics/registry.js';
+import { forward, type ForwardDeps } from '../routing/forward.js';
+import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
+import type { Fleet } from '../upstream/fleet.js';
+import { resolveBlocks } from './blocks.js';
+import { answerLocally } from './local.js';
+
+/** What a request shares among its calls: who asked, and the one head snapshot of the batch. */
+export interface RequestContext {
+  clientIp: string;
+  head: number;
+  deadline: number;
+  trail: string[];
+  log: Logger;
+}
+
+export interface PipelineDeps extends ForwardDeps {
+  fleet: Fleet;
+  policy: MethodPolicy;
+  metrics: Metrics;
+  chainId: number;
+  maxLagBlocks: number;
+}
+
+export class Pipeline {
+  constructor(private deps: PipelineDeps) {}
+
+  /** Swaps in what a reload changed; calls already running keep what they started with. */
+  update(deps: PipelineDeps): void {
+    this.deps = deps;
+  }
+
+  label(method: string): string {
+    return this.deps.policy.label(method);
+  }
+
+  /** A snapshot of the fleet head for one request: every call in it sees this block as `latest`. */
+  context(clientIp: string, timeoutMs: number, log: Logger): RequestContext {
+    return { clientIp, head: this.deps.fleet.blockNumber(), deadline: Date.now() + timeoutMs, trail: [], log };
+  }
+
+  async handle(ctx: RequestContext, call: Call): Promise<Outcome> {
+    const started = performance.now();
+    const label = this.deps.policy.label(call.method);
+    let outcome: Outcome;
+    try {
+      outcome = await this.run(ctx, call, label);
+    } catch (err) {
+      ctx.log.error({ err: (err as Error).message, method: label }, 'call failed inside the pipeline');
+      outcome = { error: new RpcError('INTERNAL_ERROR') };
+    }
+    const kind: CallOutcome = outcome.result !== undefined ? 'ok' : outcome.error !== undefined ? 'error' : 'node_error';
+    this.deps.metrics.recordCall(label, kind, (performance.now() - started) / 1000);
+    return outcome;
+  }
+
+  private async run(ctx: RequestContext, call: Call, label: string): Promise<Outcome> {
+    const d = this.deps;
+    const resolved = d.policy.resolve(call.method);
+    if (resolved === null) return { error: rpcErrors.methodNotFound(call.method) };
+    const { spec } = resolved;
+    switch (spec.handling) {
+      case 'local':
+        return answerLocally(call.method, d.chainId, d.fleet);
+      case 'subscription':
+        return { error: rpcErrors.methodNotFound(call.method) };
+      case 'filter-use':
+        return this.useFilter(ctx, call, label);
+      default:
+        break;
+    }
+    if (ctx.head < 0) return { error: rpcErrors.noUpstream('none healthy') };
+    const res = resolveBlocks(spec, call.params, { head: ctx.head, maxLagBlocks: d.maxLagBlocks, clientKey: ctx.clientIp });
+    if (res instanceof RpcError) return { error: res };
+    const requirement = spec.capability ? { ...res.requirement, capability: spec.capability } : res.requirement;
+    const raw = spec.handling === 'write' && typeof call.params[0] === 'string' ? call.params[0] : undefined;
+    const { outcome, upstream } = await forward(d, {
+      method: call.method,
+      label,
+      paramsJson: JSON.stringify(res.params),
+      requirement,
+      deadline: ctx.deadline,
+      nullMayLag: spec.nullMayLag,
+      rawTransaction: raw,
+      trail: ctx.trail,
+    });
+    if (spec.handling === 'filter-new' && outcome.result !== undefined && upstream) {
+      const id = wrapFilterId(upstream, outcome.result);
+      return id === null ? outcome : { result: id };
+    }
+    return outcome;
+  }
+
+  private async useFilter(ctx: RequestContext, call: Call, label: string): Promise<Outcome> {
+    const found = unwrapFilterId(call.params[0], this.deps.fleet.upstreams);
+    if (found === null || !found.upstream.available) return { error: new RpcError('FILTER_NOT_FOUND') };
+    const params = [found.nodeId, ...call.params.slice(1)];
+    const { outcome } = await forward(
+      { ...this.deps, maxAttempts: 1 },
+      { method: call.method, label, paramsJson: JSON.stringify(params), requirement: {}, deadline: ctx.deadline, only: found.upstream, trail: ctx.trail },
+    );
+    return outcome;
+  }
+}

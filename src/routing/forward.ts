@@ -1,0 +1,100 @@
+/**
+ * Failover: sends one call to the best eligible upstream and, when the answer means "this node
+ * can't" (classify.ts), to the next one, up to `maxAttempts`, inside the call's deadline.
+ * Deterministic answers (reverts, invalid params, nonce too low) return at once, verbatim.
+ * When every attempt failed and some node did answer with an error, that last answer is returned
+ * verbatim; when none answered, -32002 says why.
+ */
+import { keccak_256 } from '@noble/hashes/sha3';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils';
+import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
+import type { Outcome } from '../jsonrpc/response.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { Fleet } from '../upstream/fleet.js';
+import type { Upstream } from '../upstream/node.js';
+import { choose, eligible, type Requirement } from './select.js';
+
+export interface ForwardDeps {
+  fleet: Fleet;
+  metrics: Metrics;
+  maxAttempts: number;
+  upstreamTimeoutMs: number;
+}
+
+export interface Attempted {
+  outcome: Outcome;
+  /** The upstream whose answer was returned, if any. */
+  upstream?: Upstream;
+}
+
+export interface ForwardCall {
+  method: string;
+  label: string;
+  paramsJson: string;
+  requirement: Requirement;
+  deadline: number;
+  /** A null answer may mean the node lags: ask one node at least as far ahead before believing it. */
+  nullMayLag?: boolean;
+  /** eth_sendRawTransaction: the raw transaction, so "already known" on a retry can answer its hash. */
+  rawTransaction?: string;
+  /** Only these upstreams (filter calls go to the one node that holds the filter). */
+  only?: Upstream;
+  /** Names of the upstreams tried, for the request log line. */
+  trail: string[];
+}
+
+const ALREADY_KNOWN = /already known|already imported/i;
+
+export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Attempted> {
+  const tried = new Set<Upstream>();
+  let lastNodeError: { error: string; upstream: Upstream } | undefined;
+  let lastReason = '';
+  let nullFrom: Upstream | undefined;
+  for (let attempt = 0; attempt < deps.maxAttempts; attempt++) {
+    const remaining = call.deadline - Date.now();
+    if (remaining <= 0) {
+      lastReason = 'timeout';
+      break;
+    }
+    const requirement = nullFrom ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, nullFrom.head) } : call.requirement;
+    const candidates = call.only ? (call.only.available && !tried.has(call.only) ? [call.only] : 'none healthy') : eligible(deps.fleet, requirement, tried);
+    if (typeof candidates === 'string') {
+      if (nullFrom) return { outcome: { result: 'null' }, upstream: nullFrom };
+      if (attempt === 0) return { outcome: { error: rpcErrors.noUpstream(candidates) } };
+      break;
+    }
+    const u = choose(candidates, call.requirement.stickyKey);
+    tried.add(u);
+    call.trail.push(u.name);
+    const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining));
+    deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
+    if (verdict.kind === 'result') {
+      if (call.nullMayLag && verdict.result === 'null' && nullFrom === undefined && attempt + 1 < deps.maxAttempts) {
+        nullFrom = u;
+        deps.metrics.recordFailover('null_answer');
+        continue;
+      }
+      return { outcome: { result: verdict.result }, upstream: u };
+    }
+    if (verdict.kind === 'node-error') {
+      if (call.rawTransaction !== undefined && attempt > 0 && ALREADY_KNOWN.test(verdict.message)) {
+        return { outcome: { result: JSON.stringify(transactionHash(call.rawTransaction)) }, upstream: u };
+      }
+      if (nullFrom) return { outcome: { result: 'null' }, upstream: nullFrom };
+      return { outcome: { nodeError: verdict.error }, upstream: u };
+    }
+    lastReason = verdict.reason;
+    if (verdict.error !== undefined) lastNodeError = { error: verdict.error, upstream: u };
+    deps.metrics.recordFailover(verdict.reason);
+  }
+  if (nullFrom) return { outcome: { result: 'null' }, upstream: nullFrom };
+  if (lastNodeError) return { outcome: { nodeError: lastNodeError.error }, upstream: lastNodeError.upstream };
+  return {
+    outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: tried.size, last: lastReason } }) },
+  };
+}
+
+/** keccak256 of the raw signed transaction bytes: its hash, as a node would report it. */
+export function transactionHash(raw: string): string {
+  return `0x${bytesToHex(keccak_256(hexToBytes(raw.startsWith('0x') ? raw.slice(2) : raw)))}`;
+}

@@ -1,0 +1,73 @@
+/**
+ * Which upstreams may serve a call, and which one does.
+ * Eligibility: routable (healthy, right chain, breaker allows), has the capability, has the block.
+ * Selection: power of two choices on cost = (inFlight + 1) x EWMA latency / weight: two eligible
+ * nodes drawn at random, the cheaper one wins. It spreads load like least-outstanding-requests
+ * without herding every call onto the one node that looked best a moment ago.
+ */
+import type { Fleet } from '../upstream/fleet.js';
+import type { Upstream } from '../upstream/node.js';
+
+export interface Requirement {
+  /** The node's head must be at least this block. */
+  minHead?: number;
+  /** The node may be at most this many blocks behind the fleet head. */
+  maxLag?: number;
+  capability?: 'debug' | 'archive';
+  /** Same key -> same node while the eligible set is unchanged (pending state, nonces). */
+  stickyKey?: string;
+}
+
+export type Ineligible = 'none healthy' | 'none in sync' | 'none has the block' | 'none has the capability' | 'all tried';
+
+export function eligible(fleet: Fleet, req: Requirement, exclude: ReadonlySet<Upstream>): Upstream[] | Ineligible {
+  let pool = fleet.upstreams.filter((u) => u.available);
+  if (pool.length === 0) return 'none healthy';
+  if (req.capability === 'debug') {
+    pool = pool.filter((u) => u.tags.has('debug'));
+    if (pool.length === 0) return 'none has the capability';
+  }
+  if (req.capability === 'archive' && pool.some((u) => u.tags.has('archive'))) {
+    pool = pool.filter((u) => u.tags.has('archive'));
+  }
+  if (req.minHead !== undefined) {
+    const min = req.minHead;
+    pool = pool.filter((u) => u.head >= min);
+    if (pool.length === 0) return 'none has the block';
+  }
+  if (req.maxLag !== undefined) {
+    const max = req.maxLag;
+    pool = pool.filter((u) => fleet.lag(u) <= max);
+    if (pool.length === 0) return 'none in sync';
+  }
+  pool = pool.filter((u) => !exclude.has(u));
+  return pool.length === 0 ? 'all tried' : pool;
+}
+
+export function cost(u: Upstream): number {
+  return ((u.inFlight + 1) * Math.max(u.latencyMs, 0.1)) / u.weight;
+}
+
+export function choose(candidates: readonly Upstream[], stickyKey?: string, random: () => number = Math.random): Upstream {
+  if (candidates.length === 1) return candidates[0]!;
+  if (stickyKey !== undefined) {
+    const sorted = [...candidates].sort((a, b) => (a.name < b.name ? -1 : 1));
+    return sorted[hash(stickyKey) % sorted.length]!;
+  }
+  const i = Math.floor(random() * candidates.length);
+  let j = Math.floor(random() * (candidates.length - 1));
+  if (j >= i) j++;
+  const a = candidates[i]!;
+  const b = candidates[j]!;
+  return cost(a) <= cost(b) ? a : b;
+}
+
+/** FNV-1a, 32 bits: stable across processes, so replicas agree on sticky choices and filter ids. */
+export function hash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}

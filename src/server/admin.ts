@@ -1,0 +1,89 @@
+/**
+ * The admin port (127.0.0.1 by default): /health (process alive), /ready (an upstream is healthy
+ * and in sync, and not draining), /status (the fleet as an operator reads it; names, never URLs),
+ * /metrics (Prometheus).
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { Metrics } from '../metrics/registry.js';
+import { cost } from '../routing/select.js';
+import type { Fleet } from '../upstream/fleet.js';
+
+export interface AdminDeps {
+  fleet: Fleet;
+  metrics: Metrics;
+  maxLagBlocks: number;
+  isDraining: () => boolean;
+  version: string;
+  extraStatus?: () => Record<string, unknown>;
+}
+
+export function isReady(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining'>): boolean {
+  if (deps.isDraining()) return false;
+  return deps.fleet.upstreams.some((u) => u.available && deps.fleet.lag(u) <= deps.maxLagBlocks);
+}
+
+export function statusOf(deps: AdminDeps): Record<string, unknown> {
+  const { fleet } = deps;
+  return {
+    name: 'switchyard',
+    version: deps.version,
+    ready: isReady(deps),
+    draining: deps.isDraining(),
+    fleetHead: fleet.head,
+    finalized: fleet.finalized,
+    blockNumber: fleet.blockNumber(),
+    upstreams: fleet.upstreams.map((u) => ({
+      name: u.name,
+      state: u.state,
+      routable: u.available,
+      head: u.head,
+      lag: Number.isFinite(fleet.lag(u)) ? fleet.lag(u) : null,
+      latencyMs: Math.round(u.latencyMs * 100) / 100,
+      inFlight: u.inFlight,
+      weight: u.weight,
+      tags: [...u.tags],
+      calls: u.calls,
+      failures: u.failures,
+      errorRate: u.calls === 0 ? 0 : Math.round((u.failures / u.calls) * 10000) / 10000,
+      breaker: u.breaker.state,
+      selectionCost: Math.round(cost(u) * 100) / 100,
+    })),
+    ...deps.extraStatus?.(),
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export function createAdminServer(getDeps: () => AdminDeps): Server {
+  return createServer((req, res) => {
+    const deps = getDeps();
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (req.method !== 'GET') return json(res, 405, { error: 'use GET' });
+    switch (path) {
+      case '/health':
+        return json(res, 200, { status: 'ok' });
+      case '/ready': {
+        const ready = isReady(deps);
+        return json(res, ready ? 200 : 503, { ready });
+      }
+      case '/status':
+        return json(res, 200, statusOf(deps));
+      case '/metrics':
+        deps.fleet.collect();
+        deps.metrics.registry
+          .metrics()
+          .then((text) => {
+            res.writeHead(200, { 'content-type': deps.metrics.registry.contentType });
+            res.end(text);
+          })
+          .catch(() => json(res, 500, { error: 'metrics unavailable' }));
+        return;
+      default:
+        return json(res, 404, { error: 'not found', paths: ['/health', '/ready', '/status', '/metrics'] });
+    }
+  });
+}

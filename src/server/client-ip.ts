@@ -1,0 +1,48 @@
+/**
+ * The client's IP: the socket's peer address, unless that peer is a trusted proxy, in which case
+ * X-Forwarded-For is walked right to left past trusted hops and the first untrusted address is the
+ * client. The left-most entry is never trusted on its own: any client can write it.
+ */
+import { BlockList, isIP } from 'node:net';
+
+export class ClientIp {
+  private readonly trusted = new BlockList();
+  private readonly any: boolean;
+
+  constructor(cidrs: readonly string[]) {
+    for (const c of cidrs) {
+      const [addr, bits] = c.split('/') as [string, string | undefined];
+      const family = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
+      if (isIP(addr) === 0) throw new Error(`server.trustedProxies: expected an IP or CIDR, got ${JSON.stringify(c)}`);
+      if (bits === undefined) this.trusted.addAddress(addr, family);
+      else this.trusted.addSubnet(addr, Number(bits), family);
+    }
+    this.any = cidrs.length > 0;
+  }
+
+  private isTrusted(ip: string): boolean {
+    const v = isIP(ip);
+    if (v === 0) return false;
+    return this.trusted.check(ip, v === 6 ? 'ipv6' : 'ipv4');
+  }
+
+  resolve(peer: string | undefined, forwardedFor: string | string[] | undefined): string {
+    const socketIp = normalize(peer ?? 'unknown');
+    if (!this.any || forwardedFor === undefined || !this.isTrusted(socketIp)) return socketIp;
+    const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor)
+      .split(',')
+      .map((h) => normalize(h.trim()))
+      .filter((h) => h !== '');
+    for (let i = hops.length - 1; i >= 0; i--) {
+      const hop = hops[i]!;
+      if (isIP(hop) === 0) return socketIp;
+      if (!this.isTrusted(hop)) return hop;
+    }
+    return hops[0] ?? socketIp;
+  }
+}
+
+/** `::ffff:1.2.3.4` is the IPv4 client 1.2.3.4: one client, one bucket. */
+function normalize(ip: string): string {
+  return ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
+}

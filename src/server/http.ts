@@ -1,0 +1,108 @@
+/**
+ * The HTTP front on server.port: statuses of SPEC 3.2, CORS, body cap, client IP, one log line per
+ * request. Everything JSON-RPC is delegated to Front; this file only speaks HTTP.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { RpcError } from '../jsonrpc/errors.js';
+import { errorText } from '../jsonrpc/response.js';
+import type { Metrics } from '../metrics/registry.js';
+import { isJsonContentType, readBody } from './body.js';
+import type { ClientIp } from './client-ip.js';
+import type { Front } from './front.js';
+
+export interface HttpDeps {
+  front: Front;
+  clientIp: ClientIp;
+  metrics: Metrics;
+  log: Logger;
+  maxBodyBytes: number;
+  corsOrigins: readonly string[];
+  chainId: number;
+  version: string;
+  isReady: () => boolean;
+  isDraining: () => boolean;
+}
+
+export interface HttpTimeouts {
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts): Server {
+  const server = createServer({ headersTimeout: timeouts.headersTimeoutMs, requestTimeout: timeouts.headersTimeoutMs + timeouts.bodyTimeoutMs, keepAliveTimeout: timeouts.keepAliveTimeoutMs }, (req, res) => {
+    void handle(getDeps(), req, res).catch((err: unknown) => {
+      getDeps().log.error({ err: (err as Error).message }, 'http handler crashed');
+      if (!res.headersSent) send(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')));
+    });
+  });
+  // A malformed request line or a slow client: answer 400/408 if the socket still can, never crash.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable && !socket.destroyed) {
+      const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    } else socket.destroy();
+  });
+  return server;
+}
+
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
+  res.end(body);
+}
+
+function corsHeaders(deps: HttpDeps, req: IncomingMessage): Record<string, string> {
+  const origin = req.headers.origin;
+  if (origin === undefined || deps.corsOrigins.length === 0) return {};
+  if (deps.corsOrigins.includes('*')) return { 'access-control-allow-origin': '*' };
+  return deps.corsOrigins.includes(origin) ? { 'access-control-allow-origin': origin, vary: 'Origin' } : {};
+}
+
+async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const started = performance.now();
+  const cors = corsHeaders(deps, req);
+  const clientIp = deps.clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+  const log = deps.log.child({ req: randomUUID().slice(0, 8) });
+  const finish = (status: number, body: string, extra: Record<string, string>, info: { calls?: number | null; methods?: string[]; upstreams?: string[] } = {}): void => {
+    send(res, status, body, { ...cors, ...extra });
+    deps.metrics.recordHttp(status, info.calls ?? null);
+    log.info({ ip: clientIp, status, calls: info.calls ?? 0, methods: info.methods, upstreams: info.upstreams, ms: Math.round(performance.now() - started) }, 'request');
+  };
+  const reject = (reason: 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN', extra: Record<string, string> = {}): void => {
+    const e = new RpcError(reason);
+    finish(e.http, errorText('null', e), extra);
+  };
+
+  if (deps.isDraining()) return reject('SHUTTING_DOWN', { connection: 'close' });
+  const path = (req.url ?? '/').split('?', 1)[0];
+  if (req.method === 'OPTIONS') {
+    res.writeHead(204, {
+      ...cors,
+      'access-control-allow-methods': 'POST, GET, OPTIONS',
+      'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'content-type',
+      'access-control-max-age': '86400',
+    });
+    res.end();
+    deps.metrics.recordHttp(204, null);
+    return;
+  }
+  if (req.method === 'GET') {
+    if (path !== '/') return reject('NOT_FOUND');
+    const info = { name: 'switchyard', version: deps.version, chainId: `0x${deps.chainId.toString(16)}`, ready: deps.isReady() };
+    return finish(200, JSON.stringify(info), {});
+  }
+  if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', { allow: 'POST, GET, OPTIONS' });
+  if (path !== '/') return reject('NOT_FOUND');
+  if (!isJsonContentType(req.headers['content-type'])) return reject('BAD_CONTENT_TYPE');
+  const body = await readBody(req, deps.maxBodyBytes);
+  if (!body.ok) {
+    if (body.why === 'aborted') return;
+    if (body.why === 'too_large') return reject('BODY_TOO_LARGE', { connection: 'close' });
+    return finish(200, errorText('null', new RpcError('PARSE_ERROR')), {});
+  }
+  const out = await deps.front.process(body.text, clientIp, log);
+  const extra: Record<string, string> = out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : {};
+  finish(out.status, out.body, extra, out);
+}

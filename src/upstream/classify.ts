@@ -1,0 +1,78 @@
+/**
+ * The one place that decides what an upstream's answer means for routing.
+ * Owns: turning (transport outcome, HTTP status, body) into a verdict: an answer to return, or a
+ * failure to retry elsewhere (and whether it counts against the node's health).
+ * Refuses: retry policy itself (routing/forward.ts) and breaker bookkeeping (upstream/health.ts).
+ */
+import { objectMembers } from '../jsonrpc/scan.js';
+
+export type Verdict =
+  /** A usable answer: `result` raw text. */
+  | { kind: 'result'; result: string }
+  /** A node error that is the answer (execution reverted, nonce too low, invalid params...). */
+  | { kind: 'node-error'; error: string; code: number; message: string }
+  /** The node can't serve this call right now: try another; `health` says if the node itself is failing. */
+  | { kind: 'retry'; reason: RetryReason; health: boolean; error?: string };
+
+export type RetryReason =
+  | 'transport'
+  | 'timeout'
+  | 'http_5xx'
+  | 'http_429'
+  | 'http_other'
+  | 'bad_body'
+  | 'node_limit'
+  | 'node_method_missing'
+  | 'node_missing_block';
+
+/** Node error messages meaning "I don't have that block (yet)", not "it doesn't exist". */
+const MISSING_BLOCK = /header not found|unknown block|block not found|BlockOutOfRange|block number out of range|missing trie node/i;
+
+export function classifyHttp(status: number, body: string): Verdict {
+  if (status === 429) return { kind: 'retry', reason: 'http_429', health: true };
+  if (status >= 500) return { kind: 'retry', reason: 'http_5xx', health: true };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return { kind: 'retry', reason: status === 200 ? 'bad_body' : 'http_other', health: true };
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return { kind: 'retry', reason: 'bad_body', health: true };
+  }
+  const obj = parsed as { result?: unknown; error?: unknown };
+  const raw = objectMembers(body, { start: 0, end: body.length }, ['result', 'error']);
+  const errSpan = raw.get('error');
+  if (errSpan !== undefined && obj.error !== null && obj.error !== undefined) {
+    const error = body.slice(errSpan.start, errSpan.end);
+    const e = obj.error as { code?: unknown; message?: unknown };
+    const code = typeof e.code === 'number' ? e.code : 0;
+    const message = typeof e.message === 'string' ? e.message : '';
+    return classifyNodeError(error, code, message);
+  }
+  const resSpan = raw.get('result');
+  if (resSpan === undefined) return { kind: 'retry', reason: 'bad_body', health: true };
+  return { kind: 'result', result: body.slice(resSpan.start, resSpan.end) };
+}
+
+export function classifyNodeError(error: string, code: number, message: string): Verdict {
+  // -32005 is EIP-1474's "limit exceeded": the node is overloaded, not the call wrong.
+  if (code === -32005 || /rate limit|too many requests/i.test(message)) {
+    return { kind: 'retry', reason: 'node_limit', health: true, error };
+  }
+  if (code === -32601) return { kind: 'retry', reason: 'node_method_missing', health: false, error };
+  if (MISSING_BLOCK.test(message)) return { kind: 'retry', reason: 'node_missing_block', health: false, error };
+  return { kind: 'node-error', error, code, message };
+}
+
+export function classifyTransport(err: unknown): Verdict {
+  const name = (err as { name?: string; code?: string } | null)?.name ?? '';
+  const code = (err as { code?: string } | null)?.code ?? '';
+  const timedOut =
+    name === 'TimeoutError' ||
+    name === 'AbortError' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT';
+  return { kind: 'retry', reason: timedOut ? 'timeout' : 'transport', health: true };
+}

@@ -1,0 +1,219 @@
+/**
+ * The fleet: every configured upstream, their heads, and the fleet head derived from them.
+ * Owns: chain-id verification (quarantine), head polling, the fleet head and finalized height, the
+ * never-decreasing block number served to clients, and swapping upstreams on reload.
+ * Refuses: choosing an upstream for a call (routing/select.ts).
+ */
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { Config, UpstreamConfig } from '../config/schema.js';
+import type { Metrics } from '../metrics/registry.js';
+import { Upstream } from './node.js';
+
+export interface FleetOptions {
+  chainId: number;
+  headPollMs: number;
+  chainIdCheckMs: number;
+  upstreamTimeoutMs: number;
+  finalityDepth: number;
+  maxHeadJumpBlocks: number;
+}
+
+export function fleetOptions(cfg: Config): FleetOptions {
+  return {
+    chainId: cfg.chainId,
+    headPollMs: cfg.routing.headPollMs,
+    chainIdCheckMs: cfg.routing.chainIdCheckMs,
+    upstreamTimeoutMs: cfg.routing.upstreamTimeoutMs,
+    finalityDepth: cfg.cache.finalityDepth,
+    maxHeadJumpBlocks: cfg.routing.maxHeadJumpBlocks,
+  };
+}
+
+interface Tracker {
+  timer: NodeJS.Timeout | null;
+  chainCheckedAt: number;
+  stopped: boolean;
+}
+
+export class Fleet extends EventEmitter {
+  upstreams: Upstream[] = [];
+  /** Highest plausible head among healthy upstreams; -1 until one is known. */
+  head = -1;
+  finalized = -1;
+  /** The block number clients have been told; never decreases while this process lives. */
+  private served = -1;
+  private readonly trackers = new Map<Upstream, Tracker>();
+
+  constructor(
+    private opts: FleetOptions,
+    configs: readonly UpstreamConfig[],
+    private readonly metrics: Metrics,
+    private readonly log: Logger,
+    private readonly makeUpstream: (c: UpstreamConfig) => Upstream = (c) => new Upstream(c),
+  ) {
+    super();
+    this.upstreams = configs.map((c) => this.makeUpstream(c));
+  }
+
+  start(): void {
+    for (const u of this.upstreams) this.track(u);
+  }
+
+  /** The block number for eth_blockNumber: the fleet head, but never lower than one already served. */
+  blockNumber(): number {
+    if (this.head > this.served) this.served = this.head;
+    return this.served;
+  }
+
+  lag(u: Upstream): number {
+    return this.head < 0 || u.head < 0 ? Number.POSITIVE_INFINITY : Math.max(0, this.head - u.head);
+  }
+
+  healthyCount(): number {
+    return this.upstreams.filter((u) => u.available).length;
+  }
+
+  private track(u: Upstream): void {
+    const t: Tracker = { timer: null, chainCheckedAt: 0, stopped: false };
+    this.trackers.set(u, t);
+    const tick = async (): Promise<void> => {
+      if (t.stopped) return;
+      try {
+        await this.poll(u, t);
+      } catch (err) {
+        this.log.error({ upstream: u.name, err: (err as Error).message }, 'head poll crashed');
+      }
+      if (!t.stopped) t.timer = setTimeout(tick, this.opts.headPollMs);
+    };
+    void tick();
+  }
+
+  private async poll(u: Upstream, t: Tracker): Promise<void> {
+    const timeout = Math.min(this.opts.upstreamTimeoutMs, Math.max(1000, this.opts.headPollMs * 2));
+    const now = Date.now();
+    // Re-verify the chain after any outage too: what answers on that address may be another node now.
+    if (u.state !== 'healthy' || now - t.chainCheckedAt >= this.opts.chainIdCheckMs) {
+      const { verdict } = await u.call('eth_chainId', '[]', timeout);
+      if (t.stopped) return;
+      if (verdict.kind !== 'result') return this.setState(u, 'down');
+      const got = parseQuantity(verdict.result);
+      if (got !== this.opts.chainId) {
+        if (u.state !== 'quarantined') {
+          this.metrics.recordQuarantine(u.name);
+          this.log.error({ upstream: u.name, expected: this.opts.chainId, got }, 'upstream answers another chain id: quarantined');
+        }
+        return this.setState(u, 'quarantined');
+      }
+      t.chainCheckedAt = now;
+    }
+    const { verdict } = await u.call('eth_blockNumber', '[]', timeout);
+    if (t.stopped) return;
+    const head = verdict.kind === 'result' ? parseQuantity(verdict.result) : null;
+    if (head === null) return this.setState(u, 'down');
+    u.head = head;
+    u.headAt = Date.now();
+    this.setState(u, 'healthy');
+    this.recompute();
+  }
+
+  private setState(u: Upstream, state: Upstream['state']): void {
+    if (u.state !== state) {
+      const level = state === 'healthy' ? 'info' : 'warn';
+      this.log[level]({ upstream: u.name, from: u.state, to: state }, 'upstream state changed');
+      u.state = state;
+      this.recompute();
+    }
+  }
+
+  /** Fleet head = highest head among healthy upstreams, ignoring one that claims an implausible lead. */
+  private recompute(): void {
+    const heads = this.upstreams.filter((u) => u.state === 'healthy' && !u.retiring).map((u) => u.head).sort((a, b) => b - a);
+    let head = heads[0] ?? -1;
+    // With two or more nodes, a head far beyond the runner-up is a broken or hostile node, not progress.
+    if (heads.length >= 2 && head - heads[1]! > this.opts.maxHeadJumpBlocks) head = heads[1]!;
+    const previous = this.head;
+    if (head >= 0) {
+      this.head = head;
+      this.finalized = Math.max(0, head - this.opts.finalityDepth);
+    }
+    this.publish();
+    if (this.head > previous) this.emit('head', this.head);
+  }
+
+  private publish(): void {
+    for (const u of this.upstreams) {
+      const labels = { upstream: u.name };
+      this.metrics.upstreamHead.set(labels, u.head);
+      this.metrics.upstreamLag.set(labels, Number.isFinite(this.lag(u)) ? this.lag(u) : -1);
+      this.metrics.upstreamHealthy.set(labels, u.available ? 1 : 0);
+    }
+    this.metrics.fleetHead.set(this.head);
+    this.metrics.fleetFinalized.set(this.finalized);
+  }
+
+  /** Refreshes the gauges that move with every call (scraped, not pushed). */
+  collect(): void {
+    for (const u of this.upstreams) {
+      const labels = { upstream: u.name };
+      this.metrics.upstreamInFlight.set(labels, u.inFlight);
+      this.metrics.upstreamBreaker.set(labels, u.breaker.gauge);
+      this.metrics.upstreamLatencyEwma.set(labels, u.latencyMs / 1000);
+      this.metrics.upstreamHealthy.set(labels, u.available ? 1 : 0);
+    }
+  }
+
+  /**
+   * Applies a reloaded upstream list: unchanged entries keep their object (and in-flight calls);
+   * removed ones stop getting new calls and are closed once their in-flight calls finish.
+   */
+  async reconfigure(opts: FleetOptions, configs: readonly UpstreamConfig[]): Promise<void> {
+    this.opts = opts;
+    const byName = new Map(this.upstreams.map((u) => [u.name, u]));
+    const next: Upstream[] = [];
+    for (const c of configs) {
+      const old = byName.get(c.name);
+      if (old && JSON.stringify(old.config) === JSON.stringify(c)) {
+        next.push(old);
+        byName.delete(c.name);
+      } else {
+        const u = this.makeUpstream(c);
+        next.push(u);
+        this.track(u);
+      }
+    }
+    const removed = [...byName.values()];
+    for (const u of removed) u.retiring = true;
+    this.upstreams = next;
+    this.recompute();
+    await Promise.all(removed.map((u) => this.retire(u)));
+  }
+
+  private async retire(u: Upstream): Promise<void> {
+    this.untrack(u);
+    this.metrics.forgetUpstream(u.name);
+    const deadline = Date.now() + 60_000;
+    while (u.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await u.close();
+  }
+
+  private untrack(u: Upstream): void {
+    const t = this.trackers.get(u);
+    if (t) {
+      t.stopped = true;
+      if (t.timer) clearTimeout(t.timer);
+      this.trackers.delete(u);
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const u of [...this.trackers.keys()]) this.untrack(u);
+    await Promise.all(this.upstreams.map((u) => u.close()));
+  }
+}
+
+/** A JSON quantity result ("0x1a") as a number, or null when it is not one. */
+export function parseQuantity(raw: string): number | null {
+  const m = /^"0x([0-9a-fA-F]{1,13})"$/.exec(raw.trim());
+  return m ? Number.parseInt(m[1]!, 16) : null;
+}

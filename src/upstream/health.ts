@@ -1,0 +1,69 @@
+/**
+ * Passive health: a per-upstream circuit breaker fed by real traffic.
+ * Closed: calls flow. After `threshold` consecutive failures it opens: no calls for `cooldownMs`.
+ * Then half-open: one trial call at a time; a success closes it, a failure opens it again.
+ * Failures are timeouts, transport errors, HTTP 5xx/429 and node "limit" errors (classify.ts).
+ */
+
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+export interface BreakerOptions {
+  threshold?: number;
+  cooldownMs?: number;
+  now?: () => number;
+}
+
+export class Breaker {
+  private consecutive = 0;
+  private openedAt = 0;
+  private trialInFlight = false;
+  private opened = false;
+  private readonly threshold: number;
+  private readonly cooldownMs: number;
+  private readonly now: () => number;
+
+  constructor(opts: BreakerOptions = {}) {
+    this.threshold = opts.threshold ?? 5;
+    this.cooldownMs = opts.cooldownMs ?? 5_000;
+    this.now = opts.now ?? Date.now;
+  }
+
+  get state(): BreakerState {
+    if (!this.opened) return 'closed';
+    return this.now() - this.openedAt >= this.cooldownMs ? 'half-open' : 'open';
+  }
+
+  /** Whether a call may be sent now. In half-open, only one trial at a time. */
+  allows(): boolean {
+    const s = this.state;
+    if (s === 'closed') return true;
+    if (s === 'open') return false;
+    return !this.trialInFlight;
+  }
+
+  /** Marks the start of a call; in half-open that call is the trial. */
+  begin(): void {
+    if (this.state === 'half-open') this.trialInFlight = true;
+  }
+
+  success(): void {
+    this.consecutive = 0;
+    this.opened = false;
+    this.trialInFlight = false;
+  }
+
+  failure(): void {
+    this.trialInFlight = false;
+    this.consecutive++;
+    if (this.opened || this.consecutive >= this.threshold) {
+      this.opened = true;
+      this.openedAt = this.now();
+    }
+  }
+
+  /** Numeric form for the metric: 0 closed, 1 half-open, 2 open. */
+  get gauge(): number {
+    const s = this.state;
+    return s === 'closed' ? 0 : s === 'half-open' ? 1 : 2;
+  }
+}
