@@ -43,6 +43,10 @@ export interface ForwardCall {
   trail: string[];
 }
 
+/** How long, and how many times, a call waits for a node to reach the block it needs. */
+const BLOCK_WAIT_MS = 2_000;
+const MAX_BLOCK_WAITS = 3;
+
 const ALREADY_KNOWN = /already known|already imported/i;
 
 export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Attempted> {
@@ -50,6 +54,7 @@ export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Att
   let lastNodeError: { error: string; upstream: Upstream } | undefined;
   let lastReason = '';
   let nullFrom: Upstream | undefined;
+  let waited = 0;
   for (let attempt = 0; attempt < deps.maxAttempts; attempt++) {
     const remaining = call.deadline - Date.now();
     if (remaining <= 0) {
@@ -60,6 +65,14 @@ export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Att
     const candidates = call.only ? (call.only.available && !tried.has(call.only) ? [call.only] : 'none healthy') : eligible(deps.fleet, requirement, tried);
     if (typeof candidates === 'string') {
       if (nullFrom) return { outcome: { result: 'null' }, upstream: nullFrom };
+      // The block exists on a node that just failed or was chosen before the others caught up:
+      // wait (bounded) for another node to reach it rather than answer from an older block.
+      if (waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(deps.fleet, requirement.minHead, tried)) {
+        waited++;
+        await deps.fleet.nextHeadChange(Math.min(remaining, BLOCK_WAIT_MS));
+        attempt--;
+        continue;
+      }
       if (attempt === 0) return { outcome: { error: rpcErrors.noUpstream(candidates) } };
       break;
     }
@@ -92,6 +105,12 @@ export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Att
   return {
     outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: tried.size, last: lastReason } }) },
   };
+}
+
+/** Some untried routable node is below the block the call needs, so it may reach it soon. */
+function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: ReadonlySet<Upstream>): boolean {
+  if (minHead === undefined) return false;
+  return fleet.upstreams.some((u) => u.available && !tried.has(u) && u.head < minHead);
 }
 
 /** keccak256 of the raw signed transaction bytes: its hash, as a node would report it. */

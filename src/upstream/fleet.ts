@@ -53,6 +53,8 @@ export class Fleet extends EventEmitter {
     private readonly makeUpstream: (c: UpstreamConfig) => Upstream = (c) => new Upstream(c),
   ) {
     super();
+    // Every call waiting for a block adds a listener for a moment; thousands at once are normal.
+    this.setMaxListeners(0);
     this.upstreams = configs.map((c) => this.makeUpstream(c));
   }
 
@@ -68,6 +70,22 @@ export class Fleet extends EventEmitter {
 
   lag(u: Upstream): number {
     return this.head < 0 || u.head < 0 ? Number.POSITIVE_INFINITY : Math.max(0, this.head - u.head);
+  }
+
+  /**
+   * Resolves when any upstream reports a new head or becomes healthy, or after `ms`: a call that
+   * needs a block no routable node has yet waits for it instead of failing or reading an older one.
+   */
+  nextHeadChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.off('upstream-head', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.on('upstream-head', done);
+    });
   }
 
   healthyCount(): number {
@@ -111,10 +129,12 @@ export class Fleet extends EventEmitter {
     if (t.stopped) return;
     const head = verdict.kind === 'result' ? parseQuantity(verdict.result) : null;
     if (head === null) return this.setState(u, 'down');
+    const moved = head !== u.head;
     u.head = head;
     u.headAt = Date.now();
     this.setState(u, 'healthy');
     this.recompute();
+    if (moved) this.emit('upstream-head', u);
   }
 
   private setState(u: Upstream, state: Upstream['state']): void {
@@ -123,6 +143,7 @@ export class Fleet extends EventEmitter {
       this.log[level]({ upstream: u.name, from: u.state, to: state }, 'upstream state changed');
       u.state = state;
       this.recompute();
+      if (state === 'healthy') this.emit('upstream-head', u);
     }
   }
 

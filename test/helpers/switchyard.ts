@@ -1,0 +1,44 @@
+/**
+ * Switchyard in-process for tests: ports 0, silent logs, torn down with the test.
+ * `startSwitchyard(t, { upstreams: [...] , ...overrides })` waits until it is ready.
+ */
+import type { Test } from 'tap';
+import { App } from '../../src/app.js';
+import { validateConfig } from '../../src/config/load.js';
+import type { ConfigInput } from '../../src/config/schema.js';
+import { createLogger } from '../../src/log/logger.js';
+import { get } from './rpc.js';
+import { waitFor } from './wait.js';
+
+export interface RunningSwitchyard {
+  app: App;
+  url: string;
+  adminUrl: string;
+  close(): Promise<void>;
+}
+
+export function testConfig(input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>): ConfigInput {
+  return {
+    ...input,
+    server: { host: '127.0.0.1', port: 0, wsPort: null, ...input.server },
+    admin: { host: '127.0.0.1', port: 0, ...input.admin },
+    routing: { headPollMs: 100, ...input.routing },
+    rateLimit: { perIp: null, ...input.rateLimit },
+    log: { level: 'silent', ...input.log },
+  };
+}
+
+export async function startSwitchyard(t: Test, input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>, opts: { waitReady?: boolean } = {}): Promise<RunningSwitchyard> {
+  const config = validateConfig(testConfig(input));
+  const app = await App.start(config, { logger: createLogger(config.log.level), processMetrics: false });
+  const { http, admin } = app.ports;
+  const sy: RunningSwitchyard = {
+    app,
+    url: `http://127.0.0.1:${http}`,
+    adminUrl: `http://127.0.0.1:${admin}`,
+    close: () => app.close(),
+  };
+  t.teardown(() => app.close());
+  if (opts.waitReady !== false) await waitFor('switchyard ready', async () => (await get(`${sy.adminUrl}/ready`)).status === 200);
+  return sy;
+}

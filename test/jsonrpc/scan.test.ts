@@ -1,0 +1,20 @@
+import t from 'tap';
+import { arrayElements, nestingDepthExceeds, objectMembers } from '../../src/jsonrpc/scan.js';
+
+t.test('array elements keep their exact source text', async (t) => {
+  const text = ' [ 1 , "a,]" , {"x":[1,2]} ,null,12345678901234567890 ] ';
+  const spans = arrayElements(text).map((s) => text.slice(s.start, s.end));
+  t.same(spans, ['1', '"a,]"', '{"x":[1,2]}', 'null', '12345678901234567890']);
+});
+
+t.test('object members: last duplicate wins, escaped keys are decoded', async (t) => {
+  const text = '{"id":1,"method":"m","\\u0069d":  1.50 ,"params":[{"a":"}"}]}';
+  const m = objectMembers(text, { start: 0, end: text.length }, ['id', 'params']);
+  t.equal(text.slice(m.get('id')!.start, m.get('id')!.end), '1.50');
+  t.equal(text.slice(m.get('params')!.start, m.get('params')!.end), '[{"a":"}"}]');
+});
+
+t.test('nesting depth ignores brackets inside strings', async (t) => {
+  t.equal(nestingDepthExceeds('[[["[[[[[[["]]]', 3), false);
+  t.equal(nestingDepthExceeds('[[[[]]]]', 3), true);
+});

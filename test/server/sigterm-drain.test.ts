@@ -1,0 +1,56 @@
+/**
+ * SIGTERM (SPEC 9): /ready turns 503 at once, new connections are refused, the call already in
+ * flight finishes with its answer, and the process exits 0.
+ */
+import t from 'tap';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { startFakeNode } from '../helpers/fake-node.js';
+import { listeningPorts, runCli } from '../helpers/cli.js';
+import { waitFor } from '../helpers/wait.js';
+
+t.test('SIGTERM drains in-flight calls and exits 0', async (t) => {
+  let slowCalls = 0;
+  const node = await startFakeNode(t, (method) => {
+    if (method === 'eth_getBalance') {
+      slowCalls++;
+      return { result: '0x2a', delayMs: 1500 };
+    }
+    return undefined;
+  });
+  const dir = t.testdir();
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, `
+server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownGraceMs: 10000 }
+admin: { host: 127.0.0.1, port: 0 }
+upstreams: [ { name: slow, url: "${node.url}" } ]
+routing: { headPollMs: 100 }
+log: { level: info }
+`);
+  const cli = runCli(t, ['--config', file]);
+  const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
+  const base = `http://127.0.0.1:${ports.http}`;
+  const admin = `http://127.0.0.1:${ports.admin}`;
+  await waitFor('ready', async () => (await request(`${admin}/ready`)).statusCode === 200);
+
+  const inFlight = request(base, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000000', '0x1'] }),
+  }).then(async (r) => ({ status: r.statusCode, body: await r.body.text() }));
+  await waitFor('the slow call reached the node', () => slowCalls === 1);
+
+  cli.proc.kill('SIGTERM');
+  await waitFor('/ready turns 503', async () => (await request(`${admin}/ready`)).statusCode === 503, { timeoutMs: 5000 });
+  const refused = await request(base, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}' }).then(
+    (r) => `answered ${r.statusCode}`,
+    (e: { code?: string }) => e.code ?? 'error',
+  );
+  t.match(refused, /ECONNREFUSED|ECONNRESET|answered 503/, `a new connection is refused (${refused})`);
+
+  const done = await inFlight;
+  t.equal(done.status, 200, 'the in-flight call finished');
+  t.equal(done.body, '{"jsonrpc":"2.0","id":"slow","result":"0x2a"}');
+  t.equal(await cli.exited, 0, 'exit code 0');
+});
