@@ -270,6 +270,6 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     throw err;
   }
   fleet.startTimer();
-  log.info({ chainId: o.chainId, nodes: fleet.nodes().map((n) => n.url), control: fleet.controlUrl }, 'devnet started');
+  log.info({ chainId: o.chainId, nodes: fleet.nodes().map((n) => n.name) }, 'devnet nodes running');
   return fleet;
 }

@@ -19,6 +19,7 @@ export class Metrics {
   private readonly upstreamSeconds = new Histogram({ name: 'switchyard_upstream_duration_seconds', help: 'Upstream call latency, by upstream', labelNames: ['upstream'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   private readonly failovers = new Counter({ name: 'switchyard_failovers_total', help: 'Calls retried on another upstream, by reason', labelNames: ['reason'], registers: [this.registry] });
   private readonly quarantines = new Counter({ name: 'switchyard_upstream_quarantined_total', help: 'Times an upstream was quarantined for answering another chain id', labelNames: ['upstream'], registers: [this.registry] });
+  private readonly reorgs = new Counter({ name: 'switchyard_reorgs_total', help: 'Chain reorganisations seen by the head tracker', registers: [this.registry] });
   readonly upstreamHead = new Gauge({ name: 'switchyard_upstream_head', help: 'Latest block number seen from each upstream', labelNames: ['upstream'], registers: [this.registry] });
   readonly upstreamLag = new Gauge({ name: 'switchyard_upstream_lag_blocks', help: 'Blocks each upstream is behind the fleet head', labelNames: ['upstream'], registers: [this.registry] });
   readonly upstreamHealthy = new Gauge({ name: 'switchyard_upstream_healthy', help: '1 when the upstream is reachable, on the right chain and routable', labelNames: ['upstream'], registers: [this.registry] });
@@ -50,6 +51,10 @@ export class Metrics {
 
   recordFailover(reason: string): void {
     this.failovers.inc({ reason });
+  }
+
+  recordReorg(): void {
+    this.reorgs.inc();
   }
 
   recordQuarantine(upstream: string): void {

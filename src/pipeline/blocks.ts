@@ -52,7 +52,9 @@ function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {
     case 'hash':
       return { maxLag: ctx.maxLagBlocks };
     case 'tag':
-      if (ref.tag === 'pending') return { maxLag: ctx.maxLagBlocks, stickyKey: ctx.clientKey };
+      // Pending state (nonces) must come from one node per client, and one that has every block
+      // the client may have seen: the same node its transactions are sent to (see resolveBlocks).
+      if (ref.tag === 'pending') return { minHead: ctx.head, stickyKey: ctx.clientKey };
       if (ref.tag === 'earliest') return { capability: 'archive' };
       return { maxLag: ctx.maxLagBlocks };
   }
@@ -72,6 +74,7 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
     return { params: copy, requirement: requirementFor(ref, ctx), rewritten: true };
   }
   if (spec.filterObject !== undefined) return resolveFilter(spec.filterObject, params, ctx);
+  if (spec.handling === 'write') return { params, requirement: { minHead: ctx.head, stickyKey: ctx.clientKey }, rewritten: false };
   return { params, requirement: { maxLag: ctx.maxLagBlocks }, rewritten: false };
 }
 

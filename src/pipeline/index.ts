@@ -94,6 +94,10 @@ export class Pipeline {
       rawTransaction: raw,
       trail: ctx.trail,
     });
+    if (spec.nullMayLag && outcome.result !== undefined && upstream) {
+      const n = blockNumberIn(outcome.result);
+      if (n !== null) d.fleet.sawBlock(upstream, n);
+    }
     if (spec.handling === 'filter-new' && outcome.result !== undefined && upstream) {
       const id = wrapFilterId(upstream, outcome.result);
       return id === null ? outcome : { result: id };
@@ -111,4 +115,10 @@ export class Pipeline {
     );
     return outcome;
   }
+}
+
+/** The block a receipt, transaction or block answer belongs to, read from its raw text. */
+function blockNumberIn(raw: string): number | null {
+  const m = /"(?:blockNumber|number)":"0x([0-9a-fA-F]{1,13})"/.exec(raw);
+  return m ? Number.parseInt(m[1]!, 16) : null;
 }

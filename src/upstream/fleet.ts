@@ -8,7 +8,9 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Config, UpstreamConfig } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
+import { Canon, parseHeader, type Header } from './heads.js';
 import { Upstream } from './node.js';
+import { WsHeads } from './ws-heads.js';
 
 export interface FleetOptions {
   chainId: number;
@@ -34,7 +36,12 @@ interface Tracker {
   timer: NodeJS.Timeout | null;
   chainCheckedAt: number;
   stopped: boolean;
+  polls: number;
+  ws: WsHeads | null;
 }
+
+/** How often (in head polls) the `finalized` block is asked for. */
+const FINALIZED_EVERY_POLLS = 5;
 
 export class Fleet extends EventEmitter {
   upstreams: Upstream[] = [];
@@ -44,6 +51,9 @@ export class Fleet extends EventEmitter {
   /** The block number clients have been told; never decreases while this process lives. */
   private served = -1;
   private readonly trackers = new Map<Upstream, Tracker>();
+  private readonly canon = new Canon();
+  /** Highest header announced to listeners (newHeads feed). */
+  private announced = -1;
 
   constructor(
     private opts: FleetOptions,
@@ -93,8 +103,12 @@ export class Fleet extends EventEmitter {
   }
 
   private track(u: Upstream): void {
-    const t: Tracker = { timer: null, chainCheckedAt: 0, stopped: false };
+    const t: Tracker = { timer: null, chainCheckedAt: 0, stopped: false, polls: 0, ws: null };
     this.trackers.set(u, t);
+    if (u.config.ws !== undefined) {
+      t.ws = new WsHeads(u.config.ws, (h) => this.onHeader(u, h, Date.now()));
+      t.ws.start();
+    }
     const tick = async (): Promise<void> => {
       if (t.stopped) return;
       try {
@@ -125,16 +139,67 @@ export class Fleet extends EventEmitter {
       }
       t.chainCheckedAt = now;
     }
-    const { verdict } = await u.call('eth_blockNumber', '[]', timeout);
+    const asked = Date.now();
+    const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout);
     if (t.stopped) return;
-    const head = verdict.kind === 'result' ? parseQuantity(verdict.result) : null;
-    if (head === null) return this.setState(u, 'down');
-    const moved = head !== u.head;
-    u.head = head;
-    u.headAt = Date.now();
+    const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
+    if (header === null) return this.setState(u, 'down');
     this.setState(u, 'healthy');
+    this.onHeader(u, header, asked);
+    if (u.finalizedSupported && ++t.polls % FINALIZED_EVERY_POLLS === 1) await this.pollFinalized(u, timeout);
+  }
+
+  /** The node's `finalized` block where it has the tag; else finality is head - finalityDepth. */
+  private async pollFinalized(u: Upstream, timeout: number): Promise<void> {
+    const { verdict } = await u.call('eth_getBlockByNumber', '["finalized",false]', timeout);
+    if (verdict.kind === 'node-error') {
+      u.finalizedSupported = false;
+      return;
+    }
+    const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
+    if (header !== null && header.number > u.finalized) {
+      u.finalized = header.number;
+      this.recompute();
+    }
+  }
+
+  /**
+   * An answer proved that `u` has block n (a receipt, transaction or block it returned): its head is
+   * at least n, so the fleet moves on before the next poll and a client that just saw its receipt
+   * reads `latest` at that block or later, as it would from one node.
+   */
+  sawBlock(u: Upstream, n: number): void {
+    if (u.state !== 'healthy' || u.retiring || n <= u.head || n - this.head > this.opts.maxHeadJumpBlocks) return;
+    u.head = n;
+    u.headAt = Date.now();
     this.recompute();
-    if (moved) this.emit('upstream-head', u);
+    this.emit('upstream-head', u);
+  }
+
+  /** A new head from polling or from the node's newHeads subscription. */
+  private onHeader(u: Upstream, header: Header, observedAt = Date.now()): void {
+    if (u.state !== 'healthy' || u.retiring) return;
+    // A lower head observed before the node last proved a higher one is an old answer, not a reorg.
+    if (header.number < u.head && observedAt < u.headAt) return;
+    const moved = header.number !== u.head || header.hash !== u.headHash;
+    if (!moved) return;
+    u.head = header.number;
+    u.headHash = header.hash;
+    u.headAt = Date.now();
+    this.recompute();
+    if (u.head >= this.head) {
+      const fork = this.canon.observe(header);
+      if (fork !== null) {
+        this.metrics.recordReorg();
+        this.log.warn({ upstream: u.name, fork, head: header.number }, 'reorg: blocks from this height changed');
+        this.emit('reorg', fork);
+      }
+      if (header.number > this.announced || fork !== null) {
+        this.announced = header.number;
+        this.emit('header', header);
+      }
+    }
+    this.emit('upstream-head', u);
   }
 
   private setState(u: Upstream, state: Upstream['state']): void {
@@ -156,10 +221,29 @@ export class Fleet extends EventEmitter {
     const previous = this.head;
     if (head >= 0) {
       this.head = head;
-      this.finalized = Math.max(0, head - this.opts.finalityDepth);
+      this.finalized = this.finalizedHeight(head);
     }
     this.publish();
     if (this.head > previous) this.emit('head', this.head);
+  }
+
+  /**
+   * The lowest finalized height among in-sync healthy upstreams (their `finalized` tag, or head -
+   * finalityDepth): the cache trusts a block as immutable only when every node it may ask agrees.
+   */
+  private finalizedHeight(head: number): number {
+    let min = Number.POSITIVE_INFINITY;
+    for (const u of this.upstreams) {
+      if (u.state !== 'healthy' || u.retiring || head - u.head > this.opts.finalityDepth) continue;
+      const f = u.finalizedSupported && u.finalized >= 0 ? u.finalized : u.head - this.opts.finalityDepth;
+      min = Math.min(min, f);
+    }
+    return Number.isFinite(min) ? Math.max(0, Math.min(min, head)) : Math.max(0, head - this.opts.finalityDepth);
+  }
+
+  /** The canonical hash at a height, when it is recent enough to be known. */
+  hashAt(n: number): string | undefined {
+    return this.canon.hashAt(n);
   }
 
   private publish(): void {
@@ -223,6 +307,7 @@ export class Fleet extends EventEmitter {
     if (t) {
       t.stopped = true;
       if (t.timer) clearTimeout(t.timer);
+      t.ws?.stop();
       this.trackers.delete(u);
     }
   }

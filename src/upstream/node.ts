@@ -25,7 +25,11 @@ export class Upstream {
   readonly breaker: Breaker;
   state: UpstreamState = 'connecting';
   head = -1;
+  headHash = '';
   headAt = 0;
+  /** The node's own `finalized` block, where it supports the tag. */
+  finalized = -1;
+  finalizedSupported = true;
   inFlight = 0;
   /** Moving average of answer latency in ms; starts optimistic so new nodes get tried. */
   latencyMs = 5;

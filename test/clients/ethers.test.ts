@@ -8,11 +8,13 @@ import { ContractFactory, JsonRpcProvider, Wallet, Contract, parseEther, type Lo
 import { startStack } from '../helpers/stack.js';
 import { DEV_KEY, DEV_ADDRESS } from '../helpers/anvil.js';
 import { post } from '../helpers/rpc.js';
-import { NOPE_REVERT_DATA, PING_ABI, pingBytecode } from './fixtures.js';
+import { NOPE_REVERT_DATA, PING_ABI, pingBytecode } from './fixtures/contract.js';
 
 t.test('ethers v6 works through Switchyard', async (t) => {
   const { sy, devnet } = await startStack(t, { blockTimeMs: 300 });
-  const provider = new JsonRpcProvider(sy.url, undefined, { pollingInterval: 100 });
+  // ethers reuses an identical request's answer for 250 ms by default; transactions sent in quick
+  // succession would then reuse a stale pending nonce whatever the endpoint, so the cache is off.
+  const provider = new JsonRpcProvider(sy.url, undefined, { pollingInterval: 100, cacheTimeout: -1 });
   t.teardown(() => provider.destroy());
   const wallet = new Wallet(DEV_KEY, provider);
 

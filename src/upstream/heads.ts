@@ -1,0 +1,60 @@
+/**
+ * The canonical chain as the fleet head sees it: recent block hashes by height, so a reorg (a known
+ * height with another hash, or a parent that is not the block we knew) is noticed and published.
+ * Only headers from upstreams at the fleet head are fed in: a lagging node on a stale fork is not
+ * the chain. Consumers (the cache) only need the first height that changed.
+ */
+
+export interface Header {
+  number: number;
+  hash: string;
+  parentHash: string;
+}
+
+/** A block header from a raw JSON result text, or null if it is not one. */
+export function parseHeader(raw: string | unknown): Header | null {
+  let v: unknown = raw;
+  if (typeof raw === 'string') {
+    try {
+      v = JSON.parse(raw);
+    } catch {
+      return null;
+    }
+  }
+  if (v === null || typeof v !== 'object') return null;
+  const o = v as { number?: unknown; hash?: unknown; parentHash?: unknown };
+  if (typeof o.number !== 'string' || typeof o.hash !== 'string' || typeof o.parentHash !== 'string') return null;
+  if (!/^0x[0-9a-fA-F]{1,13}$/.test(o.number)) return null;
+  return { number: Number.parseInt(o.number, 16), hash: o.hash.toLowerCase(), parentHash: o.parentHash.toLowerCase() };
+}
+
+export class Canon {
+  private readonly hashes = new Map<number, string>();
+  private top = -1;
+
+  constructor(private readonly window = 512) {}
+
+  hashAt(n: number): string | undefined {
+    return this.hashes.get(n);
+  }
+
+  /** Records a header from the fleet head; returns the first height whose block changed, or null. */
+  observe(h: Header): number | null {
+    let fork: number | null = null;
+    const known = this.hashes.get(h.number);
+    if (known !== undefined && known !== h.hash) fork = h.number;
+    const parent = this.hashes.get(h.number - 1);
+    if (parent !== undefined && parent !== h.parentHash) fork = h.number - 1;
+    // A head lower than the highest block we knew means the chain we knew above it is gone.
+    if (fork === null && known === undefined && h.number < this.top) fork = h.number;
+    if (fork !== null) {
+      for (const n of [...this.hashes.keys()]) if (n >= fork) this.hashes.delete(n);
+      this.top = fork - 1;
+    }
+    if (h.number >= 1) this.hashes.set(h.number - 1, h.parentHash);
+    this.hashes.set(h.number, h.hash);
+    if (h.number > this.top) this.top = h.number;
+    for (const n of this.hashes.keys()) if (n < this.top - this.window) this.hashes.delete(n);
+    return fork;
+  }
+}
