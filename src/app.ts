@@ -70,6 +70,8 @@ export class App {
       policy: new MethodPolicy(c.methods),
       chainId: c.chainId,
       maxLagBlocks: c.routing.maxLagBlocks,
+      recentBlocks: c.routing.recentBlocks,
+      broadcastTransactions: c.routing.broadcastTransactions,
       maxAttempts: c.routing.maxAttempts,
       upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
     };

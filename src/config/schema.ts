@@ -88,8 +88,10 @@ export const configSchema = z
         /** Per-attempt limit for one upstream call; the call's whole deadline is server.requestTimeoutMs. */
         upstreamTimeoutMs: positiveInt.default(10_000),
         broadcastTransactions: z.boolean().default(false),
-        /** A head this far beyond the median of the others is treated as implausible and ignored. */
+        /** A head this far beyond the runner-up's is treated as implausible and ignored. */
         maxHeadJumpBlocks: positiveInt.default(1000),
+        /** Blocks older than head - recentBlocks (and `earliest`) go to `archive` upstreams when any is configured. */
+        recentBlocks: positiveInt.default(128),
       })
       .prefault({}),
     cache: z

@@ -19,6 +19,8 @@ export interface BlockContext {
   head: number;
   maxLagBlocks: number;
   clientKey: string;
+  /** Blocks older than head - recentBlocks are history: archive upstreams are preferred. */
+  recentBlocks: number;
 }
 
 const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,15})$/;
@@ -47,6 +49,7 @@ function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {
     case 'latest':
       return { minHead: ctx.head };
     case 'number':
+      if (ref.n < ctx.head - ctx.recentBlocks) return { minHead: ref.n, capability: 'archive' };
       // A block beyond the fleet head is nobody's yet: the most advanced nodes answer (null or error).
       return { minHead: Math.min(ref.n, ctx.head) };
     case 'hash':

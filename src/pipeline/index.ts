@@ -9,7 +9,7 @@ import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { MethodPolicy } from '../methods/policy.js';
 import type { Metrics, CallOutcome } from '../metrics/registry.js';
-import { forward, type ForwardDeps } from '../routing/forward.js';
+import { broadcast, forward, type ForwardDeps } from '../routing/forward.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { resolveBlocks } from './blocks.js';
@@ -30,6 +30,8 @@ export interface PipelineDeps extends ForwardDeps {
   metrics: Metrics;
   chainId: number;
   maxLagBlocks: number;
+  recentBlocks: number;
+  broadcastTransactions: boolean;
 }
 
 export class Pipeline {
@@ -80,10 +82,13 @@ export class Pipeline {
         break;
     }
     if (ctx.head < 0) return { error: rpcErrors.noUpstream('none healthy') };
-    const res = resolveBlocks(spec, call.params, { head: ctx.head, maxLagBlocks: d.maxLagBlocks, clientKey: ctx.clientIp });
+    const res = resolveBlocks(spec, call.params, { head: ctx.head, maxLagBlocks: d.maxLagBlocks, clientKey: ctx.clientIp, recentBlocks: d.recentBlocks });
     if (res instanceof RpcError) return { error: res };
     const requirement = spec.capability ? { ...res.requirement, capability: spec.capability } : res.requirement;
     const raw = spec.handling === 'write' && typeof call.params[0] === 'string' ? call.params[0] : undefined;
+    if (raw !== undefined && d.broadcastTransactions) {
+      return broadcast(d, { method: call.method, label, paramsJson: JSON.stringify(res.params), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
+    }
     const { outcome, upstream } = await forward(d, {
       method: call.method,
       label,

@@ -107,6 +107,33 @@ export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Att
   };
 }
 
+/**
+ * routing.broadcastTransactions: the transaction goes to every routable upstream at once; the first
+ * success (or "already known", which means another copy got there) answers. If none succeeds, the
+ * last node error is returned verbatim, or -32002 when no node answered.
+ */
+export async function broadcast(deps: ForwardDeps, call: ForwardCall): Promise<Outcome> {
+  const targets = deps.fleet.upstreams.filter((u) => u.available);
+  if (targets.length === 0) return { error: rpcErrors.noUpstream('none healthy') };
+  const hash = JSON.stringify(transactionHash(call.rawTransaction ?? '0x'));
+  let nodeError: string | undefined;
+  const attempts = targets.map(async (u): Promise<Outcome> => {
+    call.trail.push(u.name);
+    const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, Math.max(1, call.deadline - Date.now())));
+    deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
+    if (verdict.kind === 'result') return { result: verdict.result };
+    if (verdict.kind === 'node-error' && ALREADY_KNOWN.test(verdict.message)) return { result: hash };
+    if (verdict.kind === 'node-error') nodeError = verdict.error;
+    throw new Error('no success');
+  });
+  try {
+    return await Promise.any(attempts);
+  } catch {
+    if (nodeError !== undefined) return { nodeError };
+    return { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: targets.length, last: 'broadcast' } }) };
+  }
+}
+
 /** Some untried routable node is below the block the call needs, so it may reach it soon. */
 function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: ReadonlySet<Upstream>): boolean {
   if (minHead === undefined) return false;
