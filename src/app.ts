@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
+import { ResponseCache } from './cache/index.js';
 import { Concurrency } from './limits/concurrency.js';
 import { createLogger } from './log/logger.js';
 import { MethodPolicy } from './methods/policy.js';
@@ -37,6 +38,7 @@ export class App {
   private readonly metrics: Metrics;
   private readonly fleet: Fleet;
   private readonly concurrency: Concurrency;
+  private readonly cache: ResponseCache;
   private readonly pipeline: Pipeline;
   private readonly front: Front;
   private httpDeps: HttpDeps;
@@ -49,6 +51,8 @@ export class App {
     this.metrics = new Metrics({ processMetrics: opts.processMetrics });
     this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
+    this.cache = new ResponseCache(config.cache, this.metrics, this.log);
+    this.fleet.on('reorg', () => this.cache.onReorg());
     this.pipeline = new Pipeline(this.pipelineDeps(config));
     this.front = new Front(this.frontDeps(config));
     this.httpDeps = this.makeHttpDeps(config);
@@ -72,6 +76,7 @@ export class App {
       maxLagBlocks: c.routing.maxLagBlocks,
       recentBlocks: c.routing.recentBlocks,
       broadcastTransactions: c.routing.broadcastTransactions,
+      cache: this.cache,
       maxAttempts: c.routing.maxAttempts,
       upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
     };
@@ -94,7 +99,8 @@ export class App {
       maxLagBlocks: this.config.routing.maxLagBlocks,
       isDraining: () => this.draining,
       version: VERSION,
-      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight }),
+      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats() }),
+      collect: () => this.cache.collect(),
     };
   }
 
@@ -135,6 +141,9 @@ export class App {
    */
   async reload(next: Config): Promise<void> {
     const prev = this.config;
+    if (JSON.stringify(prev.cache) !== JSON.stringify(next.cache)) {
+      this.log.warn('cache settings cannot change on reload; restart to apply them');
+    }
     if (prev.server.port !== next.server.port || prev.server.host !== next.server.host || prev.admin.port !== next.admin.port || prev.admin.host !== next.admin.host) {
       this.log.warn('listening addresses cannot change on reload; restart to apply them');
     }
@@ -172,5 +181,6 @@ export class App {
       }),
     ]);
     await this.fleet.stop();
+    await this.cache.close();
   }
 }

@@ -7,7 +7,7 @@ import type { RpcError } from './errors.js';
 
 /** What a call produced: a raw `result` text, or an error object (ours or a node's verbatim text). */
 export type Outcome =
-  | { result: string; error?: undefined }
+  | { result: string; error?: undefined; cached?: boolean }
   | { result?: undefined; error: RpcError }
   | { result?: undefined; error?: undefined; nodeError: string };
 

@@ -26,6 +26,16 @@ export interface MethodSpec {
   /** Index of a filter object whose fromBlock/toBlock/blockHash decide eligibility (eth_getLogs). */
   filterObject?: number;
   capability?: 'debug';
+  /**
+   * How an answer may be cached (cache/plan.ts); absent = never.
+   *   block: keyed by the block parameter: immutable at a finalized number or a block hash, head-scoped
+   *          at an unfinalized number or a missing block parameter
+   *   hash:  a lookup by block hash: immutable
+   *   tx:    a transaction/receipt by hash: immutable once its block is finalized, else not stored
+   *   head:  no block parameter, answer depends on the head (gas price): head-scoped
+   *   logs:  eth_getLogs: by its range (all finalized: immutable; all <= head: head-scoped) or blockHash
+   */
+  cache?: 'block' | 'hash' | 'tx' | 'head' | 'logs';
   /** A null answer may mean "this node has not seen it yet": retried once on a node as far ahead. */
   nullMayLag?: boolean;
 }
@@ -39,33 +49,33 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_accounts: { handling: 'local' },
   eth_blockNumber: { handling: 'local' },
 
-  eth_blobBaseFee: read(),
-  eth_call: read({ block: 1 }),
-  eth_createAccessList: read({ block: 1 }),
-  eth_estimateGas: read({ block: 1 }),
-  eth_feeHistory: read({ block: 1 }),
-  eth_gasPrice: read(),
-  eth_getBalance: read({ block: 1 }),
-  eth_getBlockByHash: read({ nullMayLag: true }),
-  eth_getBlockByNumber: read({ block: 0, nullMayLag: true }),
-  eth_getBlockReceipts: read({ block: 0 }),
-  eth_getBlockTransactionCountByHash: read(),
-  eth_getBlockTransactionCountByNumber: read({ block: 0 }),
-  eth_getCode: read({ block: 1 }),
-  eth_getLogs: read({ filterObject: 0 }),
-  eth_getProof: read({ block: 2 }),
-  eth_getRawTransactionByHash: read({ nullMayLag: true }),
-  eth_getStorageAt: read({ block: 2 }),
-  eth_getTransactionByBlockHashAndIndex: read(),
-  eth_getTransactionByBlockNumberAndIndex: read({ block: 0 }),
-  eth_getTransactionByHash: read({ nullMayLag: true }),
-  eth_getTransactionCount: read({ block: 1 }),
-  eth_getTransactionReceipt: read({ nullMayLag: true }),
-  eth_getUncleByBlockHashAndIndex: read(),
-  eth_getUncleByBlockNumberAndIndex: read({ block: 0 }),
-  eth_getUncleCountByBlockHash: read(),
-  eth_getUncleCountByBlockNumber: read({ block: 0 }),
-  eth_maxPriorityFeePerGas: read(),
+  eth_blobBaseFee: read({ cache: 'head' }),
+  eth_call: read({ block: 1, cache: 'block' }),
+  eth_createAccessList: read({ block: 1, cache: 'block' }),
+  eth_estimateGas: read({ block: 1, cache: 'block' }),
+  eth_feeHistory: read({ block: 1, cache: 'block' }),
+  eth_gasPrice: read({ cache: 'head' }),
+  eth_getBalance: read({ block: 1, cache: 'block' }),
+  eth_getBlockByHash: read({ nullMayLag: true, cache: 'hash' }),
+  eth_getBlockByNumber: read({ block: 0, nullMayLag: true, cache: 'block' }),
+  eth_getBlockReceipts: read({ block: 0, cache: 'block' }),
+  eth_getBlockTransactionCountByHash: read({ cache: 'hash' }),
+  eth_getBlockTransactionCountByNumber: read({ block: 0, cache: 'block' }),
+  eth_getCode: read({ block: 1, cache: 'block' }),
+  eth_getLogs: read({ filterObject: 0, cache: 'logs' }),
+  eth_getProof: read({ block: 2, cache: 'block' }),
+  eth_getRawTransactionByHash: read({ nullMayLag: true, cache: 'tx' }),
+  eth_getStorageAt: read({ block: 2, cache: 'block' }),
+  eth_getTransactionByBlockHashAndIndex: read({ cache: 'hash' }),
+  eth_getTransactionByBlockNumberAndIndex: read({ block: 0, cache: 'block' }),
+  eth_getTransactionByHash: read({ nullMayLag: true, cache: 'tx' }),
+  eth_getTransactionCount: read({ block: 1, cache: 'block' }),
+  eth_getTransactionReceipt: read({ nullMayLag: true, cache: 'tx' }),
+  eth_getUncleByBlockHashAndIndex: read({ cache: 'hash' }),
+  eth_getUncleByBlockNumberAndIndex: read({ block: 0, cache: 'block' }),
+  eth_getUncleCountByBlockHash: read({ cache: 'hash' }),
+  eth_getUncleCountByBlockNumber: read({ block: 0, cache: 'block' }),
+  eth_maxPriorityFeePerGas: read({ cache: 'head' }),
   eth_protocolVersion: read(),
   eth_simulateV1: read({ block: 1 }),
   eth_syncing: read(),

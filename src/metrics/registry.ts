@@ -28,6 +28,12 @@ export class Metrics {
   readonly upstreamLatencyEwma = new Gauge({ name: 'switchyard_upstream_latency_ewma_seconds', help: 'Moving average latency per upstream (a selection input)', labelNames: ['upstream'], registers: [this.registry] });
   readonly fleetHead = new Gauge({ name: 'switchyard_fleet_head', help: 'Highest block among healthy upstreams', registers: [this.registry] });
   readonly fleetFinalized = new Gauge({ name: 'switchyard_fleet_finalized', help: 'Finalized block height of the fleet', registers: [this.registry] });
+  private readonly cacheLookups = new Counter({ name: 'switchyard_cache_lookups_total', help: 'Cache lookups by class (immutable, head, tx) and result (hit, miss)', labelNames: ['class', 'result'], registers: [this.registry] });
+  private readonly cacheEvictions = new Counter({ name: 'switchyard_cache_evictions_total', help: 'Entries evicted from the memory cache to stay under cache.maxBytes', registers: [this.registry] });
+  private readonly coalesced = new Counter({ name: 'switchyard_coalesced_calls_total', help: 'Calls that shared an identical call already in flight instead of reaching an upstream', registers: [this.registry] });
+  readonly cacheBytes = new Gauge({ name: 'switchyard_cache_bytes', help: 'Bytes held by the memory cache (keys + answers + overhead)', registers: [this.registry] });
+  readonly cacheEntries = new Gauge({ name: 'switchyard_cache_entries', help: 'Entries in the memory cache', registers: [this.registry] });
+  readonly cacheRedisUp = new Gauge({ name: 'switchyard_cache_redis_up', help: '1 while the shared Redis cache level is reachable', registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'switchyard_in_flight_calls', help: 'Calls being worked on', registers: [this.registry] });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -51,6 +57,18 @@ export class Metrics {
 
   recordFailover(reason: string): void {
     this.failovers.inc({ reason });
+  }
+
+  recordCacheLookup(cls: string, hit: boolean): void {
+    this.cacheLookups.inc({ class: cls, result: hit ? 'hit' : 'miss' });
+  }
+
+  recordCacheEvictions(n: number): void {
+    if (n > 0) this.cacheEvictions.inc(n);
+  }
+
+  recordCoalesced(): void {
+    this.coalesced.inc();
   }
 
   recordReorg(): void {

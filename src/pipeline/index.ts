@@ -8,10 +8,12 @@ import type { Call } from '../jsonrpc/parse.js';
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { MethodPolicy } from '../methods/policy.js';
+import type { MethodSpec } from '../methods/table.js';
 import type { Metrics, CallOutcome } from '../metrics/registry.js';
-import { broadcast, forward, type ForwardDeps } from '../routing/forward.js';
+import { broadcast, forward, type Attempted, type ForwardDeps } from '../routing/forward.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import type { Fleet } from '../upstream/fleet.js';
+import { planCache, type ResponseCache } from '../cache/index.js';
 import { resolveBlocks } from './blocks.js';
 import { answerLocally } from './local.js';
 
@@ -32,6 +34,7 @@ export interface PipelineDeps extends ForwardDeps {
   maxLagBlocks: number;
   recentBlocks: number;
   broadcastTransactions: boolean;
+  cache: ResponseCache;
 }
 
 export class Pipeline {
@@ -61,7 +64,7 @@ export class Pipeline {
       ctx.log.error({ err: (err as Error).message, method: label }, 'call failed inside the pipeline');
       outcome = { error: new RpcError('INTERNAL_ERROR') };
     }
-    const kind: CallOutcome = outcome.result !== undefined ? 'ok' : outcome.error !== undefined ? 'error' : 'node_error';
+    const kind: CallOutcome = outcome.result !== undefined ? (outcome.cached ? 'cached' : 'ok') : outcome.error !== undefined ? 'error' : 'node_error';
     this.deps.metrics.recordCall(label, kind, (performance.now() - started) / 1000);
     return outcome;
   }
@@ -89,16 +92,28 @@ export class Pipeline {
     if (raw !== undefined && d.broadcastTransactions) {
       return broadcast(d, { method: call.method, label, paramsJson: JSON.stringify(res.params), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
     }
-    const { outcome, upstream } = await forward(d, {
-      method: call.method,
-      label,
-      paramsJson: JSON.stringify(res.params),
-      requirement,
-      deadline: ctx.deadline,
-      nullMayLag: spec.nullMayLag,
-      rawTransaction: raw,
-      trail: ctx.trail,
-    });
+    const paramsJson = JSON.stringify(res.params);
+    const send = (): Promise<Attempted> =>
+      forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail });
+    if (spec.handling !== 'read' || resolved.extension || spec.capability === 'debug') {
+      return this.afterForward(spec, await send());
+    }
+    const plan = planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized });
+    if (plan !== null) {
+      const hit = await d.cache.lookup(plan);
+      if (hit !== undefined) return { result: hit, cached: true };
+    }
+    const gen = d.cache.generation;
+    // Identical reads in flight at once share one upstream call; per-client (sticky) ones per client.
+    const key = plan?.key ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
+    const attempted = await d.cache.coalesce(key, send);
+    if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
+    return this.afterForward(spec, attempted);
+  }
+
+  /** What an answer teaches the fleet (a newer block exists), and filter ids made to carry their node. */
+  private afterForward(spec: MethodSpec, { outcome, upstream }: Attempted): Outcome {
+    const d = this.deps;
     if (spec.nullMayLag && outcome.result !== undefined && upstream) {
       const n = blockNumberIn(outcome.result);
       if (n !== null) d.fleet.sawBlock(upstream, n);

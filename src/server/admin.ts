@@ -15,6 +15,8 @@ export interface AdminDeps {
   isDraining: () => boolean;
   version: string;
   extraStatus?: () => Record<string, unknown>;
+  /** Refreshes gauges owned by other rooms before a scrape. */
+  collect?: () => void;
 }
 
 export function isReady(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining'>): boolean {
@@ -74,6 +76,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
         return json(res, 200, statusOf(deps));
       case '/metrics':
         deps.fleet.collect();
+        deps.collect?.();
         deps.metrics.registry
           .metrics()
           .then((text) => {

@@ -1,0 +1,86 @@
+/**
+ * The response cache as the pipeline sees it: plan (key + class), look up, store, coalesce, and
+ * forget unfinalized answers on a reorg. Memory first; Redis (optional) for immutable entries.
+ */
+import type { Logger } from 'pino';
+import type { Metrics } from '../metrics/registry.js';
+import { Coalescer } from './coalesce.js';
+import { blockOfTx, type CachePlan } from './plan.js';
+import { RedisLevel } from './redis.js';
+import { MemoryStore } from './store.js';
+
+export { planCache, type CachePlan, type ChainView } from './plan.js';
+
+export interface CacheConfig {
+  maxBytes: number;
+  redis: string | null;
+}
+
+export class ResponseCache {
+  private readonly memory: MemoryStore;
+  private readonly redis: RedisLevel | null;
+  private readonly coalescer = new Coalescer<unknown>();
+  private lastEvictions = 0;
+
+  constructor(
+    cfg: CacheConfig,
+    private readonly metrics: Metrics,
+    log: Logger,
+  ) {
+    this.memory = new MemoryStore(cfg.maxBytes);
+    this.redis = cfg.redis === null ? null : new RedisLevel(cfg.redis, log);
+  }
+
+  /** The reorg generation; pass it back to store() so an answer fetched across a reorg is not kept. */
+  get generation(): number {
+    return this.memory.generation;
+  }
+
+  async lookup(plan: CachePlan): Promise<string | undefined> {
+    let value = this.memory.get(plan.key);
+    if (value === undefined && this.redis !== null && plan.cls !== 'head') {
+      value = await this.redis.get(plan.key);
+      if (value !== undefined) this.memory.set(plan.key, value, 'immutable', this.memory.generation);
+    }
+    this.metrics.recordCacheLookup(plan.cls, value !== undefined);
+    return value;
+  }
+
+  /** Keeps a node's answer when its class allows: never null; `tx` only once its block is finalized. */
+  store(plan: CachePlan, value: string, gen: number, finalized: number): void {
+    if (value === 'null') return;
+    if (plan.cls === 'tx') {
+      const block = blockOfTx(value);
+      if (block === null || block > finalized) return;
+    }
+    const cls = plan.cls === 'tx' ? 'immutable' : plan.cls;
+    this.memory.set(plan.key, value, cls, gen);
+    if (cls === 'immutable') this.redis?.set(plan.key, value);
+  }
+
+  coalesce<T>(key: string, work: () => Promise<T>): Promise<T> {
+    return this.coalescer.run(key, work, () => this.metrics.recordCoalesced()) as Promise<T>;
+  }
+
+  onReorg(): void {
+    this.memory.dropUnfinalized();
+  }
+
+  /** Refreshes the size gauges (scraped, not pushed). */
+  collect(): void {
+    const s = this.memory.stats();
+    this.metrics.cacheBytes.set(s.bytes);
+    this.metrics.cacheEntries.set(s.entries);
+    this.metrics.recordCacheEvictions(s.evictions - this.lastEvictions);
+    this.lastEvictions = s.evictions;
+    if (this.redis !== null) this.metrics.cacheRedisUp.set(this.redis.ready ? 1 : 0);
+  }
+
+  stats(): Record<string, unknown> {
+    return { ...this.memory.stats(), inFlightShared: this.coalescer.size, coalesced: this.coalescer.joined, redis: this.redis === null ? null : { ready: this.redis.ready, errors: this.redis.errors } };
+  }
+
+  async close(): Promise<void> {
+    await this.redis?.close();
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Cacheability: for one call (after `latest` was pinned to the head snapshot), the cache key and
+ * class, or null. An allow-list driven by the method table: a method without a `cache` entry,
+ * extensions, `pending`/`safe`/`finalized`/`earliest` tags, and malformed params are never cached.
+ *   immutable: valid forever (memory LRU, and the Redis second level when configured)
+ *   head:      valid while the fleet head and reorg generation are the ones it was filled under
+ *   tx:        looked up like immutable; stored only if the answer's block is finalized
+ */
+import type { MethodSpec } from '../methods/table.js';
+
+export type CacheClass = 'immutable' | 'head' | 'tx';
+
+export interface CachePlan {
+  key: string;
+  cls: CacheClass;
+}
+
+export interface ChainView {
+  head: number;
+  finalized: number;
+}
+
+const HEX = /^0x[0-9a-fA-F]*$/;
+const QUANTITY = /^0x[0-9a-fA-F]{1,16}$/;
+const HASH = /^0x[0-9a-fA-F]{64}$/;
+
+/** JSON with sorted keys and lower-cased hex, so equivalent calls share one entry. */
+export function canonical(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(HEX.test(v) ? v.toLowerCase() : v);
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const keys = Object.keys(v).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+/** The class of data at a block reference, or null when a tag or malformed value makes it uncacheable. */
+function classOfBlock(ref: unknown, view: ChainView): 'immutable' | 'head' | null {
+  if (typeof ref === 'string') {
+    if (!QUANTITY.test(ref)) return null;
+    const n = Number.parseInt(ref, 16);
+    if (n <= view.finalized) return 'immutable';
+    return n <= view.head ? 'head' : null;
+  }
+  if (ref !== null && typeof ref === 'object' && !Array.isArray(ref)) {
+    const o = ref as { blockHash?: unknown; blockNumber?: unknown };
+    if (typeof o.blockHash === 'string') return HASH.test(o.blockHash) ? 'immutable' : null;
+    return classOfBlock(o.blockNumber, view);
+  }
+  return null;
+}
+
+function classOfLogs(filter: unknown, view: ChainView): 'immutable' | 'head' | null {
+  if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) return null;
+  const f = filter as { blockHash?: unknown; fromBlock?: unknown; toBlock?: unknown };
+  if (f.blockHash !== undefined) return typeof f.blockHash === 'string' && HASH.test(f.blockHash) ? 'immutable' : null;
+  // A missing end means `latest` at the node: not a fixed range.
+  const from = classOfBlock(f.fromBlock, view);
+  const to = classOfBlock(f.toBlock, view);
+  if (from === null || to === null) return null;
+  return from === 'immutable' && to === 'immutable' ? 'immutable' : 'head';
+}
+
+export function planCache(method: string, spec: MethodSpec, params: readonly unknown[], view: ChainView): CachePlan | null {
+  let cls: CacheClass | null;
+  switch (spec.cache) {
+    case 'hash':
+      cls = 'immutable';
+      break;
+    case 'tx':
+      cls = 'tx';
+      break;
+    case 'head':
+      cls = 'head';
+      break;
+    case 'logs':
+      cls = classOfLogs(params[spec.filterObject ?? 0], view);
+      break;
+    case 'block': {
+      const ref = params[spec.block ?? 0];
+      // An optional block left out (eth_estimateGas, eth_call) means the node's latest: head-scoped.
+      cls = ref === undefined ? 'head' : classOfBlock(ref, view);
+      break;
+    }
+    default:
+      return null;
+  }
+  if (cls === null) return null;
+  const prefix = cls === 'head' ? `${method}@${view.head}` : method;
+  return { key: `${prefix}:${canonical(params)}`, cls };
+}
+
+/** For `tx` answers: the block the transaction is in (null while pending). */
+export function blockOfTx(raw: string): number | null {
+  const m = /"blockNumber":"0x([0-9a-fA-F]{1,13})"/.exec(raw);
+  return m ? Number.parseInt(m[1]!, 16) : null;
+}
