@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { ResponseCache } from './cache/index.js';
 import { Concurrency } from './limits/concurrency.js';
+import { RateLimits } from './limits/rate.js';
 import { createLogger } from './log/logger.js';
 import { MethodPolicy } from './methods/policy.js';
 import { Metrics } from './metrics/registry.js';
@@ -39,6 +40,7 @@ export class App {
   private readonly fleet: Fleet;
   private readonly concurrency: Concurrency;
   private readonly cache: ResponseCache;
+  private rateLimits: RateLimits;
   private readonly pipeline: Pipeline;
   private readonly front: Front;
   private httpDeps: HttpDeps;
@@ -52,6 +54,7 @@ export class App {
     this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
     this.cache = new ResponseCache(config.cache, this.metrics, this.log);
+    this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log);
     this.fleet.on('reorg', () => this.cache.onReorg());
     this.pipeline = new Pipeline(this.pipelineDeps(config));
     this.front = new Front(this.frontDeps(config));
@@ -86,6 +89,7 @@ export class App {
     return {
       pipeline: this.pipeline,
       concurrency: this.concurrency,
+      rateLimits: this.rateLimits,
       metrics: this.metrics,
       maxBatchSize: c.server.maxBatchSize,
       requestTimeoutMs: c.server.requestTimeoutMs,
@@ -116,6 +120,7 @@ export class App {
       version: VERSION,
       isReady: () => this.ready,
       isDraining: () => this.draining,
+      knowsKey: (key) => this.rateLimits.knowsKey(key),
     };
   }
 
@@ -149,6 +154,11 @@ export class App {
     }
     this.config = next;
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
+    if (JSON.stringify(prev.rateLimit) !== JSON.stringify(next.rateLimit)) {
+      const old = this.rateLimits;
+      this.rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log);
+      void old.close();
+    }
     this.pipeline.update(this.pipelineDeps(next));
     this.front.update(this.frontDeps(next));
     this.httpDeps = this.makeHttpDeps(next);
@@ -182,5 +192,6 @@ export class App {
     ]);
     await this.fleet.stop();
     await this.cache.close();
+    await this.rateLimits.close();
   }
 }

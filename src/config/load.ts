@@ -43,7 +43,8 @@ export function parseConfigText(text: string, env: NodeJS.ProcessEnv = process.e
 }
 
 export function validateConfig(raw: unknown): Config {
-  const result = configSchema.safeParse(raw);
+  // zod 4 leaves `input` out of issues unless asked; without it every "got Y" would say "nothing".
+  const result = configSchema.safeParse(raw, { reportInput: true });
   if (!result.success) throw new ConfigError(result.error.issues.map(describeIssue));
   return deepFreeze(result.data);
 }
@@ -89,7 +90,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     case 'too_big':
     case 'invalid_value':
     case 'invalid_format':
-      return `${where}: ${issue.message.replace(/^Invalid input: /, '')}, got ${describeValue(issue.input)}`;
+      return `${where}: ${issue.message.replace(/^(Invalid input|Too big|Too small): /, '')}, got ${describeValue(issue.input)}`;
     default:
       return `${where}: ${issue.message}`;
   }

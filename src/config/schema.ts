@@ -34,6 +34,24 @@ const methodName = z.string().regex(/^[a-zA-Z0-9_]+\*?$/, {
   error: (iss) => `expected a method name or prefix ending in *, got ${JSON.stringify(iss.input)}`,
 });
 
+/** Default call costs: heavier methods spend more of a client's budget. */
+export const DEFAULT_METHOD_COST: Readonly<Record<string, number>> = Object.freeze({
+  eth_getLogs: 10,
+  eth_call: 2,
+  eth_estimateGas: 2,
+  eth_createAccessList: 2,
+  'debug_*': 20,
+});
+
+const rateSchema = z
+  .strictObject({
+    ratePerSec: positiveInt,
+    burst: positiveInt,
+    /** How often the burst allowance (burst - ratePerSec) refills, in seconds. */
+    burstWindowSec: positiveInt.default(10),
+  })
+  .refine((r) => r.burst >= r.ratePerSec, { error: 'expected burst >= ratePerSec', path: ['burst'] });
+
 export const upstreamSchema = z.strictObject({
   /** Used in logs, metrics and /status; the URL never is. */
   name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, {
@@ -103,12 +121,28 @@ export const configSchema = z
       .prefault({}),
     rateLimit: z
       .strictObject({
-        perIp: z
-          .strictObject({ ratePerSec: z.number().positive(), burst: positiveInt })
-          .nullable()
-          .default({ ratePerSec: 50, burst: 100 }),
-        methodCost: z.record(z.string(), z.number().int().min(0)).default({ eth_getLogs: 10 }),
+        /** Per client IP (see README "Limits"): ratePerSec each second, plus a burst allowance. */
+        perIp: rateSchema.nullable().default({ ratePerSec: 50, burst: 100, burstWindowSec: 10 }),
+        /** Cost of a call by method name or `prefix*`; unlisted methods cost 1. Merged over the defaults. */
+        methodCost: z
+          .record(methodName, z.number().int().min(0))
+          .default({})
+          .transform((v) => ({ ...DEFAULT_METHOD_COST, ...v })),
         redis: redisUrl.default(null),
+        /** Client IPs/CIDRs never rate limited (health checkers, internal services). */
+        exempt: z.array(cidr).default([]),
+        /** Clients presenting one of these keys (X-Api-Key header or /key/<key> path) get its limits instead of the IP's. */
+        apiKeys: z
+          .array(
+            z.strictObject({
+              name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, { error: (iss) => `expected a name of letters, digits, _ . -, got ${JSON.stringify(iss.input)}` }),
+              key: z.string().min(16, { error: 'expected a key of at least 16 characters' }),
+              ratePerSec: positiveInt,
+              burst: positiveInt,
+              burstWindowSec: positiveInt.default(10),
+            }),
+          )
+          .default([]),
       })
       .prefault({}),
     methods: z
@@ -142,6 +176,11 @@ export const configSchema = z
       .default(null),
   })
   .superRefine((cfg, ctx) => {
+    const keys = new Set<string>();
+    cfg.rateLimit.apiKeys.forEach((k, i) => {
+      if (keys.has(k.key)) ctx.addIssue({ code: 'custom', path: ['rateLimit', 'apiKeys', i, 'key'], message: 'expected a unique key, got a duplicate' });
+      keys.add(k.key);
+    });
     const seen = new Set<string>();
     cfg.upstreams.forEach((u, i) => {
       if (seen.has(u.name)) {

@@ -27,6 +27,7 @@ export const CATALOGUE = {
   METHOD_NOT_FOUND: { code: -32601, http: 200, message: 'the method does not exist/is not available', doc: 'unknown method, or one the method policy denies (geth wording, with the method name)' },
   INVALID_PARAMS: { code: -32602, http: 200, message: 'invalid params', doc: '`params` is not an array, or a block parameter Switchyard must read is malformed' },
   INTERNAL_ERROR: { code: -32603, http: 200, message: 'internal error', doc: 'a Switchyard bug; never carries a stack trace or an upstream URL' },
+  INVALID_API_KEY: { code: -32001, http: 401, message: 'invalid API key', doc: 'an `X-Api-Key` header or `/key/<key>` path with a key the configuration does not list' },
   RATE_LIMITED: { code: -32005, http: 429, message: 'rate limit exceeded', doc: 'the client IP is over its call budget; `data.retryAfterSeconds` says when to retry' },
   IP_CONCURRENCY: { code: -32005, http: 429, message: 'too many concurrent calls from this client', doc: 'the client IP has `server.maxInFlightPerIp` calls being worked on' },
   OVERLOADED: { code: -32005, http: 503, message: 'server overloaded', doc: '`server.maxInFlight` calls are being worked on; shed at once' },

@@ -34,6 +34,8 @@ export class Metrics {
   readonly cacheBytes = new Gauge({ name: 'switchyard_cache_bytes', help: 'Bytes held by the memory cache (keys + answers + overhead)', registers: [this.registry] });
   readonly cacheEntries = new Gauge({ name: 'switchyard_cache_entries', help: 'Entries in the memory cache', registers: [this.registry] });
   readonly cacheRedisUp = new Gauge({ name: 'switchyard_cache_redis_up', help: '1 while the shared Redis cache level is reachable', registers: [this.registry] });
+  private readonly rateLimited = new Counter({ name: 'switchyard_rate_limited_calls_total', help: 'Calls refused by a limit, by reason (rate, ip_concurrency, overloaded)', labelNames: ['reason'], registers: [this.registry] });
+  private readonly rateLimitFallback = new Counter({ name: 'switchyard_rate_limit_fallback_total', help: 'Requests whose rate limits were applied from local memory because the shared Redis was unreachable', registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'switchyard_in_flight_calls', help: 'Calls being worked on', registers: [this.registry] });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -57,6 +59,14 @@ export class Metrics {
 
   recordFailover(reason: string): void {
     this.failovers.inc({ reason });
+  }
+
+  recordRateLimited(reason: 'rate' | 'ip_concurrency' | 'overloaded', calls: number): void {
+    this.rateLimited.inc({ reason }, calls);
+  }
+
+  recordRateLimitFallback(): void {
+    this.rateLimitFallback.inc();
   }
 
   recordCacheLookup(cls: string, hit: boolean): void {

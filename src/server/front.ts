@@ -6,8 +6,9 @@
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { parseBody } from '../jsonrpc/parse.js';
-import { errorText, responseText, writeBody } from '../jsonrpc/response.js';
+import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
 import type { Concurrency } from '../limits/concurrency.js';
+import type { Identity, RateLimits } from '../limits/rate.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Pipeline } from '../pipeline/index.js';
 
@@ -24,6 +25,7 @@ export interface FrontResult {
 export interface FrontDeps {
   pipeline: Pipeline;
   concurrency: Concurrency;
+  rateLimits: RateLimits;
   metrics: Metrics;
   maxBatchSize: number;
   requestTimeoutMs: number;
@@ -39,7 +41,7 @@ export class Front {
     this.deps = deps;
   }
 
-  async process(text: string, clientIp: string, log: Logger): Promise<FrontResult> {
+  async process(text: string, who: Identity, log: Logger): Promise<FrontResult> {
     const d = this.deps;
     const parsed = parseBody(text, d.maxBatchSize);
     if (parsed.kind === 'error') {
@@ -48,25 +50,44 @@ export class Front {
     }
     const { slots, batch } = parsed;
     const methods = slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
-    const calls = slots.filter((s) => s.call !== undefined).length;
-    const admission = d.concurrency.acquire(clientIp, calls);
+    const valid = slots.flatMap((s) => (s.call ? [s.call] : []));
+    const admissions = await d.rateLimits.admit(who, valid.map((c) => c.method));
+    const refused = new Map<number, number>();
+    valid.forEach((c, i) => {
+      const wait = admissions[i];
+      if (wait !== null && wait !== undefined) refused.set(c.index, wait);
+    });
+    const admitted = valid.length - refused.size;
+    const retryAfter = refused.size > 0 ? Math.max(...refused.values()) : undefined;
+    // Every call over the limit: the whole request is refused with 429, each call with its own -32005.
+    if (valid.length > 0 && admitted === 0) {
+      const texts = slots.map((s) => (s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, rateLimited(refused.get(s.call.index) ?? 1))) : errorText(s.id, s.error)));
+      return { status: 429, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [], retryAfter };
+    }
+    const admission = d.concurrency.acquire(who.ip, admitted);
     if (admission !== 'ok') {
       const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', { data: { retryAfterSeconds: 1 } });
+      d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
       const texts = slots.map((s) => (s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, error)) : errorText(s.id, s.error)));
       return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: [], retryAfter: 1 };
     }
-    const ctx = d.pipeline.context(clientIp, d.requestTimeoutMs, log);
+    const ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log);
     try {
       const texts = await Promise.all(
         slots.map(async (s) => {
           if (!s.call) return errorText(s.id, s.error);
-          const outcome = await d.pipeline.handle(ctx, s.call);
+          const wait = refused.get(s.call.index);
+          const outcome: Outcome = wait !== undefined ? { error: rateLimited(wait) } : await d.pipeline.handle(ctx, s.call);
           return s.call.id === undefined ? undefined : responseText(s.call.id, outcome);
         }),
       );
       return { status: 200, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [...new Set(ctx.trail)] };
     } finally {
-      d.concurrency.release(clientIp, calls);
+      d.concurrency.release(who.ip, admitted);
     }
   }
+}
+
+function rateLimited(retryAfterSeconds: number): RpcError {
+  return new RpcError('RATE_LIMITED', { data: { retryAfterSeconds } });
 }

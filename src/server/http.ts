@@ -23,6 +23,17 @@ export interface HttpDeps {
   version: string;
   isReady: () => boolean;
   isDraining: () => boolean;
+  knowsKey: (key: string) => boolean;
+}
+
+/** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
+function rpcTarget(req: IncomingMessage): { apiKey?: string } | null {
+  const path = (req.url ?? '/').split('?', 1)[0]!;
+  const header = req.headers['x-api-key'];
+  const headerKey = typeof header === 'string' && header !== '' ? header : undefined;
+  if (path === '/') return { apiKey: headerKey };
+  const m = /^\/key\/([^/]+)\/?$/.exec(path);
+  return m ? { apiKey: decodeURIComponent(m[1]!) } : null;
 }
 
 export interface HttpTimeouts {
@@ -70,13 +81,13 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
     deps.metrics.recordHttp(status, info.calls ?? null);
     log.info({ ip: clientIp, status, calls: info.calls ?? 0, methods: info.methods, upstreams: info.upstreams, ms: Math.round(performance.now() - started) }, 'request');
   };
-  const reject = (reason: 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN', extra: Record<string, string> = {}): void => {
+  const reject = (reason: 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN' | 'INVALID_API_KEY', extra: Record<string, string> = {}): void => {
     const e = new RpcError(reason);
     finish(e.http, errorText('null', e), extra);
   };
 
   if (deps.isDraining()) return reject('SHUTTING_DOWN', { connection: 'close' });
-  const path = (req.url ?? '/').split('?', 1)[0];
+  const target = rpcTarget(req);
   if (req.method === 'OPTIONS') {
     res.writeHead(204, {
       ...cors,
@@ -89,12 +100,13 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
     return;
   }
   if (req.method === 'GET') {
-    if (path !== '/') return reject('NOT_FOUND');
+    if (target === null) return reject('NOT_FOUND');
     const info = { name: 'switchyard', version: deps.version, chainId: `0x${deps.chainId.toString(16)}`, ready: deps.isReady() };
     return finish(200, JSON.stringify(info), {});
   }
   if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', { allow: 'POST, GET, OPTIONS' });
-  if (path !== '/') return reject('NOT_FOUND');
+  if (target === null) return reject('NOT_FOUND');
+  if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return reject('INVALID_API_KEY');
   if (!isJsonContentType(req.headers['content-type'])) return reject('BAD_CONTENT_TYPE');
   const body = await readBody(req, deps.maxBodyBytes);
   if (!body.ok) {
@@ -102,7 +114,7 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
     if (body.why === 'too_large') return reject('BODY_TOO_LARGE', { connection: 'close' });
     return finish(200, errorText('null', new RpcError('PARSE_ERROR')), {});
   }
-  const out = await deps.front.process(body.text, clientIp, log);
+  const out = await deps.front.process(body.text, { ip: clientIp, apiKey: target.apiKey }, log);
   const extra: Record<string, string> = out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : {};
   finish(out.status, out.body, extra, out);
 }
