@@ -104,7 +104,10 @@ export class App {
       isDraining: () => this.draining,
       version: VERSION,
       extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats() }),
-      collect: () => this.cache.collect(),
+      collect: () => {
+        this.cache.collect();
+        this.metrics.inFlight.set(this.concurrency.inFlight);
+      },
     };
   }
 

@@ -43,12 +43,21 @@ export interface HttpTimeouts {
 }
 
 export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts): Server {
-  const server = createServer({ headersTimeout: timeouts.headersTimeoutMs, requestTimeout: timeouts.headersTimeoutMs + timeouts.bodyTimeoutMs, keepAliveTimeout: timeouts.keepAliveTimeoutMs }, (req, res) => {
-    void handle(getDeps(), req, res).catch((err: unknown) => {
-      getDeps().log.error({ err: (err as Error).message }, 'http handler crashed');
-      if (!res.headersSent) send(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')));
-    });
-  });
+  const server = createServer(
+    {
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.headersTimeoutMs + timeouts.bodyTimeoutMs,
+      keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+      // Node checks the two timeouts above only this often (30 s by default): slow clients would linger.
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
+    },
+    (req, res) => {
+      void handle(getDeps(), req, res).catch((err: unknown) => {
+        getDeps().log.error({ err: (err as Error).message }, 'http handler crashed');
+        if (!res.headersSent) send(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')));
+      });
+    },
+  );
   // A malformed request line or a slow client: answer 400/408 if the socket still can, never crash.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (socket.writable && !socket.destroyed) {
