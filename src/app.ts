@@ -53,7 +53,7 @@ export class App {
     this.metrics = new Metrics({ processMetrics: opts.processMetrics });
     this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
-    this.cache = new ResponseCache(config.cache, this.metrics, this.log);
+    this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log);
     this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log);
     this.fleet.on('reorg', () => this.cache.onReorg());
     this.pipeline = new Pipeline(this.pipelineDeps(config));

@@ -7,10 +7,10 @@
  * Exit codes: 0 after a clean shutdown, 1 on a start failure, 2 on a bad command line or config.
  */
 import { parseArgs } from 'node:util';
-import { App } from './app.js';
+import type { App } from './app.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import type { Config } from './config/schema.js';
-import { runDevnetCommand, startDevnet, type Devnet } from './devnet/index.js';
+import type { Devnet } from './devnet/index.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { VERSION } from './version.js';
 
@@ -56,6 +56,8 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const log = createLogger(config.log.level);
+  // Loaded only once the config is valid, so a bad file is reported (exit 2) without loading them.
+  const [{ App }, { startDevnet }] = await Promise.all([import('./app.js'), import('./devnet/index.js')]);
   let devnet: Devnet | null = null;
   if (command === 'start' && config.devnet !== null) {
     const d = config.devnet;
@@ -94,6 +96,7 @@ Starts N anvil nodes on one chain and a control API (GET /nodes, POST /nodes/I/{
   const log: Logger = createLogger(process.env.LOG_LEVEL ?? 'info');
   let devnet: Devnet;
   try {
+    const { runDevnetCommand } = await import('./devnet/index.js');
     devnet = await runDevnetCommand(argv, { logger: log });
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);

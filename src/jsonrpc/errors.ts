@@ -2,7 +2,7 @@
  * The error catalogue: every error Switchyard itself produces, with a stable name, JSON-RPC code,
  * HTTP status and message. Nothing else in the code invents an error code or wording; errors that
  * nodes return are passed through verbatim and never pass through here.
- * The README documents each entry (test/jsonrpc/errors.test.ts checks that it does).
+ * The README documents each entry (test/jsonrpc/error-catalogue.test.ts checks that it does).
  */
 
 export interface CatalogueEntry {

@@ -11,7 +11,11 @@ export type FakeAnswer =
   | { error: { code: number; message: string; data?: unknown }; delayMs?: number }
   | { status: number; body: string; delayMs?: number }
   | { hang: true }
-  | { reset: true };
+  | { reset: true }
+  /** Sends 200 and its headers (and the first bytes of a body), then never finishes the body. */
+  | { hangAfterHeaders: true }
+  /** Decides asynchronously (e.g. after forwarding the call to a real node), then answers as told. */
+  | { defer: () => Promise<FakeAnswer> };
 
 export type Script = (method: string, params: unknown[]) => FakeAnswer | undefined;
 
@@ -24,6 +28,18 @@ export interface FakeNode {
   close(): Promise<void>;
 }
 
+/** A plausible block header at height n (the fleet polls `latest` headers for heads). */
+export function fakeHeader(n: number): { number: string; hash: string; parentHash: string } {
+  const h = (x: number): string => `0x${x.toString(16).padStart(64, '0')}`;
+  return { number: `0x${n.toString(16)}`, hash: h(n + 1), parentHash: h(n) };
+}
+
+/** Follows `defer` answers until a final one. */
+async function settle(a: FakeAnswer): Promise<FakeAnswer> {
+  while ('defer' in a) a = await a.defer();
+  return a;
+}
+
 export async function startFakeNode(t: Test, script: Script = () => undefined): Promise<FakeNode> {
   const sockets = new Set<import('node:net').Socket>();
   const node: FakeNode = { url: '', calls: [], head: 1, chainId: 186, script, close: async () => undefined };
@@ -33,29 +49,42 @@ export async function startFakeNode(t: Test, script: Script = () => undefined): 
     req.on('end', () => {
       const body = JSON.parse(text) as { id: unknown; method: string; params: unknown[] };
       node.calls.push({ method: body.method, params: body.params });
-      const answer: FakeAnswer = node.script(body.method, body.params) ??
+      const first: FakeAnswer = node.script(body.method, body.params) ??
         (body.method === 'eth_chainId'
           ? { result: `0x${node.chainId.toString(16)}` }
           : body.method === 'eth_blockNumber'
             ? { result: `0x${node.head.toString(16)}` }
-            : { error: { code: -32601, message: 'Method not found' } });
-      if ('hang' in answer) return;
-      if ('reset' in answer) {
-        req.socket.destroy();
-        return;
-      }
-      const send = (): void => {
-        if ('status' in answer) {
-          res.writeHead(answer.status, { 'content-type': 'application/json' });
-          res.end(answer.body);
+            : body.method === 'eth_getBlockByNumber' && (body.params[0] === 'latest' || body.params[0] === 'finalized')
+              ? { result: fakeHeader(body.params[0] === 'latest' ? node.head : Math.max(0, node.head - 8)) }
+              : { error: { code: -32601, message: 'Method not found' } });
+      if ('defer' in first) void settle(first).then(respond, () => req.socket.destroy());
+      else respond(first);
+
+      function respond(answer: FakeAnswer): void {
+        if ('hang' in answer || 'defer' in answer) return;
+        if ('hangAfterHeaders' in answer) {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.flushHeaders();
+          res.write('{"jsonrpc":"2.0",');
           return;
         }
-        const payload = 'result' in answer ? { jsonrpc: '2.0', id: body.id, result: answer.result } : { jsonrpc: '2.0', id: body.id, error: answer.error };
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(payload));
-      };
-      if (answer.delayMs) setTimeout(send, answer.delayMs);
-      else send();
+        if ('reset' in answer) {
+          req.socket.destroy();
+          return;
+        }
+        const send = (): void => {
+          if ('status' in answer) {
+            res.writeHead(answer.status, { 'content-type': 'application/json' });
+            res.end(answer.body);
+            return;
+          }
+          const payload = 'result' in answer ? { jsonrpc: '2.0', id: body.id, result: answer.result } : { jsonrpc: '2.0', id: body.id, error: answer.error };
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(payload));
+        };
+        if (answer.delayMs) setTimeout(send, answer.delayMs);
+        else send();
+      }
     });
   });
   server.on('connection', (s) => {

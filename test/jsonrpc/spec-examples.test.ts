@@ -136,3 +136,9 @@ t.test('batch of notifications only: HTTP 200, empty body', async (t) => {
   t.equal(r.status, 200);
   t.equal(r.text, '');
 });
+
+t.test('a batch of one valid call is answered with an array of one', async (t) => {
+  const r = await post(sy.url, '[{"jsonrpc":"2.0","method":"net_version","params":[],"id":1}]');
+  t.equal(r.status, 200);
+  t.equal(r.text, '[{"jsonrpc":"2.0","id":1,"result":"186"}]');
+});

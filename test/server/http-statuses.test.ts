@@ -115,6 +115,11 @@ t.test('body over maxBodyBytes with an honest Content-Length: 413', async (t) =>
   t.equal(e.error.code, -32600);
   t.equal(e.error.message, 'request body too large');
   t.equal(e.error.data.reason, 'BODY_TOO_LARGE');
+  // A much larger body: the 413 must still reach the client although the server never reads it.
+  const big = Buffer.alloc(1024 * 1024, 0x20);
+  const r2 = await raw('POST', big, { 'content-type': 'application/json', 'content-length': String(big.length) });
+  t.equal(r2.status, 413);
+  t.equal(JSON.parse(r2.text).error.message, 'request body too large');
   await stillServing(t);
 });
 
