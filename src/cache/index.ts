@@ -14,6 +14,8 @@ export { planCache, type CachePlan, type ChainView } from './plan.js';
 export interface CacheConfig {
   maxBytes: number;
   redis: string | null;
+  /** Namespaces the shared Redis keys: instances of different chains may share one Redis. */
+  chainId?: number;
 }
 
 export class ResponseCache {
@@ -28,7 +30,7 @@ export class ResponseCache {
     log: Logger,
   ) {
     this.memory = new MemoryStore(cfg.maxBytes);
-    this.redis = cfg.redis === null ? null : new RedisLevel(cfg.redis, log);
+    this.redis = cfg.redis === null ? null : new RedisLevel(cfg.redis, log, cfg.chainId);
   }
 
   /** The reorg generation; pass it back to store() so an answer fetched across a reorg is not kept. */
@@ -59,7 +61,9 @@ export class ResponseCache {
   }
 
   coalesce<T>(key: string, work: () => Promise<T>): Promise<T> {
-    return this.coalescer.run(key, work, () => this.metrics.recordCoalesced()) as Promise<T>;
+    // The generation is part of the key: a call asked after a reorg must not share an answer
+    // fetched from the chain that reorg replaced (a head-scoped key can be the same on both chains).
+    return this.coalescer.run(`${this.memory.generation}|${key}`, work, () => this.metrics.recordCoalesced()) as Promise<T>;
   }
 
   onReorg(): void {

@@ -15,8 +15,11 @@ export class RedisLevel {
   private readonly client: Redis;
   errors = 0;
   private down = false;
+  private readonly prefix: string;
 
-  constructor(url: string, private readonly log: Logger) {
+  /** `chainId` goes into every key: an entry of one chain is never an answer for another. */
+  constructor(url: string, private readonly log: Logger, chainId?: number) {
+    this.prefix = chainId === undefined ? KEY_PREFIX : `${KEY_PREFIX}${chainId}:`;
     this.client = new Redis(url, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
@@ -44,7 +47,7 @@ export class RedisLevel {
   async get(key: string): Promise<string | undefined> {
     if (!this.ready) return undefined;
     try {
-      return (await this.client.get(KEY_PREFIX + key)) ?? undefined;
+      return (await this.client.get(this.prefix + key)) ?? undefined;
     } catch {
       this.errors++;
       return undefined;
@@ -53,7 +56,7 @@ export class RedisLevel {
 
   set(key: string, value: string): void {
     if (!this.ready) return;
-    this.client.set(KEY_PREFIX + key, value, 'EX', TTL_SECONDS).catch(() => {
+    this.client.set(this.prefix + key, value, 'EX', TTL_SECONDS).catch(() => {
       this.errors++;
     });
   }

@@ -64,7 +64,8 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_getCode: read({ block: 1, cache: 'block' }),
   eth_getLogs: read({ filterObject: 0, cache: 'logs' }),
   eth_getProof: read({ block: 2, cache: 'block' }),
-  eth_getRawTransactionByHash: read({ nullMayLag: true, cache: 'tx' }),
+  // The raw bytes are what the hash is of: immutable whenever the node has them.
+  eth_getRawTransactionByHash: read({ nullMayLag: true, cache: 'hash' }),
   eth_getStorageAt: read({ block: 2, cache: 'block' }),
   eth_getTransactionByBlockHashAndIndex: read({ cache: 'hash' }),
   eth_getTransactionByBlockNumberAndIndex: read({ block: 0, cache: 'block' }),
