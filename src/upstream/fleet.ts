@@ -40,6 +40,9 @@ interface Tracker {
   ws: WsHeads | null;
 }
 
+/** The fleet's own polls are probes: they decide up/down, never the breaker (node.ts). */
+const PROBE = { probe: true } as const;
+
 /** How often (in head polls) the `finalized` block is asked for. */
 const FINALIZED_EVERY_POLLS = 5;
 
@@ -126,7 +129,7 @@ export class Fleet extends EventEmitter {
     const now = Date.now();
     // Re-verify the chain after any outage too: what answers on that address may be another node now.
     if (u.state !== 'healthy' || now - t.chainCheckedAt >= this.opts.chainIdCheckMs) {
-      const { verdict } = await u.call('eth_chainId', '[]', timeout);
+      const { verdict } = await u.call('eth_chainId', '[]', timeout, undefined, PROBE);
       if (t.stopped) return;
       if (verdict.kind !== 'result') return this.setState(u, 'down');
       const got = parseQuantity(verdict.result);
@@ -140,7 +143,7 @@ export class Fleet extends EventEmitter {
       t.chainCheckedAt = now;
     }
     const asked = Date.now();
-    const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout);
+    const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, undefined, PROBE);
     if (t.stopped) return;
     const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
     if (header === null) return this.setState(u, 'down');
@@ -151,7 +154,7 @@ export class Fleet extends EventEmitter {
 
   /** The node's `finalized` block where it has the tag; else finality is head - finalityDepth. */
   private async pollFinalized(u: Upstream, timeout: number): Promise<void> {
-    const { verdict } = await u.call('eth_getBlockByNumber', '["finalized",false]', timeout);
+    const { verdict } = await u.call('eth_getBlockByNumber', '["finalized",false]', timeout, undefined, PROBE);
     if (verdict.kind === 'node-error') {
       u.finalizedSupported = false;
       return;
@@ -283,6 +286,11 @@ export class Fleet extends EventEmitter {
         byName.delete(c.name);
       } else {
         const u = this.makeUpstream(c);
+        // Same address, other weight/tags/pool size: the same node, so it keeps its live figures
+        // and stays routable. Starting it as 'connecting' left a gap until its first poll, and
+        // re-weighting every upstream at once answered calls with "none healthy" meanwhile.
+        // Its chain id is checked again on the tracker's first poll all the same.
+        if (old && old.config.url === c.url && old.config.ws === c.ws) adopt(u, old);
         next.push(u);
         this.track(u);
       }
@@ -296,7 +304,8 @@ export class Fleet extends EventEmitter {
 
   private async retire(u: Upstream): Promise<void> {
     this.untrack(u);
-    this.metrics.forgetUpstream(u.name);
+    // A re-weighted node is replaced under the same name: its series belong to the new object now.
+    if (!this.upstreams.some((x) => x.name === u.name)) this.metrics.forgetUpstream(u.name);
     const deadline = Date.now() + 60_000;
     while (u.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await u.close();
@@ -316,6 +325,17 @@ export class Fleet extends EventEmitter {
     for (const u of [...this.trackers.keys()]) this.untrack(u);
     await Promise.all(this.upstreams.map((u) => u.close()));
   }
+}
+
+/** Copies what the fleet knows about a node onto the object that replaces it on reload. */
+function adopt(u: Upstream, old: Upstream): void {
+  u.state = old.state;
+  u.head = old.head;
+  u.headHash = old.headHash;
+  u.headAt = old.headAt;
+  u.finalized = old.finalized;
+  u.finalizedSupported = old.finalizedSupported;
+  u.latencyMs = old.latencyMs;
 }
 
 /** A JSON quantity result ("0x1a") as a number, or null when it is not one. */

@@ -62,14 +62,21 @@ export class Upstream {
       });
   }
 
-  /** Sends one call. `paramsJson` is the JSON text of the params array. Never throws. */
-  async call(method: string, paramsJson: string, timeoutMs: number, signal?: AbortSignal): Promise<CallTiming> {
+  /**
+   * Sends one call. `paramsJson` is the JSON text of the params array. Never throws.
+   * `probe`: the fleet's own head and chain-id polls. They leave the breaker alone: it is passive
+   * health from routed traffic, and a node that answers eth_getBlockByNumber but fails every
+   * routed call would otherwise have its open breaker closed by the next poll, long before the
+   * cooldown, and keep getting calls.
+   */
+  async call(method: string, paramsJson: string, timeoutMs: number, signal?: AbortSignal, opts: { probe?: boolean } = {}): Promise<CallTiming> {
+    const passive = opts.probe !== true;
     const id = this.nextId++;
     const body = `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${paramsJson}}`;
     const started = performance.now();
     this.inFlight++;
     this.calls++;
-    this.breaker.begin();
+    if (passive) this.breaker.begin();
     let verdict: Verdict;
     try {
       const timeout = AbortSignal.timeout(timeoutMs);
@@ -91,10 +98,10 @@ export class Upstream {
     const ms = performance.now() - started;
     if (verdict.kind === 'retry' && verdict.health) {
       this.failures++;
-      this.breaker.failure();
+      if (passive) this.breaker.failure();
     } else {
       this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
-      this.breaker.success();
+      if (passive) this.breaker.success();
     }
     return { verdict, ms };
   }
