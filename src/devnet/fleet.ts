@@ -198,7 +198,11 @@ class Fleet implements Devnet {
    * killing node 0 only moves the lead), then every other live node is brought along. */
   async #produce(): Promise<number> {
     const { chain } = this.#ctx;
-    const live = this.#members.filter((m) => m.node.alive && !m.restarting);
+    const alive = this.#members.filter((m) => m.node.alive && !m.restarting);
+    // A node that does not answer (SIGSTOPped, overloaded) sits this block out instead of holding
+    // every other node's blocks back; it catches up once it answers again.
+    const answers = await Promise.all(alive.map((m) => m.node.responsive()));
+    const live = alive.filter((_, i) => answers[i]);
     let leader: Member | undefined;
     for (const m of live) {
       if (m.mode.kind !== 'follow') continue;

@@ -33,7 +33,8 @@ export class RpcError extends Error {
 
 const READY_TIMEOUT_MS = 30_000;
 const READY_POLL_MS = 50;
-const RPC_TIMEOUT_MS = 10_000;
+// Short: a SIGSTOPped node must not hold block production back for long (it is skipped next block).
+const RPC_TIMEOUT_MS = 3_000;
 
 // A crashed test or an uncaught error must not leave anvils behind; 'exit' handlers run synchronously,
 // which is enough for a SIGKILL per child.
@@ -188,15 +189,24 @@ export class AnvilNode {
     });
   }
 
-  async call<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
+  /** Whether the node answers at all within `ms` (a SIGSTOPped node does not). */
+  async responsive(ms = 500): Promise<boolean> {
+    if (!this.alive) return false;
+    return this.call('eth_blockNumber', [], ms).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  async call<T = unknown>(method: string, params: unknown[] = [], timeoutMs = RPC_TIMEOUT_MS): Promise<T> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: ++this.#id, method, params });
     const res = await request(this.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body,
       dispatcher: this.#opts.dispatcher,
-      headersTimeout: RPC_TIMEOUT_MS,
-      bodyTimeout: RPC_TIMEOUT_MS,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
     });
     const json = (await res.body.json()) as { result?: T; error?: { code: number; message: string } };
     if (json.error) throw new RpcError(method, json.error.code, json.error.message);

@@ -133,6 +133,8 @@ export class Pipeline {
       { ...this.deps, maxAttempts: 1 },
       { method: call.method, label, paramsJson: JSON.stringify(params), requirement: {}, deadline: ctx.deadline, only: found.upstream, trail: ctx.trail },
     );
+    // The node holding the filter did not answer at all: for the client the filter is gone.
+    if (outcome.error?.reason === 'UPSTREAM_FAILED') return { error: new RpcError('FILTER_NOT_FOUND') };
     return outcome;
   }
 }
