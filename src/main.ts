@@ -89,9 +89,8 @@ async function main(argv: string[]): Promise<number> {
 
 async function runDevnet(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    return print(`switchyard devnet [--nodes N] [--chain-id ID] [--block-time SECONDS] [--base-port P]
-                  [--control-port P] [--lag I:K]... [--stall I] [--slots-in-an-epoch K]
-Starts N anvil nodes on one chain and a control API (GET /nodes, POST /nodes/I/{lag?blocks=K,stall,resume,kill,restart}, POST /mine).`);
+    const { DEVNET_USAGE } = await import('./devnet/index.js');
+    return print(DEVNET_USAGE);
   }
   const log: Logger = createLogger(process.env.LOG_LEVEL ?? 'info');
   let devnet: Devnet;

@@ -7,6 +7,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/** Every reason a call moves on to another upstream (upstream/classify.ts RetryReason, and null answers). */
+const FAILOVER_REASONS = ['transport', 'timeout', 'http_5xx', 'http_429', 'http_other', 'bad_body', 'node_limit', 'node_method_missing', 'node_missing_block', 'null_answer'] as const;
+
 export type CallOutcome = 'ok' | 'node_error' | 'error' | 'cached' | 'rate_limited';
 
 export class Metrics {
@@ -40,6 +43,14 @@ export class Metrics {
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    // Series that exist from the start read 0 on dashboards instead of "no data".
+    for (const reason of FAILOVER_REASONS) this.failovers.inc({ reason }, 0);
+    for (const reason of ['rate', 'ip_concurrency', 'overloaded'] as const) this.rateLimited.inc({ reason }, 0);
+  }
+
+  /** Per-upstream series that only count events start at 0 when the upstream is configured. */
+  declareUpstream(upstream: string): void {
+    this.quarantines.inc({ upstream }, 0);
   }
 
   recordCall(method: string, outcome: CallOutcome, seconds: number): void {

@@ -106,6 +106,7 @@ export class Fleet extends EventEmitter {
   }
 
   private track(u: Upstream): void {
+    this.metrics.declareUpstream(u.name);
     const t: Tracker = { timer: null, chainCheckedAt: 0, stopped: false, polls: 0, ws: null };
     this.trackers.set(u, t);
     if (u.config.ws !== undefined) {
