@@ -63,6 +63,8 @@ export const upstreamSchema = z.strictObject({
   tags: z.array(z.enum(['archive', 'debug'])).default([]),
   /** Largest number of connections Switchyard opens to this node. */
   maxConnections: positiveInt.max(10000).default(128),
+  /** Calls to this node in the same event-loop turn travel as one JSON-RPC batch of at most this many; 1 = never batch. */
+  maxBatchSize: positiveInt.max(1000).default(25),
 });
 
 export const configSchema = z

@@ -4,7 +4,7 @@
  * failure to retry elsewhere (and whether it counts against the node's health).
  * Refuses: retry policy itself (routing/forward.ts) and breaker bookkeeping (upstream/health.ts).
  */
-import { objectMembers } from '../jsonrpc/scan.js';
+import { arrayElements, objectMembers, type Span } from '../jsonrpc/scan.js';
 
 export type Verdict =
   /** A usable answer: `result` raw text. */
@@ -29,22 +29,56 @@ export type RetryReason =
 const MISSING_BLOCK = /header not found|unknown block|block not found|BlockOutOfRange|block number out of range|missing trie node/i;
 
 export function classifyHttp(status: number, body: string): Verdict {
-  if (status === 429) return { kind: 'retry', reason: 'http_429', health: true };
-  if (status >= 500) return { kind: 'retry', reason: 'http_5xx', health: true };
+  const failed = classifyStatus(status);
+  if (failed) return failed;
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
     return { kind: 'retry', reason: status === 200 ? 'bad_body' : 'http_other', health: true };
   }
+  return classifyResponse(body, { start: 0, end: body.length }, parsed);
+}
+
+/**
+ * Verdicts for a batch sent as one request, by request id; null when the body is not a JSON array
+ * (a node that refuses batches answers with one error object: the calls are then sent one by one).
+ */
+export function classifyBatch(status: number, body: string): Map<number, Verdict> | Verdict | null {
+  const failed = classifyStatus(status);
+  if (failed) return failed;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return { kind: 'retry', reason: status === 200 ? 'bad_body' : 'http_other', health: true };
+  }
+  if (!Array.isArray(parsed)) return null;
+  const spans = arrayElements(body);
+  const out = new Map<number, Verdict>();
+  parsed.forEach((el: unknown, i) => {
+    const id = (el as { id?: unknown } | null)?.id;
+    if (typeof id === 'number') out.set(id, classifyResponse(body, spans[i]!, el));
+  });
+  return out;
+}
+
+function classifyStatus(status: number): Verdict | null {
+  if (status === 429) return { kind: 'retry', reason: 'http_429', health: true };
+  if (status >= 500) return { kind: 'retry', reason: 'http_5xx', health: true };
+  return null;
+}
+
+/** One JSON-RPC response object at `span` of `text`, already parsed as `parsed`. */
+function classifyResponse(text: string, span: Span, parsed: unknown): Verdict {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return { kind: 'retry', reason: 'bad_body', health: true };
   }
   const obj = parsed as { result?: unknown; error?: unknown };
-  const raw = objectMembers(body, { start: 0, end: body.length }, ['result', 'error']);
+  const raw = objectMembers(text, span, ['result', 'error']);
   const errSpan = raw.get('error');
   if (errSpan !== undefined && obj.error !== null && obj.error !== undefined) {
-    const error = body.slice(errSpan.start, errSpan.end);
+    const error = text.slice(errSpan.start, errSpan.end);
     const e = obj.error as { code?: unknown; message?: unknown };
     const code = typeof e.code === 'number' ? e.code : 0;
     const message = typeof e.message === 'string' ? e.message : '';
@@ -52,7 +86,7 @@ export function classifyHttp(status: number, body: string): Verdict {
   }
   const resSpan = raw.get('result');
   if (resSpan === undefined) return { kind: 'retry', reason: 'bad_body', health: true };
-  return { kind: 'result', result: body.slice(resSpan.start, resSpan.end) };
+  return { kind: 'result', result: text.slice(resSpan.start, resSpan.end) };
 }
 
 export function classifyNodeError(error: string, code: number, message: string): Verdict {

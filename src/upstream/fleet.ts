@@ -130,7 +130,7 @@ export class Fleet extends EventEmitter {
     const now = Date.now();
     // Re-verify the chain after any outage too: what answers on that address may be another node now.
     if (u.state !== 'healthy' || now - t.chainCheckedAt >= this.opts.chainIdCheckMs) {
-      const { verdict } = await u.call('eth_chainId', '[]', timeout, undefined, PROBE);
+      const { verdict } = await u.call('eth_chainId', '[]', timeout, PROBE);
       if (t.stopped) return;
       if (verdict.kind !== 'result') return this.setState(u, 'down');
       const got = parseQuantity(verdict.result);
@@ -144,7 +144,7 @@ export class Fleet extends EventEmitter {
       t.chainCheckedAt = now;
     }
     const asked = Date.now();
-    const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, undefined, PROBE);
+    const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, PROBE);
     if (t.stopped) return;
     const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
     if (header === null) return this.setState(u, 'down');
@@ -155,7 +155,7 @@ export class Fleet extends EventEmitter {
 
   /** The node's `finalized` block where it has the tag; else finality is head - finalityDepth. */
   private async pollFinalized(u: Upstream, timeout: number): Promise<void> {
-    const { verdict } = await u.call('eth_getBlockByNumber', '["finalized",false]', timeout, undefined, PROBE);
+    const { verdict } = await u.call('eth_getBlockByNumber', '["finalized",false]', timeout, PROBE);
     if (verdict.kind === 'node-error') {
       u.finalizedSupported = false;
       return;

@@ -5,7 +5,7 @@
  */
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
-import { classifyHttp, classifyTransport, type Verdict } from './classify.js';
+import { classifyBatch, classifyHttp, classifyTransport, type Verdict } from './classify.js';
 import { Breaker } from './health.js';
 
 export type UpstreamState = 'connecting' | 'healthy' | 'down' | 'quarantined';
@@ -14,6 +14,26 @@ export interface CallTiming {
   verdict: Verdict;
   ms: number;
 }
+
+interface Pending {
+  id: number;
+  method: string;
+  paramsJson: string;
+  timeoutMs: number;
+  passive: boolean;
+  started: number;
+  resolve: (t: CallTiming) => void;
+}
+
+function requestText(p: Pending): string {
+  return `{"jsonrpc":"2.0","id":${p.id},"method":${JSON.stringify(p.method)},"params":${p.paramsJson}}`;
+}
+
+/** For configs built without the schema (tests, embedding); the schema's default is the same. */
+const DEFAULT_BATCH = 25;
+
+/** A batch answer that left a call out. */
+const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
 
 /** Weight of the newest latency sample in the moving average. */
 const EWMA_ALPHA = 0.2;
@@ -38,6 +58,8 @@ export class Upstream {
   /** Set while the config is being reloaded away from this node: no new calls. */
   retiring = false;
   private nextId = 1;
+  private queue: Pending[] = [];
+  private readonly headers: Record<string, string>;
   private readonly url: URL;
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
@@ -51,6 +73,13 @@ export class Upstream {
     this.tags = new Set(config.tags);
     this.url = new URL(config.url);
     this.breaker = opts.breaker ?? new Breaker();
+    this.headers = { 'content-type': 'application/json' };
+    // Credentials in the URL (https://user:key@host) become a Basic header, never a log line.
+    if (this.url.username !== '') {
+      const user = decodeURIComponent(this.url.username);
+      const pass = decodeURIComponent(this.url.password);
+      this.headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+    }
     this.ownsDispatcher = opts.dispatcher === undefined;
     this.dispatcher =
       opts.dispatcher ??
@@ -64,57 +93,78 @@ export class Upstream {
 
   /**
    * Sends one call. `paramsJson` is the JSON text of the params array. Never throws.
+   * Calls made to this node in the same turn of the event loop leave together as one JSON-RPC
+   * batch (up to `maxBatchSize`): one HTTP exchange instead of many, which is most of the cost of
+   * a call for both sides. Each call still gets its own verdict.
    * `probe`: the fleet's own head and chain-id polls. They leave the breaker alone: it is passive
    * health from routed traffic, and a node that answers eth_getBlockByNumber but fails every
    * routed call would otherwise have its open breaker closed by the next poll, long before the
    * cooldown, and keep getting calls.
    */
-  async call(method: string, paramsJson: string, timeoutMs: number, signal?: AbortSignal, opts: { probe?: boolean } = {}): Promise<CallTiming> {
-    const passive = opts.probe !== true;
-    const id = this.nextId++;
-    const body = `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${paramsJson}}`;
-    const started = performance.now();
-    this.inFlight++;
-    this.calls++;
-    if (passive) this.breaker.begin();
-    let verdict: Verdict;
+  call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
+    return new Promise((resolve) => {
+      const passive = opts.probe !== true;
+      const p: Pending = { id: this.nextId++, method, paramsJson, timeoutMs, passive, started: performance.now(), resolve };
+      this.inFlight++;
+      this.calls++;
+      if (passive) this.breaker.begin();
+      this.queue.push(p);
+      if (this.queue.length === 1) setImmediate(this.flush);
+    });
+  }
+
+  private readonly flush = (): void => {
+    const queue = this.queue;
+    this.queue = [];
+    const size = this.config.maxBatchSize >= 1 ? this.config.maxBatchSize : DEFAULT_BATCH;
+    for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
+  };
+
+  private async send(batch: Pending[]): Promise<void> {
+    const single = batch.length === 1;
+    const body = single ? requestText(batch[0]!) : `[${batch.map(requestText).join(',')}]`;
+    const timeoutMs = Math.max(...batch.map((p) => p.timeoutMs));
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new DOMException('upstream call timed out', 'TimeoutError')), timeoutMs);
+    let verdicts: Map<number, Verdict> | Verdict | null;
     try {
-      const timeout = AbortSignal.timeout(timeoutMs);
       const res = await this.dispatcher.request({
         origin: this.url.origin,
         path: this.url.pathname + this.url.search,
         method: 'POST',
-        headers: this.headers(),
+        headers: this.headers,
         body,
-        signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
+        signal: abort.signal,
       });
       const text = await res.body.text();
-      verdict = classifyHttp(res.statusCode, text);
+      verdicts = single ? classifyHttp(res.statusCode, text) : classifyBatch(res.statusCode, text);
     } catch (err) {
-      verdict = classifyTransport(err);
+      verdicts = classifyTransport(err);
     } finally {
-      this.inFlight--;
+      clearTimeout(timer);
     }
-    const ms = performance.now() - started;
-    if (verdict.kind === 'retry' && verdict.health) {
-      this.failures++;
-      if (passive) this.breaker.failure();
-    } else {
-      this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
-      if (passive) this.breaker.success();
+    if (verdicts === null) {
+      // The node does not take batches (or not this one): the calls go again one by one.
+      for (const p of batch) void this.send([p]);
+      return;
     }
-    return { verdict, ms };
+    for (const p of batch) {
+      const v = verdicts instanceof Map ? (verdicts.get(p.id) ?? MISSING) : verdicts;
+      this.finish(p, v);
+    }
   }
 
-  private headers(): Record<string, string> {
-    const h: Record<string, string> = { 'content-type': 'application/json' };
-    // Credentials in the URL (https://user:key@host) become a Basic header, never a log line.
-    if (this.url.username !== '') {
-      const user = decodeURIComponent(this.url.username);
-      const pass = decodeURIComponent(this.url.password);
-      h.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+  private finish(p: Pending, verdict: Verdict): void {
+    this.inFlight--;
+    const ms = performance.now() - p.started;
+    if (verdict.kind === 'retry' && verdict.health) {
+      this.failures++;
+      if (p.passive) this.breaker.failure();
+    } else {
+      this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
+      if (p.passive) this.breaker.success();
     }
-    return h;
+    p.resolve({ verdict, ms });
   }
 
   /** Routable at all: reachable, right chain, breaker lets calls through, not being removed. */
