@@ -3,6 +3,7 @@
  * Owns: shape, defaults, value checks. Refuses: reading files, environment expansion (load.ts).
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const port = z.number().int().min(0).max(65535);
@@ -28,7 +29,16 @@ const chainId = z
   .transform((v) => (typeof v === 'number' ? v : Number.parseInt(v.slice(2), 16)))
   .pipe(z.number().int().positive().max(Number.MAX_SAFE_INTEGER));
 
-const cidr = z.string().regex(/^[0-9a-fA-F:.]+(\/\d{1,3})?$/, { error: (iss) => `expected an IP or CIDR, got ${JSON.stringify(iss.input)}` });
+/** An IP address, or address/prefix with a prefix the address family allows (<= 32 or <= 128). */
+const cidr = z.string().refine(
+  (c) => {
+    const [addr, bits, extra] = c.split('/');
+    const v = isIP(addr ?? '');
+    if (v === 0 || extra !== undefined) return false;
+    return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (v === 6 ? 128 : 32));
+  },
+  { error: (iss) => `expected an IP or CIDR, got ${JSON.stringify(iss.input)}` },
+);
 
 const methodName = z.string().regex(/^[a-zA-Z0-9_]+\*?$/, {
   error: (iss) => `expected a method name or prefix ending in *, got ${JSON.stringify(iss.input)}`,

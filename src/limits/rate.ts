@@ -9,14 +9,16 @@
  * ratePerSec x W + (burst - ratePerSec) in any W-second burst window. Every call of a batch is
  * charged in request order with its method's cost; a call over budget is refused alone.
  * With `rateLimit.redis` the windows live in Redis (one budget per client across replicas); while
- * Redis is unreachable the same limits apply from local memory (the insurance limiter): served,
- * logged and counted, never "allow all".
+ * Redis is unreachable, not ready, or fails a command (a hung Redis times out), the same limits
+ * apply from local memory: served, logged once and counted, never "allow all"; Redis is tried
+ * again a second after a failure.
  */
 import { Redis } from 'ioredis';
-import { BlockList, isIP } from 'node:net';
+import type { BlockList } from 'node:net';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Metrics } from '../metrics/registry.js';
+import { cidrList, inList } from './cidrs.js';
 
 export interface Rate {
   ratePerSec: number;
@@ -41,10 +43,30 @@ export interface Identity {
 /** null: admitted; a number: refused, retry after that many seconds. */
 export type Admission = number | null;
 
-interface Bucket {
+interface Windows {
   sustained: RateLimiterAbstract;
   burst: RateLimiterAbstract;
 }
+
+/** One client kind's windows: in Redis when configured (shared), and in memory (the fallback). */
+interface Bucket {
+  shared: Windows | null;
+  local: Windows;
+}
+
+/**
+ * After a Redis failure (a refused or timed-out command), calls go straight to local memory for
+ * this long before Redis is tried again. Without it a hung Redis (connected, not answering) would
+ * cost every call of every batch a full command timeout.
+ */
+const SHARED_RETRY_MS = 1_000;
+
+/**
+ * A refund this close to its window's end may land after it: the store then starts the next window
+ * at -cost, a budget larger than configured. Near the end the refund is skipped instead; the
+ * refused cost dies with the window a moment later.
+ */
+const REFUND_MARGIN_MS = 50;
 
 /** Consumes `cost`, or refunds it and returns the refusal: refused calls leave the window as it was. */
 async function take(l: RateLimiterAbstract, id: string, cost: number): Promise<RateLimiterRes | null> {
@@ -53,13 +75,13 @@ async function take(l: RateLimiterAbstract, id: string, cost: number): Promise<R
     return null;
   } catch (res) {
     if (!(res instanceof RateLimiterRes)) throw res;
-    await l.reward(id, cost).catch(() => undefined);
+    if (res.msBeforeNext > REFUND_MARGIN_MS) await l.reward(id, cost).catch(() => undefined);
     return res;
   }
 }
 
 /** Seconds until `cost` may fit again: the next sustained window, unless only the burst allowance ever can. */
-async function charge(b: Bucket, id: string, cost: number): Promise<Admission> {
+async function charge(b: Windows, id: string, cost: number): Promise<Admission> {
   const s = await take(b.sustained, id, cost);
   if (s === null) return null;
   const r = await take(b.burst, id, cost);
@@ -71,11 +93,13 @@ async function charge(b: Bucket, id: string, cost: number): Promise<Admission> {
 export class RateLimits {
   private readonly perIp: Bucket | null;
   private readonly byKey = new Map<string, { name: string; limiter: Bucket }>();
-  private readonly exempt = new BlockList();
+  private readonly exempt: BlockList;
   private readonly costs = new Map<string, number>();
   private readonly costPrefixes: [string, number][] = [];
   private readonly redis: Redis | null;
   private redisDown = false;
+  /** Until then, limits are applied from local memory without asking Redis. */
+  private sharedDownUntil = 0;
 
   constructor(
     cfg: RateLimitConfig,
@@ -90,12 +114,7 @@ export class RateLimits {
     this.redis?.on('ready', () => this.noteRedis(true));
     this.perIp = cfg.perIp === null ? null : this.bursty('ip', cfg.perIp);
     for (const k of cfg.apiKeys) this.byKey.set(k.key, { name: k.name, limiter: this.bursty(`key:${k.name}`, k) });
-    for (const c of cfg.exempt) {
-      const [addr, bits] = c.split('/') as [string, string | undefined];
-      const family = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
-      if (bits === undefined) this.exempt.addAddress(addr, family);
-      else this.exempt.addSubnet(addr, Number(bits), family);
-    }
+    this.exempt = cidrList('rateLimit.exempt', cfg.exempt);
     for (const [m, cost] of Object.entries(cfg.methodCost)) {
       if (m.endsWith('*')) this.costPrefixes.push([m.slice(0, -1), cost]);
       else this.costs.set(m, cost);
@@ -103,14 +122,23 @@ export class RateLimits {
   }
 
   private bursty(prefix: string, r: Rate): Bucket {
-    const make = (name: string, points: number, duration: number): RateLimiterAbstract => {
-      const keyPrefix = `switchyard:rl:${prefix}:${name}`;
-      const memory = new RateLimiterMemory({ keyPrefix, points, duration });
-      if (this.redis === null) return memory;
-      return new RateLimiterRedis({ storeClient: this.redis, keyPrefix, points, duration, insuranceLimiter: memory, rejectIfRedisNotReady: true });
-    };
     // With burst == ratePerSec there is no burst allowance: a zero-point limiter refuses everything.
-    return { sustained: make('sustained', r.ratePerSec, 1), burst: make('burst', Math.max(r.burst - r.ratePerSec, 0), r.burstWindowSec) };
+    const windows = (make: (name: string, points: number, duration: number) => RateLimiterAbstract): Windows => ({
+      sustained: make('sustained', r.ratePerSec, 1),
+      burst: make('burst', Math.max(r.burst - r.ratePerSec, 0), r.burstWindowSec),
+    });
+    const keyPrefix = (name: string): string => `switchyard:rl:${prefix}:${name}`;
+    const redis = this.redis;
+    return {
+      // rate-limiter-flexible's insurance limiter would hide a failure from us, so the memory
+      // fallback is chosen here instead (see SHARED_RETRY_MS).
+      shared: redis === null ? null : windows((name, points, duration) => new RateLimiterRedis({ storeClient: redis, keyPrefix: keyPrefix(name), points, duration, rejectIfRedisNotReady: true })),
+      local: windows((name, points, duration) => new RateLimiterMemory({ keyPrefix: keyPrefix(name), points, duration })),
+    };
+  }
+
+  private sharedUsable(): boolean {
+    return this.redis !== null && this.redis.status === 'ready' && Date.now() >= this.sharedDownUntil;
   }
 
   private noteRedis(up: boolean): void {
@@ -132,8 +160,7 @@ export class RateLimits {
   }
 
   private isExempt(ip: string): boolean {
-    const v = isIP(ip);
-    return v !== 0 && this.exempt.check(ip, v === 6 ? 'ipv6' : 'ipv4');
+    return inList(this.exempt, ip);
   }
 
   /** Charges each call in order; returns, per call, null (admitted) or seconds to wait. */
@@ -142,10 +169,10 @@ export class RateLimits {
     const limiter = keyed?.limiter ?? (this.isExempt(who.ip) ? null : this.perIp);
     if (limiter === null) return methods.map(() => null);
     const id = keyed ? `key:${keyed.name}` : who.ip;
-    if (this.redis !== null && this.redis.status !== 'ready') {
-      this.noteRedis(false);
-      this.metrics.recordRateLimitFallback();
-    }
+    let shared = limiter.shared !== null && this.sharedUsable();
+    const fellBack = (): boolean => limiter.shared !== null && !shared;
+    if (fellBack()) this.noteRedis(false);
+    let sharedWorked = false;
     const out: Admission[] = [];
     for (const m of methods) {
       const cost = this.cost(m);
@@ -153,14 +180,28 @@ export class RateLimits {
         out.push(null);
         continue;
       }
+      if (shared) {
+        try {
+          out.push(await charge(limiter.shared!, id, cost));
+          sharedWorked = true;
+          continue;
+        } catch {
+          // Redis refused or timed out: this call and the next ones are charged in memory.
+          this.sharedDownUntil = Date.now() + SHARED_RETRY_MS;
+          this.noteRedis(false);
+          shared = false;
+        }
+      }
       try {
-        out.push(await charge(limiter, id, cost));
+        out.push(await charge(limiter.local, id, cost));
       } catch (err) {
-        // A store failure the insurance limiter could not cover: refuse briefly rather than allow all.
+        // Memory limiters do not fail; if one ever does, refuse briefly rather than allow all.
         this.log.error({ err: (err as Error)?.message }, 'rate limiter failed');
         out.push(1);
       }
     }
+    if (fellBack()) this.metrics.recordRateLimitFallback();
+    else if (sharedWorked && this.redisDown) this.noteRedis(true);
     const refused = out.filter((a) => a !== null).length;
     if (refused > 0) this.metrics.recordRateLimited('rate', refused);
     return out;

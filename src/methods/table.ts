@@ -36,6 +36,8 @@ export interface MethodSpec {
    *   logs:  eth_getLogs: by its range (all finalized: immutable; all <= head: head-scoped) or blockHash
    */
   cache?: 'block' | 'hash' | 'tx' | 'head' | 'logs';
+  /** Index of a block-count parameter (eth_feeHistory): a quantity from 1 to MAX_BLOCK_COUNT. */
+  blockCount?: number;
   /** A null answer may mean "this node has not seen it yet": retried once on a node as far ahead. */
   nullMayLag?: boolean;
 }
@@ -53,7 +55,7 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_call: read({ block: 1, cache: 'block' }),
   eth_createAccessList: read({ block: 1, cache: 'block' }),
   eth_estimateGas: read({ block: 1, cache: 'block' }),
-  eth_feeHistory: read({ block: 1, cache: 'block' }),
+  eth_feeHistory: read({ block: 1, blockCount: 0, cache: 'block' }),
   eth_gasPrice: read({ cache: 'head' }),
   eth_getBalance: read({ block: 1, cache: 'block' }),
   eth_getBlockByHash: read({ nullMayLag: true, cache: 'hash' }),
@@ -105,6 +107,9 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   debug_getRawReceipts: read({ block: 0, capability: 'debug' }),
   debug_getRawTransaction: read({ capability: 'debug' }),
 });
+
+/** geth's cap on eth_feeHistory's block count; larger counts are refused before reaching a node. */
+export const MAX_BLOCK_COUNT = 1024;
 
 /** Methods that act with a node's keys: never forwarded, whatever the table or allow list says. */
 export const SIGNING_METHODS: ReadonlySet<string> = new Set([

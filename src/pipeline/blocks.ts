@@ -5,7 +5,7 @@
  * node that has it; `pending` sticks to one node per client; `earliest` prefers archive nodes.
  */
 import { rpcErrors, type RpcError } from '../jsonrpc/errors.js';
-import type { MethodSpec } from '../methods/table.js';
+import { MAX_BLOCK_COUNT, type MethodSpec } from '../methods/table.js';
 import type { Requirement } from '../routing/select.js';
 
 export interface Resolution {
@@ -66,6 +66,10 @@ function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {
 const hex = (n: number): string => `0x${n.toString(16)}`;
 
 export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockContext): Resolution | RpcError {
+  if (spec.blockCount !== undefined) {
+    const bad = checkBlockCount(params[spec.blockCount], spec.blockCount);
+    if (bad) return bad;
+  }
   if (spec.block !== undefined) {
     const v = params[spec.block];
     if (v === undefined || v === null) return { params, requirement: { minHead: ctx.head }, rewritten: false };
@@ -117,4 +121,14 @@ function resolveFilter(index: number, params: unknown[], ctx: BlockContext): Res
   const out = params.slice();
   out[index] = copy;
   return { params: out, requirement, rewritten: true };
+}
+
+/**
+ * A block count must be a quantity from 1 to MAX_BLOCK_COUNT (as geth caps it). Checked here because
+ * some nodes do not: anvil 1.7.1 aborts on a count above 2^64, so one call would kill a node.
+ */
+function checkBlockCount(v: unknown, index: number): RpcError | null {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^0x[0-9a-fA-F]{1,16}$/.test(v) ? Number.parseInt(v, 16) : Number.NaN;
+  if (Number.isInteger(n) && n >= 1 && n <= MAX_BLOCK_COUNT) return null;
+  return rpcErrors.invalidParams(`params[${index}]: expected a block count from 1 to ${MAX_BLOCK_COUNT}`);
 }

@@ -95,8 +95,10 @@ export class Pipeline {
     const paramsJson = JSON.stringify(res.params);
     const send = (): Promise<Attempted> =>
       forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail });
+    // Only a mined block proves a height: the pending block (head + 1) must not move the fleet head.
+    const proves = spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending');
     if (spec.handling !== 'read' || resolved.extension || spec.capability === 'debug') {
-      return this.afterForward(spec, await send());
+      return this.afterForward(spec, await send(), proves);
     }
     const plan = planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized });
     if (plan !== null) {
@@ -108,13 +110,13 @@ export class Pipeline {
     const key = plan?.key ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
     const attempted = await d.cache.coalesce(key, send);
     if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
-    return this.afterForward(spec, attempted);
+    return this.afterForward(spec, attempted, proves);
   }
 
   /** What an answer teaches the fleet (a newer block exists), and filter ids made to carry their node. */
-  private afterForward(spec: MethodSpec, { outcome, upstream }: Attempted): Outcome {
+  private afterForward(spec: MethodSpec, { outcome, upstream }: Attempted, provesBlock = false): Outcome {
     const d = this.deps;
-    if (spec.nullMayLag && outcome.result !== undefined && upstream) {
+    if (provesBlock && outcome.result !== undefined && upstream) {
       const n = blockNumberIn(outcome.result);
       if (n !== null) d.fleet.sawBlock(upstream, n);
     }

@@ -3,27 +3,20 @@
  * X-Forwarded-For is walked right to left past trusted hops and the first untrusted address is the
  * client. The left-most entry is never trusted on its own: any client can write it.
  */
-import { BlockList, isIP } from 'node:net';
+import { type BlockList, isIP } from 'node:net';
+import { cidrList, inList } from '../limits/cidrs.js';
 
 export class ClientIp {
-  private readonly trusted = new BlockList();
+  private readonly trusted: BlockList;
   private readonly any: boolean;
 
   constructor(cidrs: readonly string[]) {
-    for (const c of cidrs) {
-      const [addr, bits] = c.split('/') as [string, string | undefined];
-      const family = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
-      if (isIP(addr) === 0) throw new Error(`server.trustedProxies: expected an IP or CIDR, got ${JSON.stringify(c)}`);
-      if (bits === undefined) this.trusted.addAddress(addr, family);
-      else this.trusted.addSubnet(addr, Number(bits), family);
-    }
+    this.trusted = cidrList('server.trustedProxies', cidrs);
     this.any = cidrs.length > 0;
   }
 
   private isTrusted(ip: string): boolean {
-    const v = isIP(ip);
-    if (v === 0) return false;
-    return this.trusted.check(ip, v === 6 ? 'ipv6' : 'ipv4');
+    return inList(this.trusted, ip);
   }
 
   resolve(peer: string | undefined, forwardedFor: string | string[] | undefined): string {

@@ -19,6 +19,8 @@ export interface FrontResult {
   calls: number | null;
   methods: string[];
   upstreams: string[];
+  /** Calls (or the whole body) answered with an error, ours or a node's: the log line's outcome. */
+  errors: number;
   retryAfter?: number;
 }
 
@@ -46,7 +48,7 @@ export class Front {
     const parsed = parseBody(text, d.maxBatchSize);
     if (parsed.kind === 'error') {
       const one = errorText('null', parsed.error);
-      return { status: parsed.status, body: parsed.asArray ? `[${one}]` : one, calls: null, methods: [], upstreams: [] };
+      return { status: parsed.status, body: parsed.asArray ? `[${one}]` : one, calls: null, methods: [], upstreams: [], errors: 1 };
     }
     const { slots, batch } = parsed;
     const methods = slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
@@ -62,26 +64,31 @@ export class Front {
     // Every call over the limit: the whole request is refused with 429, each call with its own -32005.
     if (valid.length > 0 && admitted === 0) {
       const texts = slots.map((s) => (s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, rateLimited(refused.get(s.call.index) ?? 1))) : errorText(s.id, s.error)));
-      return { status: 429, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [], retryAfter };
+      return { status: 429, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [], errors: slots.length, retryAfter };
     }
     const admission = d.concurrency.acquire(who.ip, admitted);
     if (admission !== 'ok') {
       const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', { data: { retryAfterSeconds: 1 } });
       d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
       const texts = slots.map((s) => (s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, error)) : errorText(s.id, s.error)));
-      return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: [], retryAfter: 1 };
+      return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: [], errors: slots.length, retryAfter: 1 };
     }
-    const ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log);
+    let errors = 0;
     try {
+      const ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log);
       const texts = await Promise.all(
         slots.map(async (s) => {
-          if (!s.call) return errorText(s.id, s.error);
+          if (!s.call) {
+            errors++;
+            return errorText(s.id, s.error);
+          }
           const wait = refused.get(s.call.index);
           const outcome: Outcome = wait !== undefined ? { error: rateLimited(wait) } : await d.pipeline.handle(ctx, s.call);
+          if (outcome.result === undefined) errors++;
           return s.call.id === undefined ? undefined : responseText(s.call.id, outcome);
         }),
       );
-      return { status: 200, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [...new Set(ctx.trail)] };
+      return { status: 200, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [...new Set(ctx.trail)], errors };
     } finally {
       d.concurrency.release(who.ip, admitted);
     }

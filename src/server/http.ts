@@ -73,11 +73,16 @@ function send(res: ServerResponse, status: number, body: string, headers: Record
   res.end(body);
 }
 
+/** Browsers hide other response headers from scripts; a dapp must be able to read when to retry. */
+const EXPOSED = { 'access-control-expose-headers': 'Retry-After' };
+
 function corsHeaders(deps: HttpDeps, req: IncomingMessage): Record<string, string> {
   const origin = req.headers.origin;
-  if (origin === undefined || deps.corsOrigins.length === 0) return {};
-  if (deps.corsOrigins.includes('*')) return { 'access-control-allow-origin': '*' };
-  return deps.corsOrigins.includes(origin) ? { 'access-control-allow-origin': origin, vary: 'Origin' } : {};
+  if (deps.corsOrigins.length === 0) return {};
+  if (deps.corsOrigins.includes('*')) return origin === undefined ? {} : { 'access-control-allow-origin': '*', ...EXPOSED };
+  // The answer depends on Origin whether or not this one is listed: a shared cache must key on it.
+  if (origin === undefined || !deps.corsOrigins.includes(origin)) return { vary: 'Origin' };
+  return { 'access-control-allow-origin': origin, vary: 'Origin', ...EXPOSED };
 }
 
 async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -85,10 +90,12 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
   const cors = corsHeaders(deps, req);
   const clientIp = deps.clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
   const log = deps.log.child({ req: randomUUID().slice(0, 8) });
-  const finish = (status: number, body: string, extra: Record<string, string>, info: { calls?: number | null; methods?: string[]; upstreams?: string[] } = {}): void => {
+  const finish = (status: number, body: string, extra: Record<string, string>, info: { calls?: number | null; methods?: string[]; upstreams?: string[]; errors?: number } = {}): void => {
     send(res, status, body, { ...cors, ...extra });
     deps.metrics.recordHttp(status, info.calls ?? null);
-    log.info({ ip: clientIp, status, calls: info.calls ?? 0, methods: info.methods, upstreams: info.upstreams, ms: Math.round(performance.now() - started) }, 'request');
+    // errors: how many calls (or the whole body) were answered with an error: the request's outcome.
+    const errors = info.errors ?? (status === 200 ? 0 : 1);
+    log.info({ ip: clientIp, status, calls: info.calls ?? 0, errors, methods: info.methods, upstreams: info.upstreams, ms: Math.round(performance.now() - started) }, 'request');
   };
   const reject = (reason: 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN' | 'INVALID_API_KEY', extra: Record<string, string> = {}): void => {
     const e = new RpcError(reason);
@@ -121,7 +128,7 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
   if (!body.ok) {
     if (body.why === 'aborted') return;
     if (body.why === 'too_large') return reject('BODY_TOO_LARGE', { connection: 'close' });
-    return finish(200, errorText('null', new RpcError('PARSE_ERROR')), {});
+    return finish(200, errorText('null', new RpcError('PARSE_ERROR')), {}, { errors: 1 });
   }
   const out = await deps.front.process(body.text, { ip: clientIp, apiKey: target.apiKey }, log);
   const extra: Record<string, string> = out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : {};

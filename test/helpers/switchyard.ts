@@ -6,7 +6,7 @@ import type { Test } from 'tap';
 import { App } from '../../src/app.js';
 import { validateConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
-import { createLogger } from '../../src/log/logger.js';
+import { createLogger, type Logger } from '../../src/log/logger.js';
 import { get } from './rpc.js';
 import { waitFor } from './wait.js';
 
@@ -28,9 +28,10 @@ export function testConfig(input: Partial<ConfigInput> & Pick<ConfigInput, 'upst
   };
 }
 
-export async function startSwitchyard(t: Test, input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>, opts: { waitReady?: boolean } = {}): Promise<RunningSwitchyard> {
+export async function startSwitchyard(t: Test, input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>, opts: { waitReady?: boolean; logger?: Logger } = {}): Promise<RunningSwitchyard> {
   const config = validateConfig(testConfig(input));
-  const app = await App.start(config, { logger: createLogger(config.log.level), processMetrics: false });
+  // `logger`: a test that reads the log lines passes its own (e.g. createLogger('info', destination)).
+  const app = await App.start(config, { logger: opts.logger ?? createLogger(config.log.level), processMetrics: false });
   const { http, admin } = app.ports;
   const sy: RunningSwitchyard = {
     app,
