@@ -94,6 +94,8 @@ export class RateLimits {
   private readonly perIp: Bucket | null;
   private readonly byKey = new Map<string, { name: string; limiter: Bucket }>();
   private readonly exempt: BlockList;
+  /** BlockList.check allocates per call: skipped entirely when nothing is exempt. */
+  private readonly anyExempt: boolean;
   private readonly costs = new Map<string, number>();
   private readonly costPrefixes: [string, number][] = [];
   private readonly redis: Redis | null;
@@ -115,6 +117,7 @@ export class RateLimits {
     this.perIp = cfg.perIp === null ? null : this.bursty('ip', cfg.perIp);
     for (const k of cfg.apiKeys) this.byKey.set(k.key, { name: k.name, limiter: this.bursty(`key:${k.name}`, k) });
     this.exempt = cidrList('rateLimit.exempt', cfg.exempt);
+    this.anyExempt = cfg.exempt.length > 0;
     for (const [m, cost] of Object.entries(cfg.methodCost)) {
       if (m.endsWith('*')) this.costPrefixes.push([m.slice(0, -1), cost]);
       else this.costs.set(m, cost);
@@ -160,13 +163,13 @@ export class RateLimits {
   }
 
   private isExempt(ip: string): boolean {
-    return inList(this.exempt, ip);
+    return this.anyExempt && inList(this.exempt, ip);
   }
 
   /** Charges each call in order; returns, per call, null (admitted) or seconds to wait. */
   async admit(who: Identity, methods: readonly string[]): Promise<Admission[]> {
     const keyed = who.apiKey === undefined ? undefined : this.byKey.get(who.apiKey);
-    const limiter = keyed?.limiter ?? (this.isExempt(who.ip) ? null : this.perIp);
+    const limiter = keyed?.limiter ?? (this.perIp === null || this.isExempt(who.ip) ? null : this.perIp);
     if (limiter === null) return methods.map(() => null);
     const id = keyed ? `key:${keyed.name}` : who.ip;
     let shared = limiter.shared !== null && this.sharedUsable();
