@@ -29,15 +29,8 @@ export type RetryReason =
 const MISSING_BLOCK = /header not found|unknown block|block not found|BlockOutOfRange|block number out of range|missing trie node/i;
 
 export function classifyHttp(status: number, body: string): Verdict {
-  const failed = classifyStatus(status);
-  if (failed) return failed;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return { kind: 'retry', reason: status === 200 ? 'bad_body' : 'http_other', health: true };
-  }
-  return classifyResponse(body, { start: 0, end: body.length }, parsed);
+  const read = readBody(status, body);
+  return 'kind' in read ? read : classifyResponse(body, { start: 0, end: body.length }, read.parsed);
 }
 
 /**
@@ -45,14 +38,9 @@ export function classifyHttp(status: number, body: string): Verdict {
  * (a node that refuses batches answers with one error object: the calls are then sent one by one).
  */
 export function classifyBatch(status: number, body: string): Map<number, Verdict> | Verdict | null {
-  const failed = classifyStatus(status);
-  if (failed) return failed;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return { kind: 'retry', reason: status === 200 ? 'bad_body' : 'http_other', health: true };
-  }
+  const read = readBody(status, body);
+  if ('kind' in read) return read;
+  const parsed = read.parsed;
   if (!Array.isArray(parsed)) return null;
   const spans = arrayElements(body);
   const out = new Map<number, Verdict>();
@@ -63,10 +51,15 @@ export function classifyBatch(status: number, body: string): Map<number, Verdict
   return out;
 }
 
-function classifyStatus(status: number): Verdict | null {
+/** The body as JSON, or the verdict when the status or the body already says the node failed. */
+function readBody(status: number, body: string): { parsed: unknown } | Verdict {
   if (status === 429) return { kind: 'retry', reason: 'http_429', health: true };
   if (status >= 500) return { kind: 'retry', reason: 'http_5xx', health: true };
-  return null;
+  try {
+    return { parsed: JSON.parse(body) as unknown };
+  } catch {
+    return { kind: 'retry', reason: status === 200 ? 'bad_body' : 'http_other', health: true };
+  }
 }
 
 /** One JSON-RPC response object at `span` of `text`, already parsed as `parsed`. */
