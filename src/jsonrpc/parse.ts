@@ -23,6 +23,7 @@ export type ParsedBody =
   | { kind: 'error'; error: RpcError; status: number; asArray: boolean };
 
 export const MAX_NESTING = 64;
+export const MAX_METHOD_LENGTH = 128;
 const MEMBERS = ['jsonrpc', 'id', 'method', 'params'] as const;
 
 export function parseBody(text: string, maxBatchSize: number): ParsedBody {
@@ -71,6 +72,10 @@ function toSlot(text: string, span: Span, value: unknown, index: number): Slot {
   }
   if (typeof obj.method !== 'string' || obj.method.length === 0) {
     return { id: echo, error: new RpcError('INVALID_REQUEST', { message: 'invalid request: method must be a non-empty string' }) };
+  }
+  // No method name is this long; refusing it here also keeps it out of error messages and logs.
+  if (obj.method.length > MAX_METHOD_LENGTH) {
+    return { id: echo, error: new RpcError('INVALID_REQUEST', { message: `invalid request: method name longer than ${MAX_METHOD_LENGTH} characters` }) };
   }
   let params: unknown[] = [];
   if (obj.params !== undefined) {

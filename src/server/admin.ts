@@ -38,6 +38,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       name: u.name,
       state: u.state,
       routable: u.available,
+      implausibleHead: u.implausible,
       head: u.head,
       lag: Number.isFinite(fleet.lag(u)) ? fleet.lag(u) : null,
       latencyMs: Math.round(u.latencyMs * 100) / 100,

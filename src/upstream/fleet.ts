@@ -222,6 +222,8 @@ export class Fleet extends EventEmitter {
     let head = heads[0] ?? -1;
     // With two or more nodes, a head far beyond the runner-up is a broken or hostile node, not progress.
     if (heads.length >= 2 && head - heads[1]! > this.opts.maxHeadJumpBlocks) head = heads[1]!;
+    // Such a node is not routed either: what it answers for `latest` is not this chain's latest.
+    for (const u of this.upstreams) u.implausible = head >= 0 && u.head - head > this.opts.maxHeadJumpBlocks;
     const previous = this.head;
     if (head >= 0) {
       this.head = head;

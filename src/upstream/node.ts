@@ -55,6 +55,8 @@ export class Upstream {
   latencyMs = 5;
   calls = 0;
   failures = 0;
+  /** Its head is implausibly far beyond the rest of the fleet (fleet.ts): not routed. */
+  implausible = false;
   /** Set while the config is being reloaded away from this node: no new calls. */
   retiring = false;
   private nextId = 1;
@@ -167,9 +169,9 @@ export class Upstream {
     p.resolve({ verdict, ms });
   }
 
-  /** Routable at all: reachable, right chain, breaker lets calls through, not being removed. */
+  /** Routable at all: reachable, right chain, plausible head, breaker lets calls through, not being removed. */
   get available(): boolean {
-    return this.state === 'healthy' && !this.retiring && this.breaker.allows();
+    return this.state === 'healthy' && !this.retiring && !this.implausible && this.breaker.allows();
   }
 
   async close(): Promise<void> {
