@@ -10,7 +10,7 @@ import type { Config, UpstreamConfig } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
 import { Canon, parseHeader, type Header } from './heads.js';
 import { Upstream } from './node.js';
-import { WsHeads } from './ws-heads.js';
+import { Probe, type ProbeSettings } from './probe.js';
 
 export interface FleetOptions {
   chainId: number;
@@ -32,19 +32,6 @@ export function fleetOptions(cfg: Config): FleetOptions {
   };
 }
 
-interface Tracker {
-  timer: NodeJS.Timeout | null;
-  chainCheckedAt: number;
-  stopped: boolean;
-  polls: number;
-  ws: WsHeads | null;
-}
-
-/** The fleet's own polls are probes: they decide up/down, never the breaker (node.ts). */
-const PROBE = { probe: true } as const;
-
-/** How often (in head polls) the `finalized` block is asked for. */
-const FINALIZED_EVERY_POLLS = 5;
 
 export class Fleet extends EventEmitter {
   upstreams: Upstream[] = [];
@@ -53,7 +40,7 @@ export class Fleet extends EventEmitter {
   finalized = -1;
   /** The block number clients have been told; never decreases while this process lives. */
   private served = -1;
-  private readonly trackers = new Map<Upstream, Tracker>();
+  private readonly probes = new Map<Upstream, Probe>();
   private readonly canon = new Canon();
   /** Highest header announced to listeners (newHeads feed). */
   private announced = -1;
@@ -107,64 +94,24 @@ export class Fleet extends EventEmitter {
 
   private track(u: Upstream): void {
     this.metrics.declareUpstream(u.name);
-    const t: Tracker = { timer: null, chainCheckedAt: 0, stopped: false, polls: 0, ws: null };
-    this.trackers.set(u, t);
-    if (u.config.ws !== undefined) {
-      t.ws = new WsHeads(u.config.ws, (h) => this.onHeader(u, h, Date.now()));
-      t.ws.start();
-    }
-    const tick = async (): Promise<void> => {
-      if (t.stopped) return;
-      try {
-        await this.poll(u, t);
-      } catch (err) {
-        this.log.error({ upstream: u.name, err: (err as Error).message }, 'head poll crashed');
-      }
-      if (!t.stopped) t.timer = setTimeout(tick, this.opts.headPollMs);
-    };
-    void tick();
-  }
-
-  private async poll(u: Upstream, t: Tracker): Promise<void> {
-    const timeout = Math.min(this.opts.upstreamTimeoutMs, Math.max(1000, this.opts.headPollMs * 2));
-    const now = Date.now();
-    // Re-verify the chain after any outage too: what answers on that address may be another node now.
-    if (u.state !== 'healthy' || now - t.chainCheckedAt >= this.opts.chainIdCheckMs) {
-      const { verdict } = await u.call('eth_chainId', '[]', timeout, PROBE);
-      if (t.stopped) return;
-      if (verdict.kind !== 'result') return this.setState(u, 'down');
-      const got = parseQuantity(verdict.result);
-      if (got !== this.opts.chainId) {
+    const probe = new Probe(u, () => this.probeSettings(), {
+      state: (state) => this.setState(u, state),
+      header: (h, observedAt) => this.onHeader(u, h, observedAt),
+      finalized: () => this.recompute(),
+      quarantined: (got) => {
         if (u.state !== 'quarantined') {
           this.metrics.recordQuarantine(u.name);
           this.log.error({ upstream: u.name, expected: this.opts.chainId, got }, 'upstream answers another chain id: quarantined');
         }
-        return this.setState(u, 'quarantined');
-      }
-      t.chainCheckedAt = now;
-    }
-    const asked = Date.now();
-    const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, PROBE);
-    if (t.stopped) return;
-    const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
-    if (header === null) return this.setState(u, 'down');
-    this.setState(u, 'healthy');
-    this.onHeader(u, header, asked);
-    if (u.finalizedSupported && ++t.polls % FINALIZED_EVERY_POLLS === 1) await this.pollFinalized(u, timeout);
+      },
+      crashed: (err) => this.log.error({ upstream: u.name, err: err.message }, 'head poll crashed'),
+    });
+    this.probes.set(u, probe);
+    probe.start();
   }
 
-  /** The node's `finalized` block where it has the tag; else finality is head - finalityDepth. */
-  private async pollFinalized(u: Upstream, timeout: number): Promise<void> {
-    const { verdict } = await u.call('eth_getBlockByNumber', '["finalized",false]', timeout, PROBE);
-    if (verdict.kind === 'node-error') {
-      u.finalizedSupported = false;
-      return;
-    }
-    const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
-    if (header !== null && header.number > u.finalized) {
-      u.finalized = header.number;
-      this.recompute();
-    }
+  private probeSettings(): ProbeSettings {
+    return { chainId: this.opts.chainId, headPollMs: this.opts.headPollMs, chainIdCheckMs: this.opts.chainIdCheckMs, upstreamTimeoutMs: this.opts.upstreamTimeoutMs };
   }
 
   /**
@@ -315,17 +262,12 @@ export class Fleet extends EventEmitter {
   }
 
   private untrack(u: Upstream): void {
-    const t = this.trackers.get(u);
-    if (t) {
-      t.stopped = true;
-      if (t.timer) clearTimeout(t.timer);
-      t.ws?.stop();
-      this.trackers.delete(u);
-    }
+    this.probes.get(u)?.stop();
+    this.probes.delete(u);
   }
 
   async stop(): Promise<void> {
-    for (const u of [...this.trackers.keys()]) this.untrack(u);
+    for (const u of [...this.probes.keys()]) this.untrack(u);
     await Promise.all(this.upstreams.map((u) => u.close()));
   }
 }
@@ -339,10 +281,4 @@ function adopt(u: Upstream, old: Upstream): void {
   u.finalized = old.finalized;
   u.finalizedSupported = old.finalizedSupported;
   u.latencyMs = old.latencyMs;
-}
-
-/** A JSON quantity result ("0x1a") as a number, or null when it is not one. */
-export function parseQuantity(raw: string): number | null {
-  const m = /^"0x([0-9a-fA-F]{1,13})"$/.exec(raw.trim());
-  return m ? Number.parseInt(m[1]!, 16) : null;
 }

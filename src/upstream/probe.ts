@@ -1,0 +1,119 @@
+/**
+ * One upstream's active health and head probe: its chain id at start, every chainIdCheckMs and
+ * after any outage; its `latest` header every headPollMs (and from its newHeads subscription when
+ * it has `ws`); its `finalized` block every few polls where it has the tag. Reports to the fleet,
+ * which decides what the answers mean for the fleet head. Probes never touch the breaker.
+ */
+import type { Header } from './heads.js';
+import { parseHeader } from './heads.js';
+import type { Upstream, UpstreamState } from './node.js';
+import { WsHeads } from './ws-heads.js';
+
+export interface ProbeSettings {
+  chainId: number;
+  headPollMs: number;
+  chainIdCheckMs: number;
+  upstreamTimeoutMs: number;
+}
+
+export interface ProbeSink {
+  state(state: UpstreamState): void;
+  /** `observedAt`: when the question was asked, so an answer older than a newer proof is ignored. */
+  header(h: Header, observedAt: number): void;
+  finalized(): void;
+  quarantined(got: number | null): void;
+  crashed(err: Error): void;
+}
+
+/** The fleet's own polls are probes: they decide up/down, never the breaker (node.ts). */
+const PROBE = { probe: true } as const;
+
+/** How often (in head polls) the `finalized` block is asked for. */
+const FINALIZED_EVERY_POLLS = 5;
+
+export class Probe {
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private chainCheckedAt = 0;
+  private polls = 0;
+  private ws: WsHeads | null = null;
+
+  constructor(
+    private readonly u: Upstream,
+    /** Read on every poll, so a reload's new intervals apply to running probes. */
+    private readonly settings: () => ProbeSettings,
+    private readonly sink: ProbeSink,
+  ) {}
+
+  start(): void {
+    if (this.u.config.ws !== undefined) {
+      this.ws = new WsHeads(this.u.config.ws, (h) => this.sink.header(h, Date.now()));
+      this.ws.start();
+    }
+    const tick = async (): Promise<void> => {
+      if (this.stopped) return;
+      try {
+        await this.poll();
+      } catch (err) {
+        this.sink.crashed(err as Error);
+      }
+      if (!this.stopped) this.timer = setTimeout(tick, this.settings().headPollMs);
+    };
+    void tick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.ws?.stop();
+  }
+
+  private async poll(): Promise<void> {
+    const { u } = this;
+    const settings = this.settings();
+    const timeout = Math.min(settings.upstreamTimeoutMs, Math.max(1000, settings.headPollMs * 2));
+    const now = Date.now();
+    // Re-verify the chain after any outage too: what answers on that address may be another node now.
+    if (u.state !== 'healthy' || now - this.chainCheckedAt >= settings.chainIdCheckMs) {
+      const { verdict } = await u.call('eth_chainId', '[]', timeout, PROBE);
+      if (this.stopped) return;
+      if (verdict.kind !== 'result') return this.sink.state('down');
+      const got = parseQuantity(verdict.result);
+      if (got !== settings.chainId) {
+        this.sink.quarantined(got);
+        return this.sink.state('quarantined');
+      }
+      this.chainCheckedAt = now;
+    }
+    const asked = Date.now();
+    const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, PROBE);
+    if (this.stopped) return;
+    const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
+    if (header === null) return this.sink.state('down');
+    this.sink.state('healthy');
+    this.sink.header(header, asked);
+    if (u.finalizedSupported && ++this.polls % FINALIZED_EVERY_POLLS === 1) await this.pollFinalized(timeout);
+  }
+
+  /** The node's `finalized` block where it has the tag; else finality is head - finalityDepth. */
+  private async pollFinalized(timeout: number): Promise<void> {
+    const { u } = this;
+    const { verdict } = await u.call('eth_getBlockByNumber', '["finalized",false]', timeout, PROBE);
+    if (this.stopped) return;
+    if (verdict.kind === 'node-error') {
+      u.finalizedSupported = false;
+      return;
+    }
+    const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
+    if (header !== null && header.number > u.finalized) {
+      u.finalized = header.number;
+      this.sink.finalized();
+    }
+  }
+}
+
+/** A JSON quantity result ("0x1a") as a number, or null when it is not one. */
+export function parseQuantity(raw: string): number | null {
+  const m = /^"0x([0-9a-fA-F]{1,13})"$/.exec(raw.trim());
+  return m ? Number.parseInt(m[1]!, 16) : null;
+}
