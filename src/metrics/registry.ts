@@ -46,6 +46,7 @@ export class Metrics {
     // Series that exist from the start read 0 on dashboards instead of "no data".
     for (const reason of FAILOVER_REASONS) this.failovers.inc({ reason }, 0);
     for (const reason of ['rate', 'ip_concurrency', 'overloaded'] as const) this.rateLimited.inc({ reason }, 0);
+    for (const cls of ['immutable', 'head', 'tx']) for (const result of ['hit', 'miss']) this.cacheLookups.inc({ class: cls, result }, 0);
   }
 
   /** Per-upstream series that only count events start at 0 when the upstream is configured. */
