@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Config, UpstreamConfig } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
-import { Canon, parseHeader, type Header } from './heads.js';
+import { Canon, type Header } from './heads.js';
 import { Upstream } from './node.js';
 import { Probe, type ProbeSettings } from './probe.js';
 

@@ -5,8 +5,9 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../helpers/ports.js';
+export { freePort };
 
 const live = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -32,16 +33,6 @@ export function ensureTools(): void {
   }
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Every thread of `pid` onto `cpu` (taskset -a), so "one thread each" holds for the comparison. */
 export function pin(pid: number, cpu: number): boolean {

@@ -3,17 +3,12 @@
  * teardown. `.ci/run` installs the Debian package.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from './ports.js';
 import type { Test } from 'tap';
 import { waitFor } from './wait.js';
 
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
+export { freePort };
+
 
 export interface RedisServer {
   url: string;

@@ -6,7 +6,6 @@
 import t from 'tap';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +18,7 @@ import { DEV_ADDRESS, startAnvil } from '../helpers/anvil.js';
 import { call, get, post } from '../helpers/rpc.js';
 import { testConfig } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
+import { freePort } from '../helpers/ports.js';
 
 const PROMETHEUS = '/usr/bin/prometheus';
 const PROMTOOL = '/usr/bin/promtool';
@@ -101,16 +101,6 @@ function alertRules(): Rule[] {
   return doc.groups.flatMap((g) => g.rules);
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface PromResponse<T> { status: string; data: T; error?: string }
 
