@@ -166,12 +166,19 @@ export class RateLimits {
     return this.anyExempt && inList(this.exempt, ip);
   }
 
-  /** Charges each call in order; returns, per call, null (admitted) or seconds to wait. */
-  async admit(who: Identity, methods: readonly string[]): Promise<Admission[]> {
+  /**
+   * Charges each call in order; returns, per call, null (admitted) or seconds to wait. Synchronous
+   * (no promise) when no limit applies to this client, which keeps unlimited traffic off the
+   * microtask queue.
+   */
+  admit(who: Identity, methods: readonly string[]): Admission[] | Promise<Admission[]> {
     const keyed = who.apiKey === undefined ? undefined : this.byKey.get(who.apiKey);
     const limiter = keyed?.limiter ?? (this.perIp === null || this.isExempt(who.ip) ? null : this.perIp);
     if (limiter === null) return methods.map(() => null);
-    const id = keyed ? `key:${keyed.name}` : who.ip;
+    return this.charge(limiter, keyed ? `key:${keyed.name}` : who.ip, methods);
+  }
+
+  private async charge(limiter: Bucket, id: string, methods: readonly string[]): Promise<Admission[]> {
     let shared = limiter.shared !== null && this.sharedUsable();
     const fellBack = (): boolean => limiter.shared !== null && !shared;
     if (fellBack()) this.noteRedis(false);

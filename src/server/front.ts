@@ -17,7 +17,8 @@ export interface FrontResult {
   body: string;
   /** Calls in the request (null when the body never became calls). */
   calls: number | null;
-  methods: string[];
+  /** The first method labels, for the request log line (computed only when it is written). */
+  methods: () => string[];
   upstreams: string[];
   /** Calls (or the whole body) answered with an error, ours or a node's: the log line's outcome. */
   errors: number;
@@ -48,12 +49,13 @@ export class Front {
     const parsed = parseBody(text, d.maxBatchSize);
     if (parsed.kind === 'error') {
       const one = errorText('null', parsed.error);
-      return { status: parsed.status, body: parsed.asArray ? `[${one}]` : one, calls: null, methods: [], upstreams: [], errors: 1 };
+      return { status: parsed.status, body: parsed.asArray ? `[${one}]` : one, calls: null, methods: () => [], upstreams: [], errors: 1 };
     }
     const { slots, batch } = parsed;
-    const methods = slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
+    const methods = (): string[] => slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
     const valid = slots.flatMap((s) => (s.call ? [s.call] : []));
-    const admissions = await d.rateLimits.admit(who, valid.map((c) => c.method));
+    const admitting = d.rateLimits.admit(who, valid.map((c) => c.method));
+    const admissions = Array.isArray(admitting) ? admitting : await admitting;
     const refused = new Map<number, number>();
     valid.forEach((c, i) => {
       const wait = admissions[i];

@@ -100,12 +100,12 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
   // when request lines are on (info) is one made.
   const logRequests = deps.log.isLevelEnabled('info');
   const log = logRequests ? deps.log.child({ req: nextRequestId() }) : deps.log;
-  const finish = (status: number, body: string, extra: Record<string, string>, info: { calls?: number | null; methods?: string[]; upstreams?: string[]; errors?: number } = {}): void => {
+  const finish = (status: number, body: string, extra: Record<string, string>, info: { calls?: number | null; methods?: () => string[]; upstreams?: string[]; errors?: number } = {}): void => {
     send(res, status, body, { ...cors, ...extra });
     deps.metrics.recordHttp(status, info.calls ?? null);
     // errors: how many calls (or the whole body) were answered with an error: the request's outcome.
     const errors = info.errors ?? (status === 200 ? 0 : 1);
-    if (logRequests) log.info({ ip: clientIp, status, calls: info.calls ?? 0, errors, methods: info.methods, upstreams: info.upstreams, ms: Math.round(performance.now() - started) }, 'request');
+    if (logRequests) log.info({ ip: clientIp, status, calls: info.calls ?? 0, errors, methods: info.methods?.(), upstreams: info.upstreams, ms: Math.round(performance.now() - started) }, 'request');
   };
   const reject = (reason: 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN' | 'INVALID_API_KEY', extra: Record<string, string> = {}): void => {
     const e = new RpcError(reason);
