@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
-import { parseBody } from '../jsonrpc/parse.js';
+import { parseBody, type Call, type Slot } from '../jsonrpc/parse.js';
 import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
 import type { Concurrency } from '../limits/concurrency.js';
 import type { Identity, RateLimits } from '../limits/rate.js';
@@ -65,14 +65,14 @@ export class Front {
     const retryAfter = refused.size > 0 ? Math.max(...refused.values()) : undefined;
     // Every call over the limit: the whole request is refused with 429, each call with its own -32005.
     if (valid.length > 0 && admitted === 0) {
-      const texts = slots.map((s) => (s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, rateLimited(refused.get(s.call.index) ?? 1))) : errorText(s.id, s.error)));
+      const texts = refuseAll(slots, (c) => rateLimited(refused.get(c.index) ?? 1));
       return { status: 429, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [], errors: slots.length, retryAfter };
     }
     const admission = d.concurrency.acquire(who.ip, admitted);
     if (admission !== 'ok') {
       const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', { data: { retryAfterSeconds: 1 } });
       d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
-      const texts = slots.map((s) => (s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, error)) : errorText(s.id, s.error)));
+      const texts = refuseAll(slots, () => error);
       return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: [], errors: slots.length, retryAfter: 1 };
     }
     let errors = 0;
@@ -95,6 +95,11 @@ export class Front {
       d.concurrency.release(who.ip, admitted);
     }
   }
+}
+
+/** Every slot's answer when no call is worked on: each call refused with its error, invalid ones as they were. */
+function refuseAll(slots: readonly Slot[], errorFor: (c: Call) => RpcError): (string | undefined)[] {
+  return slots.map((s) => (s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, errorFor(s.call))) : errorText(s.id, s.error)));
 }
 
 function rateLimited(retryAfterSeconds: number): RpcError {

@@ -7,6 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../helpers/ports.js';
+import { stopProcess } from '../helpers/process.js';
 export { freePort };
 
 const live = new Set<ChildProcess>();
@@ -64,14 +65,7 @@ export function startProcess(name: string, command: string, args: string[], opts
     pid: proc.pid,
     proc,
     output: () => out,
-    stop: async () => {
-      if (proc.exitCode !== null || proc.signalCode !== null) return;
-      const exited = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopProcess(proc),
   };
 }
 

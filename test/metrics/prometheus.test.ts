@@ -19,6 +19,7 @@ import { call, get, post } from '../helpers/rpc.js';
 import { testConfig } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 import { freePort } from '../helpers/ports.js';
+import { stopProcess } from '../helpers/process.js';
 
 const PROMETHEUS = '/usr/bin/prometheus';
 const PROMTOOL = '/usr/bin/promtool';
@@ -302,15 +303,6 @@ function startPrometheus(configFile: string, dir: string, port: number): ChildPr
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
   });
   return proc;
-}
-
-async function stopProcess(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** promtool unit tests of config/alerts.yml: each alert fires on its condition and stays quiet without it. */

@@ -98,6 +98,16 @@ function readRaw(text: string): Raw {
   return v;
 }
 
+/** The body read raw when it is valid JSON (JSON.parse is the judge), else null. */
+function parseRaw(text: string): Raw | null {
+  try {
+    JSON.parse(text);
+    return readRaw(text);
+  } catch {
+    return null;
+  }
+}
+
 /** Nesting depth of a parsed value, iteratively (a 100,000-deep value must not blow the stack). */
 function depthOf(v: unknown): number {
   let max = 0;
@@ -203,13 +213,8 @@ function verdict(want: Expect | null, status: number, text: string): string | nu
   }
   if (want.kind === 'whole') {
     if (status !== want.status) return `HTTP ${status}, expected ${want.status}`;
-    let parsed: Raw;
-    try {
-      JSON.parse(text);
-      parsed = readRaw(text);
-    } catch {
-      return 'body is not JSON';
-    }
+    const parsed = parseRaw(text);
+    if (parsed === null) return 'body is not JSON';
     const one = want.array ? (parsed.t === 'arr' && parsed.items.length === 1 ? parsed.items[0]! : null) : parsed;
     if (one === null) return 'expected an array of one error';
     const bad = badResponse(one, 'null', true, want.code);
@@ -224,13 +229,8 @@ function verdict(want: Expect | null, status: number, text: string): string | nu
   const answered = want.slots.filter((s): s is Extract<Slot, { answer: true }> => s.answer);
   if (answered.length === 0) return text === '' ? null : 'a body for notifications only';
   if (text === '') return 'an empty body where answers are due';
-  let parsed: Raw;
-  try {
-    JSON.parse(text);
-    parsed = readRaw(text);
-  } catch {
-    return 'body is not JSON';
-  }
+  const parsed = parseRaw(text);
+  if (parsed === null) return 'body is not JSON';
   if (!want.batch) return badResponse(parsed, answered[0]!.id, answered[0]!.invalid);
   if (parsed.t !== 'arr') return 'a batch answered with something else than an array';
   if (parsed.items.length !== answered.length) return `${parsed.items.length} answers for ${answered.length} calls`;
