@@ -19,6 +19,7 @@ import { ClientIp } from './server/client-ip.js';
 import { Front, type FrontDeps } from './server/front.js';
 import { createHttpServer, type HttpDeps } from './server/http.js';
 import { Fleet, fleetOptions } from './upstream/fleet.js';
+import { Uptime } from './uptime/index.js';
 import { VERSION } from './version.js';
 
 export interface AppOptions {
@@ -38,6 +39,7 @@ export class App {
   private readonly log: Logger;
   private readonly metrics: Metrics;
   private readonly fleet: Fleet;
+  private readonly uptime: Uptime | null;
   private readonly concurrency: Concurrency;
   private readonly cache: ResponseCache;
   private rateLimits: RateLimits;
@@ -56,6 +58,7 @@ export class App {
     this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log);
     this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log);
     this.fleet.on('reorg', () => this.cache.onReorg());
+    this.uptime = config.uptime.enabled ? new Uptime(config.uptime, { chainId: config.chainId, fleet: this.fleet, metrics: this.metrics, log: this.log, upstreamTimeoutMs: config.routing.upstreamTimeoutMs }) : null;
     this.pipeline = new Pipeline(this.pipelineDeps(config));
     this.front = new Front(this.frontDeps(config));
     this.httpDeps = this.makeHttpDeps(config);
@@ -66,6 +69,7 @@ export class App {
   static async start(config: Config, opts: AppOptions = {}): Promise<App> {
     const app = new App(config, opts);
     app.fleet.start();
+    app.uptime?.start();
     await app.listen();
     return app;
   }
@@ -103,9 +107,10 @@ export class App {
       maxLagBlocks: this.config.routing.maxLagBlocks,
       isDraining: () => this.draining,
       version: VERSION,
-      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats() }),
+      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null }),
       collect: () => {
         this.cache.collect();
+        this.uptime?.collect();
         this.metrics.inFlight.set(this.concurrency.inFlight);
       },
     };
@@ -124,6 +129,7 @@ export class App {
       isReady: () => this.ready,
       isDraining: () => this.draining,
       knowsKey: (key) => this.rateLimits.knowsKey(key),
+      uptime: this.uptime,
     };
   }
 
@@ -155,6 +161,10 @@ export class App {
     if (prev.server.port !== next.server.port || prev.server.host !== next.server.host || prev.admin.port !== next.admin.port || prev.admin.host !== next.admin.host) {
       this.log.warn('listening addresses cannot change on reload; restart to apply them');
     }
+    if (prev.uptime.enabled !== next.uptime.enabled || prev.uptime.store !== next.uptime.store) {
+      this.log.warn('uptime.enabled and uptime.store cannot change on reload; restart to apply them');
+    }
+    this.uptime?.update(next.uptime);
     this.config = next;
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
     if (JSON.stringify(prev.rateLimit) !== JSON.stringify(next.rateLimit)) {
@@ -193,6 +203,7 @@ export class App {
         this.admin.close(() => r());
       }),
     ]);
+    await this.uptime?.close();
     await this.fleet.stop();
     await this.cache.close();
     await this.rateLimits.close();

@@ -40,6 +40,10 @@ export class Metrics {
   private readonly rateLimited = new Counter({ name: 'switchyard_rate_limited_calls_total', help: 'Calls refused by a limit, by reason (rate, ip_concurrency, overloaded)', labelNames: ['reason'], registers: [this.registry] });
   private readonly rateLimitFallback = new Counter({ name: 'switchyard_rate_limit_fallback_total', help: 'Requests whose rate limits were applied from local memory because the shared Redis was unreachable', registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'switchyard_in_flight_calls', help: 'Calls being worked on', registers: [this.registry] });
+  private readonly uptimeProbes = new Counter({ name: 'switchyard_uptime_probes_total', help: 'Uptime page probes by check (reachable, advancing) and result (ok, fail)', labelNames: ['check', 'result'], registers: [this.registry] });
+  readonly uptimeIncidentOpen = new Gauge({ name: 'switchyard_uptime_incident_open', help: '1 while an uptime incident of this kind (unreachable, stalled) is open on the public uptime page', labelNames: ['kind'], registers: [this.registry] });
+  readonly uptimeHeadAge = new Gauge({ name: 'switchyard_uptime_head_age_seconds', help: 'Seconds since the fleet head last rose, as the uptime page reports it', registers: [this.registry] });
+  readonly uptimeStorePersistent = new Gauge({ name: 'switchyard_uptime_store_persistent', help: '1 while uptime history is written to the uptime.store file; 0 when it is kept in memory (store null, or the file failed)', registers: [this.registry] });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -47,6 +51,8 @@ export class Metrics {
     for (const reason of FAILOVER_REASONS) this.failovers.inc({ reason }, 0);
     for (const reason of ['rate', 'ip_concurrency', 'overloaded'] as const) this.rateLimited.inc({ reason }, 0);
     for (const cls of ['immutable', 'head', 'tx']) for (const result of ['hit', 'miss']) this.cacheLookups.inc({ class: cls, result }, 0);
+    for (const check of ['reachable', 'advancing']) for (const result of ['ok', 'fail']) this.uptimeProbes.inc({ check, result }, 0);
+    for (const kind of ['unreachable', 'stalled']) this.uptimeIncidentOpen.set({ kind }, 0);
   }
 
   /** Per-upstream series that only count events start at 0 when the upstream is configured. */
@@ -95,6 +101,11 @@ export class Metrics {
 
   recordReorg(): void {
     this.reorgs.inc();
+  }
+
+  recordUptimeProbe(reachable: boolean, advancing: boolean): void {
+    this.uptimeProbes.inc({ check: 'reachable', result: reachable ? 'ok' : 'fail' });
+    this.uptimeProbes.inc({ check: 'advancing', result: advancing ? 'ok' : 'fail' });
   }
 
   recordQuarantine(upstream: string): void {

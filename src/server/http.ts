@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { errorText } from '../jsonrpc/response.js';
 import type { Metrics } from '../metrics/registry.js';
+import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
 import { isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import type { Front } from './front.js';
@@ -24,6 +25,8 @@ export interface HttpDeps {
   isReady: () => boolean;
   isDraining: () => boolean;
   knowsKey: (key: string) => boolean;
+  /** The public uptime page and its JSON and badge (SPEC 12); null when uptime.enabled is false. */
+  uptime: UptimePages | null;
 }
 
 /** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
@@ -113,6 +116,11 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
   };
 
   if (deps.isDraining()) return reject('SHUTTING_DOWN', { connection: 'close' });
+  if (deps.uptime !== null && (req.method === 'GET' || req.method === 'HEAD')) {
+    const page = uptimeAnswer(deps.uptime, (req.url ?? '/').split('?', 1)[0]!, req.headers.accept);
+    // Public and read-only: its own CORS and cache headers, whatever server.cors says.
+    if (page !== null) return finish(page.status, page.body, { ...page.headers });
+  }
   const target = rpcTarget(req);
   if (req.method === 'OPTIONS') {
     res.writeHead(204, {
