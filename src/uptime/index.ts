@@ -62,6 +62,8 @@ export class Uptime implements UptimePages {
   private readonly log: Logger;
   private readonly open = new Map<IncidentKind, Incident>();
   private last: LastProbe | null = null;
+  /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
+  private reachableSince = 0;
   private summary: Pick<UptimeReport, 'uptime' | 'history' | 'incidents'> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -135,13 +137,14 @@ export class Uptime implements UptimePages {
     const reachable = await confirmChain(fleet.upstreams, chainId, timeoutMs);
     if (this.closed) return;
     const t = this.clock.now();
+    if (reachable && (this.last === null || !this.last.reachable)) this.reachableSince = t;
     this.watch.saw(fleet.head, t);
     const judged = this.watch.judge(t);
     // Not judged yet (the first moments after start): counted as advancing.
     const advancing = judged.advancing ?? true;
     this.store.add({ t, reachable, advancing });
     metrics.recordUptimeProbe(reachable, advancing);
-    for (const change of incidentChanges(new Set(this.open.keys()), { t, reachable, wasReachable: this.last?.reachable ?? true, advancing: judged.advancing, head: judged.head, stallAfterSeconds: s.stallAfterSeconds, chainId })) {
+    for (const change of incidentChanges(new Set(this.open.keys()), { t, reachable, reachableForMs: reachable ? t - this.reachableSince : 0, advancing: judged.advancing, head: judged.head, stallAfterSeconds: s.stallAfterSeconds, chainId })) {
       if ('open' in change) {
         const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
         if (incident) this.open.set(change.open, incident);

@@ -1,8 +1,10 @@
 /**
  * Incidents from probe results: `unreachable` opens when no node confirms the chain id and closes
  * when one does; `stalled` opens when nodes answer but the fleet head has not risen for
- * stallAfterSeconds and closes when it rises. A stall is not opened while the chain is
- * unreachable (nothing can be said about blocks then); one already open stays open through it.
+ * stallAfterSeconds and closes when it rises. A stall is only opened once nodes have answered
+ * for stallAfterSeconds without a break: while they do not, nothing can be said about blocks (and
+ * right after an outage the fleet is still hearing their heads). One already open stays open
+ * until the head rises.
  * Owns: the open/close decisions. Refuses: storage (store.ts) and checks (checks.ts).
  */
 import type { IncidentKind } from './store.js';
@@ -10,8 +12,8 @@ import type { IncidentKind } from './store.js';
 export interface ProbeResult {
   t: number;
   reachable: boolean;
-  /** The previous probe's reachable (true when there was none). */
-  wasReachable: boolean;
+  /** How long nodes have answered without a break, up to this probe (0 when not reachable). */
+  reachableForMs: number;
   /** null: not judged yet (start-up); leaves the stall state as it is. */
   advancing: boolean | null;
   head: number | null;
@@ -29,7 +31,7 @@ export function incidentChanges(open: ReadonlySet<IncidentKind>, r: ProbeResult)
   } else if (r.reachable && open.has('unreachable')) {
     out.push({ close: 'unreachable' });
   }
-  if (r.advancing === false && r.reachable && r.wasReachable && !open.has('stalled')) {
+  if (r.advancing === false && r.reachable && r.reachableForMs >= r.stallAfterSeconds * 1000 && !open.has('stalled')) {
     const at = r.head === null ? 'no block seen' : `block ${r.head}`;
     out.push({ open: 'stalled', summary: `The chain did not advance for more than ${r.stallAfterSeconds} s (fleet head at ${at})` });
   } else if (r.advancing === true && open.has('stalled')) {

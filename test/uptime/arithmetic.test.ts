@@ -122,14 +122,16 @@ t.test('the head watch: rises, stalls, restarts, another chain', async (t) => {
 });
 
 t.test('incidents open on failure and close on recovery', async (t) => {
-  const r = (reachable: boolean, advancing: boolean | null, wasReachable = true): ProbeResult => ({ t: T0, reachable, wasReachable, advancing, head: 7, stallAfterSeconds: 60, chainId: 186 });
+  const r = (reachable: boolean, advancing: boolean | null, reachableForMs = reachable ? 600_000 : 0): ProbeResult => ({ t: T0, reachable, reachableForMs, advancing, head: 7, stallAfterSeconds: 60, chainId: 186 });
   const none = new Set<'unreachable' | 'stalled'>();
   t.same(incidentChanges(none, r(true, true)), []);
   t.match(incidentChanges(none, r(false, true)), [{ open: 'unreachable', summary: /eth_chainId with 0xba/ }]);
   t.same(incidentChanges(none, r(false, false)), [{ open: 'unreachable', summary: 'No node answered eth_chainId with 0xba' }], 'unreachable: no stall is opened on top');
   t.match(incidentChanges(none, r(true, false)), [{ open: 'stalled', summary: /more than 60 s \(fleet head at block 7\)/ }]);
   t.same(incidentChanges(none, r(true, null)), [], 'not judged yet: nothing opens');
-  t.same(incidentChanges(new Set(['unreachable'] as const), r(true, false, false)), [{ close: 'unreachable' }], 'the first probe after an outage closes it and opens no stall yet');
+  t.same(incidentChanges(new Set(['unreachable'] as const), r(true, false, 0)), [{ close: 'unreachable' }], 'the first probe after an outage closes it and opens no stall yet');
+  t.same(incidentChanges(none, r(true, false, 59_999)), [], 'nodes answering for less than stallAfterSeconds: no stall yet');
+  t.match(incidentChanges(none, r(true, false, 60_000)), [{ open: 'stalled' }], 'answering for stallAfterSeconds with no new head: stalled');
   const stalled = new Set(['stalled'] as const);
   t.same(incidentChanges(stalled, r(false, false)), [{ open: 'unreachable', summary: 'No node answered eth_chainId with 0xba' }], 'a stall stays open when the nodes go away');
   t.same(incidentChanges(stalled, r(true, null)), [], 'not judged: an open stall stays open');
