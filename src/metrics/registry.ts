@@ -4,6 +4,7 @@
  * `other`), upstreams by configured name, outcomes and reasons from closed sets. No URL ever.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { BoundCounter, BoundHistogram, Children } from './bound.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -41,6 +42,15 @@ export class Metrics {
   private readonly rateLimitFallback = new Counter({ name: 'switchyard_rate_limit_fallback_total', help: 'Requests whose rate limits were applied from local memory because the shared Redis was unreachable', registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'switchyard_in_flight_calls', help: 'Calls being worked on', registers: [this.registry] });
 
+  // Hot-path series, bound on first use (bound.ts): recording them costs no label hashing.
+  private readonly callChildren = new Children((method, outcome) => new BoundCounter(this.calls, { method, outcome }));
+  private readonly callSecondsChildren = new Children((method) => new BoundHistogram(this.callSeconds, { method }));
+  private readonly httpChildren = new Map<number, BoundCounter>();
+  private readonly batchSizeChild = new BoundHistogram(this.batchSize, {});
+  private readonly upstreamCallChildren = new Children((upstream, method) => new Children((outcome) => new BoundCounter(this.upstreamCalls, { upstream, method, outcome })));
+  private readonly upstreamSecondsChildren = new Children((upstream) => new BoundHistogram(this.upstreamSeconds, { upstream }));
+  private readonly cacheLookupChildren = new Children((cls, result) => new BoundCounter(this.cacheLookups, { class: cls, result }));
+
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
     // Series that exist from the start read 0 on dashboards instead of "no data".
@@ -55,18 +65,23 @@ export class Metrics {
   }
 
   recordCall(method: string, outcome: CallOutcome, seconds: number): void {
-    this.calls.inc({ method, outcome });
-    this.callSeconds.observe({ method }, seconds);
+    this.callChildren.get(method, outcome).inc();
+    this.callSecondsChildren.get(method).observe(seconds);
   }
 
   recordHttp(status: number, batchSize: number | null): void {
-    this.httpRequests.inc({ status: String(status) });
-    if (batchSize !== null) this.batchSize.observe(batchSize);
+    let child = this.httpChildren.get(status);
+    if (child === undefined) {
+      child = new BoundCounter(this.httpRequests, { status: String(status) });
+      this.httpChildren.set(status, child);
+    }
+    child.inc();
+    if (batchSize !== null) this.batchSizeChild.observe(batchSize);
   }
 
   recordUpstreamCall(upstream: string, method: string, outcome: string, seconds: number): void {
-    this.upstreamCalls.inc({ upstream, method, outcome });
-    this.upstreamSeconds.observe({ upstream }, seconds);
+    this.upstreamCallChildren.get(upstream, method).get(outcome).inc();
+    this.upstreamSecondsChildren.get(upstream).observe(seconds);
   }
 
   recordFailover(reason: string): void {
@@ -82,7 +97,7 @@ export class Metrics {
   }
 
   recordCacheLookup(cls: string, hit: boolean): void {
-    this.cacheLookups.inc({ class: cls, result: hit ? 'hit' : 'miss' });
+    this.cacheLookupChildren.get(cls, hit ? 'hit' : 'miss').inc();
   }
 
   recordCacheEvictions(n: number): void {
