@@ -40,7 +40,7 @@ export class ResponseCache {
 
   /** Synchronous unless the memory level misses and Redis must be asked. */
   lookup(plan: CachePlan): string | undefined | Promise<string | undefined> {
-    const value = this.memory.get(plan.key);
+    const value = this.memory.get(plan.key, plan.cls);
     if (value === undefined && this.redis !== null && plan.cls !== 'head') return this.lookupShared(plan);
     this.metrics.recordCacheLookup(plan.cls, value !== undefined);
     return value;
