@@ -66,20 +66,13 @@ async function main(argv: string[]): Promise<number> {
   }
   let app: App;
   try {
-    app = await App.start(config, { logger: log });
+    app = await App.start(config, { logger: log, configFile: file });
   } catch (err) {
-    log.fatal({ err: (err as Error).message }, 'could not start');
+    log.fatal({ err }, 'could not start');
     await devnet?.stop();
     return 1;
   }
-  process.on('SIGHUP', () => {
-    try {
-      void app.reload(loadConfigFile(file)).catch((err: unknown) => log.error({ err: (err as Error).message }, 'reload failed; the running configuration stays'));
-    } catch (err) {
-      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
-      log.error({ problems }, 'new configuration refused; the running configuration stays');
-    }
-  });
+  process.on('SIGHUP', () => void app.reloadFile());
   await waitForSignal(['SIGTERM', 'SIGINT']);
   await app.drain();
   await devnet?.stop();

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { Call } from '../jsonrpc/parse.js';
-import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
+import { RpcError, blameOf, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { MethodPolicy } from '../methods/policy.js';
 import type { MethodSpec } from '../methods/table.js';
@@ -61,11 +61,14 @@ export class Pipeline {
     try {
       outcome = await this.run(ctx, call, label);
     } catch (err) {
-      ctx.log.error({ err: (err as Error).message, method: label }, 'call failed inside the pipeline');
+      ctx.log.error({ err, method: label }, 'call failed inside the pipeline');
       outcome = { error: new RpcError('INTERNAL_ERROR') };
     }
-    const kind: CallOutcome = outcome.result !== undefined ? (outcome.cached ? 'cached' : 'ok') : outcome.error !== undefined ? 'error' : 'node_error';
-    this.deps.metrics.recordCall(label, kind, (performance.now() - started) / 1000);
+    let kind: CallOutcome;
+    if (outcome.result !== undefined) kind = outcome.cached ? 'cached' : 'ok';
+    else if (outcome.error !== undefined) kind = blameOf(outcome.error.reason) === 'client' ? 'client_error' : 'service_error';
+    else kind = 'node_error';
+    this.deps.metrics.recordCall(label, kind, outcome.error?.reason ?? 'none', (performance.now() - started) / 1000);
     return outcome;
   }
 
@@ -94,7 +97,7 @@ export class Pipeline {
     }
     const paramsJson = JSON.stringify(res.params);
     const send = (): Promise<Attempted> =>
-      forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail });
+      forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail, log: ctx.log });
     // Only a mined block proves a height: the pending block (head + 1) must not move the fleet head.
     const proves = spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending');
     if (spec.handling !== 'read' || resolved.extension || spec.capability === 'debug') {

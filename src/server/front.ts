@@ -9,7 +9,7 @@ import { parseBody, type Call, type Slot } from '../jsonrpc/parse.js';
 import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
 import type { Concurrency } from '../limits/concurrency.js';
 import type { Identity, RateLimits } from '../limits/rate.js';
-import type { Metrics } from '../metrics/registry.js';
+import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { Pipeline } from '../pipeline/index.js';
 
 export interface FrontResult {
@@ -48,12 +48,17 @@ export class Front {
     const d = this.deps;
     const parsed = parseBody(text, d.maxBatchSize);
     if (parsed.kind === 'error') {
+      d.metrics.recordRefused(INVALID_METHOD, parsed.error.reason);
       const one = errorText('null', parsed.error);
       return { status: parsed.status, body: parsed.asArray ? `[${one}]` : one, calls: null, methods: () => [], upstreams: [], errors: 1 };
     }
     const { slots, batch } = parsed;
     const methods = (): string[] => slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
-    const valid = slots.flatMap((s) => (s.call ? [s.call] : []));
+    const valid: Call[] = [];
+    for (const s of slots) {
+      if (s.call) valid.push(s.call);
+      else d.metrics.recordRefused(INVALID_METHOD, s.error.reason);
+    }
     const admitting = d.rateLimits.admit(who, valid.map((c) => c.method));
     const admissions = Array.isArray(admitting) ? admitting : await admitting;
     const refused = new Map<number, number>();
@@ -65,6 +70,7 @@ export class Front {
     const retryAfter = refused.size > 0 ? Math.max(...refused.values()) : undefined;
     // Every call over the limit: the whole request is refused with 429, each call with its own -32005.
     if (valid.length > 0 && admitted === 0) {
+      for (const c of valid) d.metrics.recordRefused(d.pipeline.label(c.method), 'RATE_LIMITED');
       const texts = refuseAll(slots, (c) => rateLimited(refused.get(c.index) ?? 1));
       return { status: 429, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [], errors: slots.length, retryAfter };
     }
@@ -72,6 +78,7 @@ export class Front {
     if (admission !== 'ok') {
       const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', { data: { retryAfterSeconds: 1 } });
       d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
+      for (const c of valid) d.metrics.recordRefused(d.pipeline.label(c.method), error.reason);
       const texts = refuseAll(slots, () => error);
       return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: [], errors: slots.length, retryAfter: 1 };
     }
@@ -85,6 +92,7 @@ export class Front {
             return errorText(s.id, s.error);
           }
           const wait = refused.get(s.call.index);
+          if (wait !== undefined) d.metrics.recordRefused(d.pipeline.label(s.call.method), 'RATE_LIMITED');
           const outcome: Outcome = wait !== undefined ? { error: rateLimited(wait) } : await d.pipeline.handle(ctx, s.call);
           if (outcome.result === undefined) errors++;
           return s.call.id === undefined ? undefined : responseText(s.call.id, outcome);

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { errorText } from '../jsonrpc/response.js';
-import type { Metrics } from '../metrics/registry.js';
+import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import { isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import type { Front } from './front.js';
@@ -24,6 +24,10 @@ export interface HttpDeps {
   isReady: () => boolean;
   isDraining: () => boolean;
   knowsKey: (key: string) => boolean;
+  /** The configured name of an API key, for the request line (the key never is logged). */
+  keyName?: (key: string) => string | undefined;
+  /** log.requests: which requests get an info line (lifecycle lines are not affected). */
+  logRequests?: 'all' | 'errors' | 'off';
 }
 
 /** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
@@ -53,7 +57,7 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
     },
     (req, res) => {
       void handle(getDeps(), req, res).catch((err: unknown) => {
-        getDeps().log.error({ err: (err as Error).message }, 'http handler crashed');
+        getDeps().log.error({ err }, 'http handler crashed');
         if (!res.headersSent) send(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')));
       });
     },
@@ -92,23 +96,48 @@ function nextRequestId(): string {
   return `${ID_PREFIX}-${(++requestSeq).toString(36)}`;
 }
 
+/**
+ * A client's (or its balancer's) X-Request-Id is kept when it is a plain token (1-128 of letters,
+ * digits and `-_.:/+=`), so a call can be followed across systems; anything else gets our own id.
+ */
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:/+=-]{1,128}$/;
+function requestIdOf(req: IncomingMessage): string {
+  const sent = req.headers['x-request-id'];
+  return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : nextRequestId();
+}
+
+/** The user agent as logged: bounded, so a client cannot write a megabyte into every line. */
+function userAgentOf(req: IncomingMessage): string | undefined {
+  const ua = req.headers['user-agent'];
+  return ua === undefined ? undefined : ua.length > 200 ? `${ua.slice(0, 200)}...` : ua;
+}
+
 async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const started = performance.now();
   const cors = corsHeaders(deps, req);
   const clientIp = deps.clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+  const reqId = requestIdOf(req);
   // The per-request child logger and its line cost more than the rest of a cached answer: only
-  // when request lines are on (info) is one made.
-  const logRequests = deps.log.isLevelEnabled('info');
-  const log = logRequests ? deps.log.child({ req: nextRequestId() }) : deps.log;
+  // when request lines (log.requests, at info) or debug lines can be written is one made.
+  const mode = deps.logRequests ?? 'all';
+  const logRequests = mode !== 'off' && deps.log.isLevelEnabled('info');
+  const log = logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: reqId }) : deps.log;
+  let apiKey: string | undefined;
   const finish = (status: number, body: string, extra: Record<string, string>, info: { calls?: number | null; methods?: () => string[]; upstreams?: string[]; errors?: number } = {}): void => {
-    send(res, status, body, { ...cors, ...extra });
+    send(res, status, body, { ...cors, 'x-request-id': reqId, ...extra });
     deps.metrics.recordHttp(status, info.calls ?? null);
     // errors: how many calls (or the whole body) were answered with an error: the request's outcome.
     const errors = info.errors ?? (status === 200 ? 0 : 1);
-    if (logRequests) log.info({ ip: clientIp, status, calls: info.calls ?? 0, errors, methods: info.methods?.(), upstreams: info.upstreams, ms: Math.round(performance.now() - started) }, 'request');
+    if (logRequests && (mode === 'all' || errors > 0 || status >= 400)) {
+      const key = apiKey === undefined ? undefined : (deps.keyName?.(apiKey) ?? 'unknown');
+      log.info({ ip: clientIp, status, calls: info.calls ?? 0, errors, methods: info.methods?.(), upstreams: info.upstreams, ms: Math.round(performance.now() - started), ua: userAgentOf(req), apiKey: key }, 'request');
+    }
   };
   const reject = (reason: 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN' | 'INVALID_API_KEY', extra: Record<string, string> = {}): void => {
     const e = new RpcError(reason);
+    // A request refused before it became calls counts as one call (method `invalid`); a GET or
+    // OPTIONS is no call at all.
+    if (req.method !== 'GET' && req.method !== 'OPTIONS') deps.metrics.recordRefused(INVALID_METHOD, reason);
     finish(e.http, errorText('null', e), extra);
   };
 
@@ -117,6 +146,7 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
   if (req.method === 'OPTIONS') {
     res.writeHead(204, {
       ...cors,
+      'x-request-id': reqId,
       'access-control-allow-methods': 'POST, GET, OPTIONS',
       'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'content-type',
       'access-control-max-age': '86400',
@@ -132,12 +162,14 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
   }
   if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', { allow: 'POST, GET, OPTIONS' });
   if (target === null) return reject('NOT_FOUND');
+  apiKey = target.apiKey;
   if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return reject('INVALID_API_KEY');
   if (!isJsonContentType(req.headers['content-type'])) return reject('BAD_CONTENT_TYPE');
   const body = await readBody(req, deps.maxBodyBytes);
   if (!body.ok) {
     if (body.why === 'aborted') return;
     if (body.why === 'too_large') return reject('BODY_TOO_LARGE', { connection: 'close' });
+    deps.metrics.recordRefused(INVALID_METHOD, 'PARSE_ERROR');
     return finish(200, errorText('null', new RpcError('PARSE_ERROR')), {}, { errors: 1 });
   }
   const out = await deps.front.process(body.text, { ip: clientIp, apiKey: target.apiKey }, log);
