@@ -41,7 +41,7 @@ const KEYWORDS = new Set([
  * an identifier, not a keyword and not called like a function is a metric name.
  */
 function metricNames(expr: string): string[] {
-  const lv = /^\s*label_values\(\s*([a-zA-Z_:][\w:]*)\s*,/.exec(expr);
+  const lv = /^\s*label_values\(\s*([a-zA-Z_:][\w:]*)\s*(\{[^}]*\})?\s*,/.exec(expr);
   if (lv) return [lv[1]!];
   if (/^\s*label_values\(/.test(expr)) return [];
   const stripped = expr
@@ -67,7 +67,7 @@ function expandGrafana(expr: string): string {
     .replace(/\$__rate_interval|\$\{__rate_interval\}/g, '1m')
     .replace(/\$__interval|\$\{__interval\}/g, '15s')
     .replace(/\$__range|\$\{__range\}/g, '5m')
-    .replace(/\$\{?instance\}?/g, '.*');
+    .replace(/\$\{?(instance|job|upstream)\}?/g, '.*');
 }
 
 interface Panel {
@@ -79,7 +79,7 @@ interface Panel {
 }
 
 function dashboardQueries(): { where: string; expr: string }[] {
-  const d = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[]; templating?: { list: { name: string; type: string; query?: string | { query?: string } }[] } };
+  const d = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[]; templating?: { list: { name: string; type: string; query?: string | { query?: string } }[] }; annotations?: { list: { name: string; expr?: string }[] } };
   const out: { where: string; expr: string }[] = [];
   const walk = (panels: Panel[]): void => {
     for (const p of panels) {
@@ -88,6 +88,7 @@ function dashboardQueries(): { where: string; expr: string }[] {
     }
   };
   walk(d.panels);
+  for (const a of d.annotations?.list ?? []) if (a.expr) out.push({ where: `annotation "${a.name}"`, expr: a.expr });
   for (const v of d.templating?.list ?? []) {
     if (v.type !== 'query') continue;
     const q = typeof v.query === 'string' ? v.query : v.query?.query;
@@ -122,6 +123,7 @@ t.test('the name extractor reads PromQL the way Prometheus does', async (t) => {
   t.same(metricNames('(x > 0.1) and on (instance) sum without (reason) (y offset 5m) > 1'), ['x', 'y']);
   t.same(metricNames('up{job="switchyard"} == 0'), ['up']);
   t.same(metricNames('label_values(switchyard_fleet_head_block_number, instance)'), ['switchyard_fleet_head_block_number']);
+  t.same(metricNames('label_values(switchyard_build_info{job=~"$job"}, instance)'), ['switchyard_build_info']);
 });
 
 if (!existsSync(PROMETHEUS)) {
@@ -242,7 +244,13 @@ if (!existsSync(PROMETHEUS)) {
 
     await t.test('every dashboard expression is valid PromQL to Prometheus', async (t) => {
       for (const { where, expr } of dashboardQueries()) {
-        if (/^\s*label_values\(/.test(expr)) continue;
+        const lv = /^\s*label_values\((.*),\s*(\w+)\s*\)\s*$/.exec(expr);
+        if (lv) {
+          // A variable: its selector must be valid and find the label it lists.
+          const found = await query(prom, expandGrafana(lv[1]!));
+          t.ok(found.some((r) => r.metric[lv[2]!] !== undefined), `${where}: ${expr} finds ${lv[2]} values`);
+          continue;
+        }
         await t.resolves(query(prom, expandGrafana(expr)), `${where}: ${expr}`);
       }
     });
