@@ -83,6 +83,7 @@ export class ResponseCache {
     this.metrics.recordCacheEvictions(s.evictions - this.lastEvictions);
     this.lastEvictions = s.evictions;
     if (this.redis !== null) this.metrics.cacheRedisUp.set(this.redis.ready ? 1 : 0);
+    this.metrics.cacheRedisEnabled.set(this.redis !== null ? 1 : 0);
   }
 
   stats(): Record<string, unknown> {

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { Call } from '../jsonrpc/parse.js';
-import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
+import { RpcError, blameOf, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { MethodPolicy } from '../methods/policy.js';
 import type { MethodSpec } from '../methods/table.js';
@@ -79,13 +79,16 @@ export class Pipeline {
   }
 
   private crashed(ctx: RequestContext, err: unknown, label: string): Outcome {
-    ctx.log.error({ err: (err as Error).message, method: label }, 'call failed inside the pipeline');
+    ctx.log.error({ err, method: label }, 'call failed inside the pipeline');
     return { error: new RpcError('INTERNAL_ERROR') };
   }
 
   private record(label: string, outcome: Outcome, started: number): Outcome {
-    const kind: CallOutcome = outcome.result !== undefined ? (outcome.cached ? 'cached' : 'ok') : outcome.error !== undefined ? 'error' : 'node_error';
-    this.deps.metrics.recordCall(label, kind, (performance.now() - started) / 1000);
+    let kind: CallOutcome;
+    if (outcome.result !== undefined) kind = outcome.cached ? 'cached' : 'ok';
+    else if (outcome.error !== undefined) kind = blameOf(outcome.error.reason) === 'client' ? 'client_error' : 'service_error';
+    else kind = 'node_error';
+    this.deps.metrics.recordCall(label, kind, outcome.error?.reason ?? 'none', (performance.now() - started) / 1000);
     return outcome;
   }
 
@@ -140,7 +143,7 @@ export class Pipeline {
     const d = this.deps;
     const paramsJson = paramsText(call, spec, res);
     const send = (): Promise<Attempted> =>
-      forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail });
+      forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail, log: ctx.log });
     if (!cacheable) return this.afterForward(spec, await send(), proves);
     const gen = d.cache.generation;
     // Identical reads in flight at once share one upstream call; per-client (sticky) ones per client.

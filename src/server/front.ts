@@ -9,7 +9,7 @@ import { parseBody, type Call, type Slot } from '../jsonrpc/parse.js';
 import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
 import type { Concurrency } from '../limits/concurrency.js';
 import type { Admission, Identity, RateLimits } from '../limits/rate.js';
-import type { Metrics } from '../metrics/registry.js';
+import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { Pipeline } from '../pipeline/index.js';
 
 export interface FrontResult {
@@ -53,11 +53,15 @@ export class Front {
     const d = this.deps;
     const parsed = parseBody(text, d.maxBatchSize);
     if (parsed.kind === 'error') {
+      d.metrics.recordRefused(INVALID_METHOD, parsed.error.reason);
       const one = errorText('null', parsed.error);
       return { status: parsed.status, body: parsed.asArray ? `[${one}]` : one, calls: null, methods: () => [], upstreams: NONE, errors: 1 };
     }
     const methods: string[] = [];
-    for (const s of parsed.slots) if (s.call) methods.push(s.call.method);
+    for (const s of parsed.slots) {
+      if (s.call) methods.push(s.call.method);
+      else d.metrics.recordRefused(INVALID_METHOD, s.error.reason);
+    }
     const admitting = d.rateLimits.admit(who, methods);
     if (Array.isArray(admitting)) return this.admitted(d, parsed.batch, parsed.slots, who, log, admitting);
     return admitting.then((a) => this.admitted(d, parsed.batch, parsed.slots, who, log, a));
@@ -77,6 +81,7 @@ export class Front {
     const retryAfter = refused !== null ? Math.max(...refused.values()) : undefined;
     // Every call over the limit: the whole request is refused with 429, each call with its own -32005.
     if (valid > 0 && admitted === 0) {
+      for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), 'RATE_LIMITED');
       const texts = refuseAll(slots, (c) => rateLimited(refused?.get(c.index) ?? 1));
       return { status: 429, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
     }
@@ -84,6 +89,7 @@ export class Front {
     if (admission !== 'ok') {
       const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', { data: { retryAfterSeconds: 1 } });
       d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
+      for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), error.reason);
       const texts = refuseAll(slots, () => error);
       return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter: 1 };
     }
@@ -100,6 +106,7 @@ export class Front {
         const s = slots[i]!;
         if (!s.call) continue;
         const wait = refused?.get(s.call.index);
+        if (wait !== undefined) d.metrics.recordRefused(d.pipeline.label(s.call.method), 'RATE_LIMITED');
         const o = wait !== undefined ? { error: rateLimited(wait) } : d.pipeline.handle(ctx, s.call);
         if (o instanceof Promise) waiting = true;
         outcomes[i] = o;

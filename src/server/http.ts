@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { errorText } from '../jsonrpc/response.js';
-import type { Metrics } from '../metrics/registry.js';
+import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import { isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import type { Front, FrontResult } from './front.js';
@@ -24,6 +24,10 @@ export interface HttpDeps {
   isReady: () => boolean;
   isDraining: () => boolean;
   knowsKey: (key: string) => boolean;
+  /** The configured name of an API key, for the request line (the key never is logged). */
+  keyName?: (key: string) => string | undefined;
+  /** log.requests: which requests get an info line (lifecycle lines are not affected). */
+  logRequests?: 'all' | 'errors' | 'off';
 }
 
 /** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
@@ -71,19 +75,19 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
 }
 
 function crashed(deps: HttpDeps, res: ServerResponse, err: unknown): void {
-  deps.log.error({ err: (err as Error)?.message }, 'http handler crashed');
-  if (!res.headersSent) send(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), NO_HEADERS, NO_HEADERS);
+  deps.log.error({ err }, 'http handler crashed');
+  if (!res.headersSent) send(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 /** One writeHead with every header, then the body: Node writes head and body in one go. */
-function send(res: ServerResponse, status: number, body: string, cors: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>>): void {
+function send(res: ServerResponse, status: number, body: string, reqId: string | undefined, cors: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>>): void {
   const length = String(Buffer.byteLength(body));
-  if (cors === NO_HEADERS && extra === NO_HEADERS) {
-    res.writeHead(status, ['content-type', 'application/json', 'content-length', length]);
+  if (cors === NO_HEADERS && extra === NO_HEADERS && reqId !== undefined) {
+    res.writeHead(status, ['content-type', 'application/json', 'content-length', length, 'x-request-id', reqId]);
   } else {
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': length, ...cors, ...extra });
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': length, ...cors, ...(reqId === undefined ? {} : { 'x-request-id': reqId }), ...extra });
   }
   res.end(body);
 }
@@ -119,24 +123,50 @@ interface LogInfo {
 
 type Rejection = 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN' | 'INVALID_API_KEY';
 
+/**
+ * A client's (or its balancer's) X-Request-Id is kept when it is a plain token (1-128 of letters,
+ * digits and `-_.:/+=`), so a call can be followed across systems; anything else gets our own id.
+ */
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:/+=-]{1,128}$/;
+function requestIdOf(req: IncomingMessage): string {
+  const sent = req.headers['x-request-id'];
+  return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : nextRequestId();
+}
+
+/** The user agent as logged: bounded, so a client cannot write a megabyte into every line. */
+function userAgentOf(req: IncomingMessage): string | undefined {
+  const ua = req.headers['user-agent'];
+  return ua === undefined ? undefined : ua.length > 200 ? `${ua.slice(0, 200)}...` : ua;
+}
+
 function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void {
   const cors = corsHeaders(deps, req);
   const clientIp = deps.clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+  const reqId = requestIdOf(req);
   // The per-request child logger and its line cost more than the rest of a cached answer: only
-  // when request lines are on (info) is one made, and only then is the clock read for it.
-  const logRequests = deps.log.isLevelEnabled('info');
+  // when request lines (log.requests, at info) or debug lines can be written is one made, and only
+  // for a request line is the clock read.
+  const mode = deps.logRequests ?? 'all';
+  const logRequests = mode !== 'off' && deps.log.isLevelEnabled('info');
   const started = logRequests ? performance.now() : 0;
-  const log = logRequests ? deps.log.child({ req: nextRequestId() }) : deps.log;
+  const log = logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: reqId }) : deps.log;
+  let apiKey: string | undefined;
   const finish = (status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void => {
-    send(res, status, body, cors, extra);
+    send(res, status, body, reqId, cors, extra);
     deps.metrics.recordHttp(status, info.calls ?? null);
     if (!logRequests) return;
     // errors: how many calls (or the whole body) were answered with an error: the request's outcome.
     const errors = info.errors ?? (status === 200 ? 0 : 1);
-    log.info({ ip: clientIp, status, calls: info.calls ?? 0, errors, methods: info.methods?.(), upstreams: info.upstreams, ms: Math.round(performance.now() - started) }, 'request');
+    if (mode === 'all' || errors > 0 || status >= 400) {
+      const key = apiKey === undefined ? undefined : (deps.keyName?.(apiKey) ?? 'unknown');
+      log.info({ ip: clientIp, status, calls: info.calls ?? 0, errors, methods: info.methods?.(), upstreams: info.upstreams, ms: Math.round(performance.now() - started), ua: userAgentOf(req), apiKey: key }, 'request');
+    }
   };
   const reject = (reason: Rejection, extra: Readonly<Record<string, string>> = NO_HEADERS): void => {
     const e = new RpcError(reason);
+    // A request refused before it became calls counts as one call (method `invalid`); a GET or
+    // OPTIONS is no call at all.
+    if (req.method !== 'GET' && req.method !== 'OPTIONS') deps.metrics.recordRefused(INVALID_METHOD, reason);
     finish(e.http, errorText('null', e), extra);
   };
 
@@ -145,6 +175,7 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   if (req.method === 'OPTIONS') {
     res.writeHead(204, {
       ...cors,
+      'x-request-id': reqId,
       'access-control-allow-methods': 'POST, GET, OPTIONS',
       'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'content-type',
       'access-control-max-age': '86400',
@@ -160,6 +191,7 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   }
   if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', ALLOW);
   if (target === null) return reject('NOT_FOUND');
+  apiKey = target.apiKey;
   if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return reject('INVALID_API_KEY');
   if (!isJsonContentType(req.headers['content-type'])) return reject('BAD_CONTENT_TYPE');
   readBody(req, deps.maxBodyBytes, (body) => {
@@ -167,6 +199,7 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
       if (!body.ok) {
         if (body.why === 'aborted') return;
         if (body.why === 'too_large') return reject('BODY_TOO_LARGE', CONNECTION_CLOSE);
+        deps.metrics.recordRefused(INVALID_METHOD, 'PARSE_ERROR');
         return finish(200, errorText('null', new RpcError('PARSE_ERROR')), NO_HEADERS, { errors: 1 });
       }
       const answer = (out: FrontResult): void => {
