@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
+import { ConfigError, loadConfigFile } from './config/load.js';
 import { ResponseCache } from './cache/index.js';
 import { Concurrency } from './limits/concurrency.js';
 import { RateLimits } from './limits/rate.js';
@@ -26,7 +27,12 @@ export interface AppOptions {
   logger?: Logger;
   /** Process metrics are global to prom-client; tests running several apps in one process turn them off. */
   processMetrics?: boolean;
+  /** The file the config came from: SIGHUP and POST /-/reload read it again. */
+  configFile?: string;
 }
+
+/** What a reload from the file did: applied, or refused with the problems found. */
+export type ReloadResult = { ok: true } | { ok: false; problems: string[] };
 
 export interface Ports {
   http: number;
@@ -35,6 +41,7 @@ export interface Ports {
 
 export class App {
   private config: Config;
+  private readonly configFile: string | undefined;
   private draining = false;
   private readonly log: Logger;
   private readonly metrics: Metrics;
@@ -52,7 +59,8 @@ export class App {
   private constructor(config: Config, opts: AppOptions) {
     this.config = config;
     this.log = opts.logger ?? createLogger(config.log.level);
-    this.metrics = new Metrics({ processMetrics: opts.processMetrics });
+    this.configFile = opts.configFile;
+    this.metrics = new Metrics({ processMetrics: opts.processMetrics, version: VERSION, chainId: config.chainId });
     this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
     this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log);
@@ -108,10 +116,12 @@ export class App {
       isDraining: () => this.draining,
       version: VERSION,
       extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null }),
+      reload: () => this.reloadFile(),
       collect: () => {
         this.cache.collect();
         this.uptime?.collect();
         this.metrics.inFlight.set(this.concurrency.inFlight);
+        this.metrics.maxLagBlocks.set(this.config.routing.maxLagBlocks);
       },
     };
   }
@@ -129,6 +139,8 @@ export class App {
       isReady: () => this.ready,
       isDraining: () => this.draining,
       knowsKey: (key) => this.rateLimits.knowsKey(key),
+      keyName: (key) => this.rateLimits.keyName(key),
+      logRequests: c.log.requests,
       uptime: this.uptime,
     };
   }
@@ -150,20 +162,50 @@ export class App {
   }
 
   /**
-   * Applies a new configuration without dropping in-flight calls. Listening addresses are fixed
-   * for the life of the process; a change to them is logged and ignored.
+   * SIGHUP and POST /-/reload: reads the config file again and applies it, or refuses it (logged,
+   * counted in switchyard_config_reloads_total) and keeps the running configuration.
+   */
+  async reloadFile(): Promise<ReloadResult> {
+    if (this.configFile === undefined) return { ok: false, problems: ['no configuration file to reload: started without one'] };
+    let next: Config;
+    try {
+      next = loadConfigFile(this.configFile);
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
+      this.metrics.recordReload(false);
+      this.log.error({ problems }, 'new configuration refused; the running configuration stays');
+      return { ok: false, problems };
+    }
+    try {
+      await this.reload(next);
+    } catch (err) {
+      this.metrics.recordReload(false);
+      this.log.error({ err }, 'reload failed; the running configuration stays');
+      return { ok: false, problems: [(err as Error).message] };
+    }
+    this.metrics.recordReload(true);
+    return { ok: true };
+  }
+
+  /**
+   * Applies a new configuration without dropping in-flight calls. Listening addresses, the cache
+   * and the chain id are fixed for the life of the process; a change to them is logged and ignored.
+   * The log level and the HTTP timeouts apply at once (Node reads the server's timeouts per
+   * connection, so open keep-alive connections keep theirs).
    */
   async reload(next: Config): Promise<void> {
     const prev = this.config;
-    if (JSON.stringify(prev.cache) !== JSON.stringify(next.cache)) {
-      this.log.warn('cache settings cannot change on reload; restart to apply them');
-    }
-    if (prev.server.port !== next.server.port || prev.server.host !== next.server.host || prev.admin.port !== next.admin.port || prev.admin.host !== next.admin.host) {
-      this.log.warn('listening addresses cannot change on reload; restart to apply them');
-    }
-    if (prev.uptime.enabled !== next.uptime.enabled || prev.uptime.store !== next.uptime.store) {
-      this.log.warn('uptime.enabled and uptime.store cannot change on reload; restart to apply them');
-    }
+    const fixed: string[] = [];
+    if (JSON.stringify(prev.cache) !== JSON.stringify(next.cache)) fixed.push('cache');
+    if (prev.server.port !== next.server.port || prev.server.host !== next.server.host || prev.server.wsPort !== next.server.wsPort) fixed.push('server.host/port/wsPort');
+    if (prev.admin.port !== next.admin.port || prev.admin.host !== next.admin.host) fixed.push('admin');
+    if (prev.chainId !== next.chainId) fixed.push('chainId');
+    if (prev.uptime.enabled !== next.uptime.enabled || prev.uptime.store !== next.uptime.store) fixed.push('uptime.enabled/store');
+    if (fixed.length > 0) this.log.warn({ settings: fixed }, 'these settings cannot change on reload; restart to apply them');
+    if (prev.log.level !== next.log.level) this.log.level = next.log.level;
+    this.http.headersTimeout = next.server.headersTimeoutMs;
+    this.http.requestTimeout = next.server.headersTimeoutMs + next.server.bodyTimeoutMs;
+    this.http.keepAliveTimeout = next.server.keepAliveTimeoutMs;
     this.uptime?.update(next.uptime);
     this.config = next;
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
@@ -176,6 +218,8 @@ export class App {
     this.front.update(this.frontDeps(next));
     this.httpDeps = this.makeHttpDeps(next);
     await this.fleet.reconfigure(fleetOptions(next), next.upstreams);
+    const changed = Object.keys(next).filter((k) => JSON.stringify(prev[k as keyof Config]) !== JSON.stringify(next[k as keyof Config]));
+    this.log.debug({ changed }, 'reload: sections changed');
     this.log.info({ upstreams: next.upstreams.map((u) => u.name) }, 'configuration reloaded');
   }
 

@@ -4,11 +4,14 @@
  *   switchyard [serve] --config FILE     the proxy alone (SWITCHYARD_CONFIG may name the file)
  *   switchyard start --config FILE       the embedded devnet (config `devnet:`) and the proxy in front of it
  *   switchyard devnet [flags]            the devnet alone
+ *   switchyard check --config FILE       validate FILE (problems on stderr, exit 2); --print shows it
  * Exit codes: 0 after a clean shutdown, 1 on a start failure, 2 on a bad command line or config.
  */
 import { parseArgs } from 'node:util';
 import type { App } from './app.js';
+import { stringify as stringifyYaml } from 'yaml';
 import { ConfigError, loadConfigFile } from './config/load.js';
+import { maskedConfig } from './config/mask.js';
 import type { Config } from './config/schema.js';
 import type { Devnet } from './devnet/index.js';
 import { createLogger, type Logger } from './log/logger.js';
@@ -20,6 +23,9 @@ Usage:
   switchyard [serve] --config FILE   run the proxy against the upstreams FILE names
   switchyard start --config FILE     run the embedded devnet (the file's devnet: section), then the proxy
   switchyard devnet [options]        run the devnet alone (switchyard devnet --help)
+  switchyard check --config FILE [--print]
+                                     validate FILE and exit (0 valid, 2 not); --print writes the
+                                     effective configuration (defaults filled in, secrets masked)
   switchyard --help | --version
 
 The config file may also be named by SWITCHYARD_CONFIG. Signals: SIGHUP reloads the file,
@@ -29,13 +35,14 @@ async function main(argv: string[]): Promise<number> {
   const command = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : 'serve';
   const rest = command === argv[0] ? argv.slice(1) : argv;
   if (command === 'devnet') return runDevnet(rest);
-  if (command !== 'serve' && command !== 'start') {
+  if (command !== 'serve' && command !== 'start' && command !== 'check') {
     process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${HELP}\n`);
     return 2;
   }
-  let values: { config?: string; help?: boolean; version?: boolean };
+  let values: { config?: string; help?: boolean; version?: boolean; print?: boolean };
   try {
-    ({ values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } } }));
+    ({ values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' }, print: { type: 'boolean' } } }));
+    if (values.print && command !== 'check') throw new Error('--print is an option of `switchyard check`');
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n\n${HELP}\n`);
     return 2;
@@ -55,6 +62,11 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`invalid configuration in ${file}:\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
     return 2;
   }
+  if (command === 'check') {
+    if (values.print) process.stdout.write(stringifyYaml(maskedConfig(config)));
+    process.stderr.write(`${file}: valid (${config.upstreams.length} upstream${config.upstreams.length === 1 ? '' : 's'})\n`);
+    return 0;
+  }
   const log = createLogger(config.log.level);
   // Loaded only once the config is valid, so a bad file is reported (exit 2) without loading them.
   const [{ App }, { startDevnet }] = await Promise.all([import('./app.js'), import('./devnet/index.js')]);
@@ -66,20 +78,13 @@ async function main(argv: string[]): Promise<number> {
   }
   let app: App;
   try {
-    app = await App.start(config, { logger: log });
+    app = await App.start(config, { logger: log, configFile: file });
   } catch (err) {
-    log.fatal({ err: (err as Error).message }, 'could not start');
+    log.fatal({ err }, 'could not start');
     await devnet?.stop();
     return 1;
   }
-  process.on('SIGHUP', () => {
-    try {
-      void app.reload(loadConfigFile(file)).catch((err: unknown) => log.error({ err: (err as Error).message }, 'reload failed; the running configuration stays'));
-    } catch (err) {
-      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
-      log.error({ problems }, 'new configuration refused; the running configuration stays');
-    }
-  });
+  process.on('SIGHUP', () => void app.reloadFile());
   await waitForSignal(['SIGTERM', 'SIGINT']);
   await app.drain();
   await devnet?.stop();

@@ -188,6 +188,8 @@ export const configSchema = z
     log: z
       .strictObject({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+        /** Per-request lines at info: every request, only those with an error (or a 4xx/5xx), or none. */
+        requests: z.enum(['all', 'errors', 'off']).default('all'),
       })
       .prefault({}),
     /** Only read by `switchyard start`: the embedded anvil fleet to run before the proxy. */

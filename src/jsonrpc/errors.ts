@@ -39,6 +39,17 @@ export const CATALOGUE = {
 
 export type ErrorName = keyof typeof CATALOGUE;
 
+/**
+ * Who caused an error: `service` when Switchyard or its nodes could not serve a good call
+ * (internal errors, -32002 no upstream / every attempt failed, and refusals with an HTTP 5xx
+ * status: overload shedding, shutting down); `client` for everything the caller can fix (bad
+ * requests, unknown methods, its own rate limit). The metrics and the error-ratio alert use it.
+ */
+export function blameOf(name: ErrorName): 'client' | 'service' {
+  const e: CatalogueEntry = CATALOGUE[name];
+  return e.code === -32603 || e.code === -32002 || e.http >= 500 ? 'service' : 'client';
+}
+
 /** An error Switchyard produces for one call: serialised into that call's slot. */
 export class RpcError extends Error {
   readonly code: number;

@@ -155,6 +155,11 @@ export class RateLimits {
     return this.byKey.has(key);
   }
 
+  /** The configured name of an API key, for logs (the key itself is never logged). */
+  keyName(key: string): string | undefined {
+    return this.byKey.get(key)?.name;
+  }
+
   cost(method: string): number {
     const exact = this.costs.get(method);
     if (exact !== undefined) return exact;
@@ -206,7 +211,7 @@ export class RateLimits {
         out.push(await charge(limiter.local, id, cost));
       } catch (err) {
         // Memory limiters do not fail; if one ever does, refuse briefly rather than allow all.
-        this.log.error({ err: (err as Error)?.message }, 'rate limiter failed');
+        this.log.error({ err }, 'rate limiter failed');
         out.push(1);
       }
     }

@@ -15,6 +15,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       base: { pid: process.pid },
       redact: { paths: ['url', '*.url', 'ws', '*.ws', 'headers.authorization', 'config.upstreams'], censor: '[redacted]' },
       formatters: { level: (label) => ({ level: label }) },
+      // `{ err }` logs type, message and stack (pino's serializer), with URLs scrubbed from both.
+      serializers: { err: serializeError },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     destination,
@@ -24,4 +26,12 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 /** Replaces anything that looks like a URL (with or without credentials) in free text. */
 export function redactUrls(text: string): string {
   return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, '[url]').replace(/\b\d{1,3}(\.\d{1,3}){3}:\d+\b/g, '[address]');
+}
+
+function serializeError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const out = pino.stdSerializers.err(err);
+  out.message = redactUrls(out.message);
+  if (typeof out.stack === 'string') out.stack = redactUrls(out.stack);
+  return out;
 }

@@ -9,6 +9,7 @@ import { keccak_256 } from '@noble/hashes/sha3';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils';
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
+import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import type { Fleet } from '../upstream/fleet.js';
 import type { Upstream } from '../upstream/node.js';
@@ -41,6 +42,8 @@ export interface ForwardCall {
   only?: Upstream;
   /** Names of the upstreams tried, for the request log line. */
   trail: string[];
+  /** The request's logger: failovers and breaker transitions are written at debug. */
+  log?: Logger;
 }
 
 /** How long, and how many times, a call waits for a node to reach the block it needs. */
@@ -79,12 +82,16 @@ export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Att
     const u = choose(candidates, call.requirement.stickyKey);
     tried.add(u);
     call.trail.push(u.name);
+    const before = u.breaker.state;
     const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining));
     deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
+    const after = u.breaker.state;
+    if (after !== before) call.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
     if (verdict.kind === 'result') {
       if (call.nullMayLag && verdict.result === 'null' && nullFrom === undefined && attempt + 1 < deps.maxAttempts) {
         nullFrom = u;
         deps.metrics.recordFailover('null_answer');
+        call.log?.debug({ method: call.label, upstream: u.name, reason: 'null_answer', attempt: attempt + 1 }, 'failover');
         continue;
       }
       return { outcome: { result: verdict.result }, upstream: u };
@@ -99,6 +106,7 @@ export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Att
     lastReason = verdict.reason;
     if (verdict.error !== undefined) lastNodeError = { error: verdict.error, upstream: u };
     deps.metrics.recordFailover(verdict.reason);
+    call.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, attempt: attempt + 1, ms: Math.round(ms) }, 'failover');
   }
   if (nullFrom) return { outcome: { result: 'null' }, upstream: nullFrom };
   if (lastNodeError) return { outcome: { nodeError: lastNodeError.error }, upstream: lastNodeError.upstream };

@@ -1,7 +1,7 @@
 /**
  * The admin port (127.0.0.1 by default): /health (process alive), /ready (an upstream is healthy
  * and in sync, and not draining), /status (the fleet as an operator reads it; names, never URLs),
- * /metrics (Prometheus).
+ * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Metrics } from '../metrics/registry.js';
@@ -17,6 +17,8 @@ export interface AdminDeps {
   extraStatus?: () => Record<string, unknown>;
   /** Refreshes gauges owned by other rooms before a scrape. */
   collect?: () => void;
+  /** POST /-/reload: reads the config file again (as SIGHUP does). */
+  reload?: () => Promise<{ ok: true } | { ok: false; problems: string[] }>;
 }
 
 export function isReady(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining'>): boolean {
@@ -65,6 +67,18 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
   return createServer((req, res) => {
     const deps = getDeps();
     const path = (req.url ?? '/').split('?', 1)[0];
+    if (path === '/-/reload') {
+      if (req.method !== 'POST') return json(res, 405, { error: 'use POST' });
+      req.resume();
+      if (!deps.reload) return json(res, 404, { error: 'reload not available' });
+      // 200 when the new file is applied; 400 with the problems when it is refused (the running
+      // configuration stays either way).
+      deps.reload().then(
+        (r) => json(res, r.ok ? 200 : 400, r.ok ? { reloaded: true } : { reloaded: false, problems: r.problems }),
+        () => json(res, 500, { reloaded: false, problems: ['reload failed'] }),
+      );
+      return;
+    }
     if (req.method !== 'GET') return json(res, 405, { error: 'use GET' });
     switch (path) {
       case '/health':
@@ -87,7 +101,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
           .catch(() => json(res, 500, { error: 'metrics unavailable' }));
         return;
       default:
-        return json(res, 404, { error: 'not found', paths: ['/health', '/ready', '/status', '/metrics'] });
+        return json(res, 404, { error: 'not found', paths: ['/health', '/ready', '/status', '/metrics', 'POST /-/reload'] });
     }
   });
 }

@@ -95,8 +95,14 @@ export class Fleet extends EventEmitter {
   private track(u: Upstream): void {
     this.metrics.declareUpstream(u.name);
     const probe = new Probe(u, () => this.probeSettings(), {
-      state: (state) => this.setState(u, state),
-      header: (h, observedAt) => this.onHeader(u, h, observedAt),
+      state: (state) => {
+        this.log.debug({ upstream: u.name, state }, 'probe: state');
+        this.setState(u, state);
+      },
+      header: (h, observedAt) => {
+        this.log.debug({ upstream: u.name, head: h.number }, 'probe: head');
+        this.onHeader(u, h, observedAt);
+      },
       finalized: () => this.recompute(),
       quarantined: (got) => {
         if (u.state !== 'quarantined') {
@@ -104,7 +110,7 @@ export class Fleet extends EventEmitter {
           this.log.error({ upstream: u.name, expected: this.opts.chainId, got }, 'upstream answers another chain id: quarantined');
         }
       },
-      crashed: (err) => this.log.error({ upstream: u.name, err: err.message }, 'head poll crashed'),
+      crashed: (err) => this.log.error({ upstream: u.name, err }, 'head poll crashed'),
     });
     this.probes.set(u, probe);
     probe.start();
@@ -205,6 +211,7 @@ export class Fleet extends EventEmitter {
       this.metrics.upstreamHead.set(labels, u.head);
       this.metrics.upstreamLag.set(labels, Number.isFinite(this.lag(u)) ? this.lag(u) : -1);
       this.metrics.upstreamHealthy.set(labels, u.available ? 1 : 0);
+      this.metrics.setQuarantined(u.name, u.state === 'quarantined');
     }
     this.metrics.fleetHead.set(this.head);
     this.metrics.fleetFinalized.set(this.finalized);
@@ -215,7 +222,7 @@ export class Fleet extends EventEmitter {
     for (const u of this.upstreams) {
       const labels = { upstream: u.name };
       this.metrics.upstreamInFlight.set(labels, u.inFlight);
-      this.metrics.upstreamBreaker.set(labels, u.breaker.gauge);
+      this.metrics.setBreakerState(u.name, u.breaker.label);
       this.metrics.upstreamLatencyEwma.set(labels, u.latencyMs / 1000);
       this.metrics.upstreamHealthy.set(labels, u.available ? 1 : 0);
     }

@@ -61,9 +61,9 @@ export class Breaker {
     }
   }
 
-  /** Numeric form for the metric: 0 closed, 1 half-open, 2 open. */
-  get gauge(): number {
+  /** The metric's `state` label. */
+  get label(): 'closed' | 'half_open' | 'open' {
     const s = this.state;
-    return s === 'closed' ? 0 : s === 'half-open' ? 1 : 2;
+    return s === 'half-open' ? 'half_open' : s;
   }
 }

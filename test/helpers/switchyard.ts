@@ -30,10 +30,11 @@ export function testConfig(input: Partial<ConfigInput> & Pick<ConfigInput, 'upst
   };
 }
 
-export async function startSwitchyard(t: Test, input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>, opts: { waitReady?: boolean; logger?: Logger } = {}): Promise<RunningSwitchyard> {
+export async function startSwitchyard(t: Test, input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>, opts: { waitReady?: boolean; logger?: Logger; configFile?: string } = {}): Promise<RunningSwitchyard> {
   const config = validateConfig(testConfig(input));
   // `logger`: a test that reads the log lines passes its own (e.g. createLogger('info', destination)).
-  const app = await App.start(config, { logger: opts.logger ?? createLogger(config.log.level), processMetrics: false });
+  // `configFile`: the file POST /-/reload reads (the test writes it).
+  const app = await App.start(config, { logger: opts.logger ?? createLogger(config.log.level), processMetrics: false, configFile: opts.configFile });
   const { http, admin } = app.ports;
   const sy: RunningSwitchyard = {
     app,

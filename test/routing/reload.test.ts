@@ -110,7 +110,7 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
     const m = (await get(`${admin}/metrics`)).text;
     t.equal(upstreamCallsOf(m, 'node-0'), toNode0, 'the removed node-0 gets no more calls');
     t.ok(upstreamCallsOf(m, 'node-2') > toNode2Before, 'the added node-2 takes calls');
-    t.notMatch(m, /switchyard_upstream_head\{upstream="node-0"\}/, 'node-0\'s gauges are gone from /metrics');
+    t.notMatch(m, /switchyard_upstream_head_block_number\{upstream="node-0"\}/, 'node-0\'s gauges are gone from /metrics');
 
     // Re-weighting every upstream at once: the same nodes, so no moment without a routable one.
     const problemsBefore = problems.length;

@@ -27,7 +27,7 @@ t.test('threshold: consecutive failures open it; a success in between resets the
   b.failure();
   t.equal(b.state, 'open', 'third consecutive failure opens it');
   t.notOk(b.allows(), 'open: no calls');
-  t.equal(b.gauge, 2);
+  t.equal(b.label, 'open');
 });
 
 t.test('default threshold is 5', async (t) => {
@@ -47,7 +47,7 @@ t.test('cooldown: open until cooldownMs has passed, then half-open', async (t) =
   t.notOk(b.allows());
   advance(1);
   t.equal(b.state, 'half-open', 'at the cooldown');
-  t.equal(b.gauge, 1);
+  t.equal(b.label, 'half_open');
   t.ok(b.allows(), 'a trial may go');
 });
 
@@ -73,7 +73,7 @@ t.test('half-open trial succeeds: closed, and the failure count starts over', as
   b.success();
   t.equal(b.state, 'closed');
   t.ok(b.allows());
-  t.equal(b.gauge, 0);
+  t.equal(b.label, 'closed');
   b.failure();
   t.equal(b.state, 'closed', 'one failure after closing is not the threshold');
 });

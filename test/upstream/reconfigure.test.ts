@@ -39,7 +39,7 @@ t.test('re-weighting keeps the node routable and its metrics', async (t) => {
   t.ok(oldA.retiring, 'the old object is retired');
 
   const text = await metrics.registry.metrics();
-  t.match(text, /switchyard_upstream_head\{upstream="a"\} 7/, 'node a keeps its head series');
+  t.match(text, /switchyard_upstream_head_block_number\{upstream="a"\} 7/, 'node a keeps its head series');
   t.match(text, /switchyard_upstream_healthy\{upstream="b"\} 1/, 'node b keeps its healthy series');
 
   const swapping = fleet.reconfigure(OPTS, [cfg('b', b.url, 2), cfg('c', c.url)]);
@@ -47,6 +47,6 @@ t.test('re-weighting keeps the node routable and its metrics', async (t) => {
   await swapping;
   await waitFor('c healthy', () => fleet.upstreams[1]!.state === 'healthy');
   const after = await metrics.registry.metrics();
-  t.notMatch(after, /switchyard_upstream_head\{upstream="a"\}/, 'the removed node a has no series left');
-  t.match(after, /switchyard_upstream_head\{upstream="c"\} 7/, 'the added node c has its series');
+  t.notMatch(after, /switchyard_upstream_head_block_number\{upstream="a"\}/, 'the removed node a has no series left');
+  t.match(after, /switchyard_upstream_head_block_number\{upstream="c"\} 7/, 'the added node c has its series');
 });

@@ -1,0 +1,41 @@
+/**
+ * The effective configuration as `switchyard check --print` shows it: every default filled in,
+ * secrets masked. Upstream and Redis URLs keep scheme, host and port (an operator must see where
+ * they point) and lose credentials, path and query (where providers put API keys); API keys and
+ * header values are replaced whole.
+ */
+import type { Config } from './schema.js';
+
+export const MASK = '***';
+
+/** scheme://host:port with credentials, path and query masked when present. */
+export function maskUrl(raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return MASK;
+  }
+  const creds = u.username !== '' || u.password !== '' ? `${MASK}@` : '';
+  const rest = (u.pathname !== '/' && u.pathname !== '') || u.search !== '' ? `/${MASK}` : '';
+  return `${u.protocol}//${creds}${u.host}${rest}`;
+}
+
+/** A deep copy of the config with every secret masked (the input is frozen and stays as it is). */
+export function maskedConfig(config: Config): unknown {
+  const copy = JSON.parse(JSON.stringify(config)) as Record<string, unknown> & {
+    upstreams: Record<string, unknown>[];
+    cache: { redis: string | null };
+    rateLimit: { redis: string | null; apiKeys: { key: string }[] };
+  };
+  for (const u of copy.upstreams) {
+    for (const k of ['url', 'ws']) if (typeof u[k] === 'string') u[k] = maskUrl(u[k] as string);
+    const headers = u.headers as Record<string, string> | undefined;
+    if (headers) for (const h of Object.keys(headers)) headers[h] = MASK;
+  }
+  if (copy.cache.redis !== null) copy.cache.redis = maskUrl(copy.cache.redis);
+  if (copy.rateLimit.redis !== null) copy.rateLimit.redis = maskUrl(copy.rateLimit.redis);
+  for (const k of copy.rateLimit.apiKeys) k.key = MASK;
+  if (typeof copy.redis === 'string') copy.redis = maskUrl(copy.redis);
+  return copy;
+}

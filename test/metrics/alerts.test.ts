@@ -1,0 +1,114 @@
+// config/alerts.yml as an on-call reads it: every rule has a summary, a description and a
+// runbook_url whose anchor is a README heading; config/alerts.test.yml tests every alert both
+// firing and quiet, with series Switchyard really emits (names from the metrics registry, label
+// values from its closed sets); and `promtool test rules` passes on it.
+
+import t from 'tap';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import YAML from 'yaml';
+import { BREAKER_STATES, CALL_OUTCOMES, CALL_REASONS, Metrics, RELOAD_RESULTS } from '../../src/metrics/registry.js';
+import { MethodPolicy } from '../../src/methods/policy.js';
+import { validateConfig } from '../../src/config/load.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ALERTS = join(ROOT, 'config/alerts.yml');
+const TESTS = join(ROOT, 'config/alerts.test.yml');
+const PROMTOOL = '/usr/bin/promtool';
+const run = promisify(execFile);
+
+interface Rule { alert: string; expr: string; annotations?: Record<string, string> }
+interface UnitTest { input_series: { series: string; values: string }[]; alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }
+
+const rules = (YAML.parse(readFileSync(ALERTS, 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+const unit = YAML.parse(readFileSync(TESTS, 'utf8')) as { rule_files: string[]; tests: UnitTest[] };
+
+/** GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes. */
+function anchors(markdown: string): Set<string> {
+  const out = new Set<string>();
+  for (const m of markdown.matchAll(/^#{1,6}\s+(.+)$/gm)) out.add(m[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-'));
+  return out;
+}
+
+t.test('every rule has summary, description and a runbook_url to a README section', async (t) => {
+  const readme = anchors(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+  t.ok(rules.length >= 14, `${rules.length} rules`);
+  for (const r of rules) {
+    t.ok(r.annotations?.summary, `${r.alert}: summary`);
+    t.ok(r.annotations?.description, `${r.alert}: description`);
+    const m = /^README\.md#(.+)$/.exec(r.annotations?.runbook_url ?? '');
+    t.ok(m && readme.has(m[1]!), `${r.alert}: runbook_url ${r.annotations?.runbook_url} is a README heading`);
+  }
+});
+
+t.test('every alert is unit-tested firing and quiet', async (t) => {
+  const cases = unit.tests.flatMap((u) => u.alert_rule_test);
+  for (const r of rules) {
+    t.ok(cases.some((c) => c.alertname === r.alert && c.exp_alerts.length > 0), `${r.alert} fires in a test`);
+    t.ok(cases.some((c) => c.alertname === r.alert && c.exp_alerts.length === 0), `${r.alert} stays quiet in a test`);
+  }
+});
+
+t.test('the unit tests feed only series Switchyard emits', async (t) => {
+  const metrics = new Metrics({ processMetrics: false });
+  const policy = new MethodPolicy(validateConfig({ upstreams: [{ name: 'a', url: 'http://127.0.0.1:1' }] }).methods);
+  // Label values from the registry's closed sets; upstream names are configuration.
+  const closed: Record<string, (v: string) => boolean> = {
+    outcome: (v) => (CALL_OUTCOMES as readonly string[]).includes(v),
+    state: (v) => (BREAKER_STATES as readonly string[]).includes(v),
+    result: (v) => (RELOAD_RESULTS as readonly string[]).includes(v),
+    method: (v) => policy.label(v) === v,
+    upstream: (v) => /^[a-zA-Z0-9_.-]{1,64}$/.test(v),
+    le: (v) => v === '+Inf' || Number.isFinite(Number(v)),
+  };
+  for (const u of unit.tests) {
+    for (const { series } of u.input_series) {
+      const m = /^([a-zA-Z_:][\w:]*)\{(.*)\}$/.exec(series);
+      if (!m) {
+        t.fail(`unreadable series ${series}`);
+        continue;
+      }
+      const name = m[1]!;
+      const labels = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
+      t.equal(labels.job, 'switchyard', `${series}: job="switchyard"`);
+      if (name === 'up') continue;
+      const base = name.replace(/_(bucket|sum|count)$/, '');
+      const metric = metrics.registry.getSingleMetric(name) ?? metrics.registry.getSingleMetric(base);
+      if (!metric) {
+        t.fail(`${name} is not a metric Switchyard exports`);
+        continue;
+      }
+      const declared = new Set<string>([...((metric as unknown as { labelNames: string[] }).labelNames ?? []), 'job', 'instance', ...(name.endsWith('_bucket') ? ['le'] : [])]);
+      for (const [k, v] of Object.entries(labels)) {
+        t.ok(declared.has(k), `${name}: label ${k} is declared`);
+        if (k === 'reason' && base === 'switchyard_calls_total') t.ok((CALL_REASONS as readonly string[]).includes(v), `${name}: reason ${v} is in the catalogue`);
+        else if (k !== 'job' && k !== 'instance' && k !== 'reason') t.ok(closed[k]?.(v), `${name}: ${k}="${v}" is a value the code emits`);
+      }
+    }
+  }
+});
+
+if (!existsSync(PROMTOOL)) {
+  t.fail(`${PROMTOOL} not found: the Debian package "prometheus" ships it`);
+} else {
+  t.test('promtool test rules config/alerts.test.yml', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-alerts-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    // Annotations stripped: promtool compares them verbatim, and they are prose, not behaviour.
+    const doc = YAML.parse(readFileSync(ALERTS, 'utf8')) as { groups: { rules: Rule[] }[] };
+    for (const g of doc.groups) for (const r of g.rules) delete r.annotations;
+    writeFileSync(join(dir, 'alerts.yml'), YAML.stringify(doc));
+    t.same(unit.rule_files, ['alerts.yml'], 'the tests name the rules file beside them');
+    writeFileSync(join(dir, 'alerts.test.yml'), readFileSync(TESTS, 'utf8'));
+    await t.resolves(run(PROMTOOL, ['check', 'rules', ALERTS]), 'promtool check rules config/alerts.yml');
+    const out = await run(PROMTOOL, ['test', 'rules', join(dir, 'alerts.test.yml')]).then(
+      () => '',
+      (err: { stdout?: string; stderr?: string }) => `${err.stdout ?? ''}${err.stderr ?? ''}`,
+    );
+    t.equal(out, '', 'promtool test rules passes');
+  });
+}

@@ -1,0 +1,57 @@
+// The dashboard read as a person reads it: a series drawn on an axis is in that axis' unit (no
+// entry counts on a bytes axis), counts of rare events are counts (reorgs), the job, instance and
+// upstream variables exist and are used, and reorgs and reloads are annotated.
+
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+
+interface Target { refId: string; expr: string }
+interface Override { matcher: { id: string; options: string }; properties: { id: string; value: unknown }[] }
+interface Panel { id: number; title: string; type: string; targets?: Target[]; fieldConfig?: { defaults?: { unit?: string }; overrides?: Override[] }; panels?: Panel[] }
+const d = JSON.parse(readFileSync(new URL('../../grafana/dashboards/switchyard.json', import.meta.url), 'utf8')) as {
+  panels: Panel[];
+  templating: { list: { name: string }[] };
+  annotations: { list: { name: string; expr?: string }[] };
+};
+const panels: Panel[] = [];
+const walk = (ps: Panel[]): void => ps.forEach((p) => (panels.push(p), walk(p.panels ?? [])));
+walk(d.panels);
+
+/** The unit each target is drawn in: the panel's, or an override by refId. */
+function unitOf(p: Panel, target: Target): string | undefined {
+  const o = p.fieldConfig?.overrides?.find((x) => x.matcher.id === 'byFrameRefID' && x.matcher.options === target.refId);
+  return (o?.properties.find((x) => x.id === 'unit')?.value as string | undefined) ?? p.fieldConfig?.defaults?.unit;
+}
+
+t.test('series on a bytes axis are bytes; others are not drawn in bytes', async (t) => {
+  for (const p of panels) {
+    for (const target of p.targets ?? []) {
+      const bytes = /_bytes\b/.test(target.expr);
+      if (unitOf(p, target) === 'bytes') t.ok(bytes, `${p.title} ${target.refId}: a bytes unit for a bytes metric`);
+      else if (/^switchyard_cache_entries/.test(target.expr)) t.not(unitOf(p, target), 'bytes', `${p.title}: entries are not bytes`);
+    }
+  }
+  const size = panels.find((p) => p.title === 'Cache size')!;
+  t.same(size.targets!.map((x) => unitOf(size, x)), ['bytes', 'short'], 'cache size: bytes and entries each in their unit');
+});
+
+t.test('reorgs are counted in their own panel, not as a rate beside calls/s', async (t) => {
+  const withReorgs = panels.filter((p) => (p.targets ?? []).some((x) => x.expr.includes('switchyard_reorgs_total')));
+  t.equal(withReorgs.length, 1);
+  t.equal(withReorgs[0]!.title, 'Reorgs');
+  t.match(withReorgs[0]!.targets![0]!.expr, /increase\(switchyard_reorgs_total/);
+});
+
+t.test('variables job, instance, upstream; panels filter on them; annotations for reorgs and reloads', async (t) => {
+  t.same(d.templating.list.map((v) => v.name).filter((n) => n !== 'datasource'), ['job', 'instance', 'upstream']);
+  for (const p of panels) {
+    for (const target of p.targets ?? []) {
+      if (!/switchyard_|process_|nodejs_/.test(target.expr)) continue;
+      t.match(target.expr, /job=~"\$job", instance=~"\$instance"/, `${p.title} ${target.refId} filters on job and instance`);
+      if (/switchyard_upstream_\w+\{/.test(target.expr)) t.match(target.expr, /upstream=~"\$upstream"/, `${p.title} ${target.refId} filters on upstream`);
+    }
+  }
+  for (const title of ['Upstreams quarantined', 'Redis', 'Config reloads']) t.ok(panels.some((p) => p.title === title), `panel ${title}`);
+  const names = d.annotations.list.filter((a) => a.expr).map((a) => a.name);
+  t.same(names, ['Reorgs', 'Config reloads']);
+});
