@@ -31,6 +31,8 @@ export const BREAKER_STATES = ['closed', 'half_open', 'open'] as const;
 export type BreakerStateLabel = (typeof BREAKER_STATES)[number];
 
 export const RELOAD_RESULTS = ['success', 'failure'] as const;
+/** Kinds of uptime incident (uptime/tracker.ts). */
+export const UPTIME_INCIDENT_KINDS = ['unreachable', 'stalled'] as const;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -92,7 +94,7 @@ export class Metrics {
     for (const reason of ['rate', 'ip_concurrency', 'overloaded'] as const) this.rateLimited.inc({ reason }, 0);
     for (const cls of ['immutable', 'head', 'tx']) for (const result of ['hit', 'miss']) this.cacheLookups.inc({ class: cls, result }, 0);
     for (const check of ['reachable', 'advancing']) for (const result of ['ok', 'fail']) this.uptimeProbes.inc({ check, result }, 0);
-    for (const kind of ['unreachable', 'stalled']) this.uptimeIncidentOpen.set({ kind }, 0);
+    for (const kind of UPTIME_INCIDENT_KINDS) this.uptimeIncidentOpen.set({ kind }, 0);
   }
 
   /** Per-upstream series that only count events start at 0 when the upstream is configured. */
