@@ -90,6 +90,8 @@ export class App {
       cache: this.cache,
       maxAttempts: c.routing.maxAttempts,
       upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
+      logs: { maxBlockRange: c.routing.maxLogsBlockRange, split: c.routing.splitLogsRange, maxChunks: c.routing.maxLogsChunks },
+      sendSyncTimeoutMs: c.routing.sendRawTransactionSyncTimeoutMs,
     };
   }
 

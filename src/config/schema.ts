@@ -122,6 +122,14 @@ export const configSchema = z
         maxHeadJumpBlocks: positiveInt.default(1000),
         /** Blocks older than head - recentBlocks (and `earliest`) go to `archive` upstreams when any is configured. */
         recentBlocks: positiveInt.default(128),
+        /** eth_getLogs over more blocks than this is split (splitLogsRange) or refused with -32602; null = no cap. */
+        maxLogsBlockRange: positiveInt.nullable().default(10_000),
+        /** Split an eth_getLogs range over maxLogsBlockRange into chunks sent across the eligible upstreams. */
+        splitLogsRange: z.boolean().default(true),
+        /** A range needing more chunks than this is refused with -32602 even when splitting. */
+        maxLogsChunks: positiveInt.max(1000).default(20),
+        /** eth_sendRawTransactionSync (EIP-7966): the upstream waits for the receipt up to this long; one attempt. */
+        sendRawTransactionSyncTimeoutMs: positiveInt.default(20_000),
       })
       .prefault({}),
     cache: z

@@ -16,6 +16,7 @@ import type { Fleet } from '../upstream/fleet.js';
 import { planCache, type ResponseCache } from '../cache/index.js';
 import { resolveBlocks } from './blocks.js';
 import { answerLocally } from './local.js';
+import { mergeLogs, splitLogsRange, type LogsRange } from './logs.js';
 
 /** What a request shares among its calls: who asked, and the one head snapshot of the batch. */
 export interface RequestContext {
@@ -35,6 +36,10 @@ export interface PipelineDeps extends ForwardDeps {
   recentBlocks: number;
   broadcastTransactions: boolean;
   cache: ResponseCache;
+  /** eth_getLogs range cap (pipeline/logs.ts); absent = no cap. */
+  logs?: LogsRange;
+  /** eth_sendRawTransactionSync's per-attempt timeout; absent = upstreamTimeoutMs. */
+  sendSyncTimeoutMs?: number;
 }
 
 export class Pipeline {
@@ -92,6 +97,20 @@ export class Pipeline {
     if (res instanceof RpcError) return { error: res };
     const requirement = spec.capability ? { ...res.requirement, capability: spec.capability } : res.requirement;
     const raw = spec.handling === 'write' && typeof call.params[0] === 'string' ? call.params[0] : undefined;
+    if (spec.waitsForReceipt) {
+      // The node may have taken the transaction before a timeout or a dropped connection: sending
+      // it again elsewhere would be blind. One attempt; the client looks the hash up if it fails.
+      const { outcome } = await forward(
+        { ...d, maxAttempts: 1, upstreamTimeoutMs: d.sendSyncTimeoutMs ?? d.upstreamTimeoutMs },
+        { method: call.method, label, paramsJson: JSON.stringify(res.params), requirement, deadline: ctx.deadline, trail: ctx.trail, log: ctx.log },
+      );
+      return outcome;
+    }
+    if (spec.filterObject !== undefined && d.logs !== undefined) {
+      const split = splitLogsRange(res.params, spec.filterObject, d.logs);
+      if (split instanceof RpcError) return { error: split };
+      if (split !== null) return mergeLogs(await Promise.all(split.map((params) => this.run(ctx, { ...call, params }, label))));
+    }
     if (raw !== undefined && d.broadcastTransactions) {
       return broadcast(d, { method: call.method, label, paramsJson: JSON.stringify(res.params), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
     }
