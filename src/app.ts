@@ -138,6 +138,7 @@ export class App {
       knowsKey: (key) => this.rateLimits.knowsKey(key),
       keyName: (key) => this.rateLimits.keyName(key),
       logRequests: c.log.requests,
+      gzipMinBytes: c.server.gzipMinBytes,
     };
   }
 

@@ -99,6 +99,8 @@ export const configSchema = z
         maxInFlight: positiveInt.default(20_000),
         maxInFlightPerIp: positiveInt.default(256),
         shutdownGraceMs: nonNegativeInt.default(30_000),
+        /** Answers of at least this many bytes are gzip-compressed when the client accepts gzip; null = never. */
+        gzipMinBytes: positiveInt.nullable().default(32_768),
       })
       .prefault({}),
     admin: z
@@ -130,6 +132,13 @@ export const configSchema = z
         maxLogsChunks: positiveInt.max(1000).default(20),
         /** eth_sendRawTransactionSync (EIP-7966): the upstream waits for the receipt up to this long; one attempt. */
         sendRawTransactionSyncTimeoutMs: positiveInt.default(20_000),
+        /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
+        breaker: z
+          .strictObject({
+            failureThreshold: positiveInt.default(5),
+            cooldownMs: positiveInt.default(5_000),
+          })
+          .prefault({}),
       })
       .prefault({}),
     cache: z

@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { constants, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { errorText } from '../jsonrpc/response.js';
@@ -26,6 +27,8 @@ export interface HttpDeps {
   knowsKey: (key: string) => boolean;
   /** The configured name of an API key, for the request line (the key never is logged). */
   keyName?: (key: string) => string | undefined;
+  /** Answers of at least this many bytes are gzip-compressed for clients that accept it; null = never. */
+  gzipMinBytes?: number | null;
   /** log.requests: which requests get an info line (lifecycle lines are not affected). */
   logRequests?: 'all' | 'errors' | 'off';
 }
@@ -77,6 +80,34 @@ function send(res: ServerResponse, status: number, body: string, headers: Record
   res.end(body);
 }
 
+/** Whether Accept-Encoding allows gzip (listed, or `*`, without q=0). */
+function acceptsGzip(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  for (const part of header.split(',')) {
+    const [name, ...params] = part.trim().toLowerCase().split(';');
+    if (name !== 'gzip' && name !== '*') continue;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    if (q === undefined || Number(q.slice(2)) > 0) return true;
+  }
+  return false;
+}
+
+/**
+ * A JSON-RPC answer of at least server.gzipMinBytes goes out gzip-compressed when the client
+ * accepts it (fast level: large answers are repetitive JSON, and the proxy's CPU is the cost).
+ * Compression runs on the thread pool, not the event loop.
+ */
+function sendMaybeGzip(res: ServerResponse, req: IncomingMessage, minBytes: number | null, status: number, body: string, headers: Record<string, string>): void {
+  if (minBytes === null || body.length < minBytes) return send(res, status, body, headers);
+  const vary = headers.vary === undefined ? 'Accept-Encoding' : `${headers.vary}, Accept-Encoding`;
+  if (!acceptsGzip(req.headers['accept-encoding'])) return send(res, status, body, { ...headers, vary });
+  gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
+    if (err) return send(res, status, body, { ...headers, vary });
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': zipped.length, 'content-encoding': 'gzip', ...headers, vary });
+    res.end(zipped);
+  });
+}
+
 /** Browsers hide other response headers from scripts; a dapp must be able to read when to retry. */
 const EXPOSED = { 'access-control-expose-headers': 'Retry-After' };
 
@@ -124,7 +155,7 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
   const log = logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: reqId }) : deps.log;
   let apiKey: string | undefined;
   const finish = (status: number, body: string, extra: Record<string, string>, info: { calls?: number | null; methods?: () => string[]; upstreams?: string[]; errors?: number } = {}): void => {
-    send(res, status, body, { ...cors, 'x-request-id': reqId, ...extra });
+    sendMaybeGzip(res, req, deps.gzipMinBytes ?? null, status, body, { ...cors, 'x-request-id': reqId, ...extra });
     deps.metrics.recordHttp(status, info.calls ?? null);
     // errors: how many calls (or the whole body) were answered with an error: the request's outcome.
     const errors = info.errors ?? (status === 200 ? 0 : 1);
