@@ -13,7 +13,17 @@ export class Coalescer<T> {
       onJoin?.();
       return existing;
     }
-    const p = work().finally(() => this.inFlight.delete(key));
+    // then(ok, fail) rather than finally(): one promise less per call on the miss path.
+    const p = work().then(
+      (v) => {
+        this.inFlight.delete(key);
+        return v;
+      },
+      (err: unknown) => {
+        this.inFlight.delete(key);
+        throw err;
+      },
+    );
     this.inFlight.set(key, p);
     return p;
   }

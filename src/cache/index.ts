@@ -38,12 +38,17 @@ export class ResponseCache {
     return this.memory.generation;
   }
 
-  async lookup(plan: CachePlan): Promise<string | undefined> {
-    let value = this.memory.get(plan.key);
-    if (value === undefined && this.redis !== null && plan.cls !== 'head') {
-      value = await this.redis.get(plan.key);
-      if (value !== undefined) this.memory.set(plan.key, value, 'immutable', this.memory.generation);
-    }
+  /** Synchronous unless the memory level misses and Redis must be asked. */
+  lookup(plan: CachePlan): string | undefined | Promise<string | undefined> {
+    const value = this.memory.get(plan.key, plan.cls);
+    if (value === undefined && this.redis !== null && plan.cls !== 'head') return this.lookupShared(plan);
+    this.metrics.recordCacheLookup(plan.cls, value !== undefined);
+    return value;
+  }
+
+  private async lookupShared(plan: CachePlan): Promise<string | undefined> {
+    const value = await this.redis!.get(plan.key);
+    if (value !== undefined) this.memory.set(plan.key, value, 'immutable', this.memory.generation);
     this.metrics.recordCacheLookup(plan.cls, value !== undefined);
     return value;
   }

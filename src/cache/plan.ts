@@ -26,7 +26,8 @@ const HASH = /^0x[0-9a-fA-F]{64}$/;
 
 /** JSON with sorted keys and lower-cased hex, so equivalent calls share one entry. */
 export function canonical(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(HEX.test(v) ? v.toLowerCase() : v);
+  // Hex text needs no escaping: quoted as is, without JSON.stringify.
+  if (typeof v === 'string') return HEX.test(v) ? `"${v.toLowerCase()}"` : JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v !== null && typeof v === 'object') {
     const keys = Object.keys(v).sort();

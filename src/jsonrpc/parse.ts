@@ -12,6 +12,8 @@ export interface Call {
   id: string | undefined;
   method: string;
   params: unknown[];
+  /** The exact JSON text of `params` as it arrived, when it was present. */
+  paramsText?: string;
 }
 
 /** One element of the request: a call to work on, or an error already decided for its slot. */
@@ -77,12 +79,11 @@ function toSlot(text: string, span: Span, value: unknown, index: number): Slot {
   if (obj.method.length > MAX_METHOD_LENGTH) {
     return { id: echo, error: new RpcError('INVALID_REQUEST', { message: `invalid request: method name longer than ${MAX_METHOD_LENGTH} characters` }) };
   }
-  let params: unknown[] = [];
-  if (obj.params !== undefined) {
-    if (!Array.isArray(obj.params)) {
-      return { id: echo, error: rpcErrors.invalidParams('params must be an array') };
-    }
-    params = obj.params;
+  if (obj.params === undefined) return { call: { index, id, method: obj.method, params: [] } };
+  if (!Array.isArray(obj.params)) {
+    return { id: echo, error: rpcErrors.invalidParams('params must be an array') };
   }
-  return { call: { index, id, method: obj.method, params } };
+  const paramsSpan = raw.get('params');
+  const paramsText = paramsSpan === undefined ? undefined : text.slice(paramsSpan.start, paramsSpan.end);
+  return { call: { index, id, method: obj.method, params: obj.params, paramsText } };
 }

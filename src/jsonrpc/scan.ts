@@ -10,21 +10,28 @@ export interface Span {
   end: number;
 }
 
-const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+function isWs(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
 
 function skipWs(text: string, i: number): number {
-  while (i < text.length && WS.has(text.charCodeAt(i))) i++;
+  while (i < text.length && isWs(text.charCodeAt(i))) i++;
   return i;
 }
 
+/**
+ * Index just past the string that opens at i. The closing quote is found with indexOf (native,
+ * much faster than a character loop over long hex strings); a quote preceded by an odd number of
+ * backslashes is escaped and the search goes on.
+ */
 function skipString(text: string, i: number): number {
-  // text[i] is the opening quote.
-  i++;
+  let j = text.indexOf('"', i + 1);
   for (;;) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) return i + 1;
-    if (c === 0x5c) i += 2;
-    else i++;
+    if (j < 0) return text.length;
+    let k = j - 1;
+    while (text.charCodeAt(k) === 0x5c) k--;
+    if ((j - 1 - k) % 2 === 0) return j + 1;
+    j = text.indexOf('"', j + 1);
   }
 }
 
@@ -36,7 +43,7 @@ function skipValue(text: string, i: number): number {
     // number, true, false, null: runs until a delimiter.
     while (i < text.length) {
       const d = text.charCodeAt(i);
-      if (d === 0x2c || d === 0x7d || d === 0x5d || WS.has(d)) break;
+      if (d === 0x2c || d === 0x7d || d === 0x5d || isWs(d)) break;
       i++;
     }
     return i;
@@ -100,6 +107,8 @@ export function objectMembers(text: string, span: Span, wanted: readonly string[
 
 /** Deepest nesting of arrays and objects in already-valid JSON text, stopping early past limit. */
 export function nestingDepthExceeds(text: string, limit: number): boolean {
+  // Deeper than limit takes limit + 1 openings and as many closings.
+  if (text.length < 2 * (limit + 1)) return false;
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);

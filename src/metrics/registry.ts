@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { CATALOGUE, blameOf, type ErrorName } from '../jsonrpc/errors.js';
+import { BoundCounter, BoundHistogram, Children } from './bound.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -67,6 +68,15 @@ export class Metrics {
   private readonly reloadAt = new Gauge({ name: 'switchyard_config_last_reload_success_timestamp_seconds', help: 'Unix time of the last successful configuration load (the start counts)', registers: [this.registry] });
   private readonly quarantinedNow = new Gauge({ name: 'switchyard_upstream_quarantined', help: '1 while the upstream is quarantined for answering another chain id', labelNames: ['upstream'], registers: [this.registry] });
 
+  // Hot-path series, bound on first use (bound.ts): recording them costs no label hashing.
+  private readonly callChildren = new Children((method, outcome) => new Children((reason) => new BoundCounter(this.calls, { method, outcome, reason })));
+  private readonly callSecondsChildren = new Children((method) => new BoundHistogram(this.callSeconds, { method }));
+  private readonly httpChildren = new Map<number, BoundCounter>();
+  private readonly batchSizeChild = new BoundHistogram(this.batchSize, {});
+  private readonly upstreamCallChildren = new Children((upstream, method) => new Children((outcome) => new BoundCounter(this.upstreamCalls, { upstream, method, outcome })));
+  private readonly upstreamSecondsChildren = new Children((upstream, method) => new BoundHistogram(this.upstreamSeconds, { upstream, method }));
+  private readonly cacheLookupChildren = new Children((cls, result) => new BoundCounter(this.cacheLookups, { class: cls, result }));
+
   constructor(opts: { processMetrics?: boolean; version?: string; chainId?: number } = {}) {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
     this.buildInfo.set({ version: opts.version ?? 'unknown', chain_id: `0x${(opts.chainId ?? 0).toString(16)}` }, 1);
@@ -87,8 +97,8 @@ export class Metrics {
 
   /** A call worked on by the pipeline: counted once, and its time observed. */
   recordCall(method: string, outcome: CallOutcome, reason: CallReason, seconds: number): void {
-    this.calls.inc({ method, outcome, reason });
-    this.callSeconds.observe({ method }, seconds);
+    this.callChildren.get(method, outcome).get(reason).inc();
+    this.callSecondsChildren.get(method).observe(seconds);
   }
 
   /**
@@ -116,13 +126,18 @@ export class Metrics {
   }
 
   recordHttp(status: number, batchSize: number | null): void {
-    this.httpRequests.inc({ status: String(status) });
-    if (batchSize !== null) this.batchSize.observe(batchSize);
+    let child = this.httpChildren.get(status);
+    if (child === undefined) {
+      child = new BoundCounter(this.httpRequests, { status: String(status) });
+      this.httpChildren.set(status, child);
+    }
+    child.inc();
+    if (batchSize !== null) this.batchSizeChild.observe(batchSize);
   }
 
   recordUpstreamCall(upstream: string, method: string, outcome: string, seconds: number): void {
-    this.upstreamCalls.inc({ upstream, method, outcome });
-    this.upstreamSeconds.observe({ upstream, method }, seconds);
+    this.upstreamCallChildren.get(upstream, method).get(outcome).inc();
+    this.upstreamSecondsChildren.get(upstream, method).observe(seconds);
   }
 
   recordFailover(reason: string): void {
@@ -138,7 +153,7 @@ export class Metrics {
   }
 
   recordCacheLookup(cls: string, hit: boolean): void {
-    this.cacheLookups.inc({ class: cls, result: hit ? 'hit' : 'miss' });
+    this.cacheLookupChildren.get(cls, hit ? 'hit' : 'miss').inc();
   }
 
   recordCacheEvictions(n: number): void {

@@ -13,8 +13,10 @@ import type { Metrics, CallOutcome } from '../metrics/registry.js';
 import { broadcast, forward, type Attempted, type ForwardDeps } from '../routing/forward.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import type { Fleet } from '../upstream/fleet.js';
-import { planCache, type ResponseCache } from '../cache/index.js';
-import { resolveBlocks } from './blocks.js';
+import { planCache, type CachePlan, type ResponseCache } from '../cache/index.js';
+import { arrayElements } from '../jsonrpc/scan.js';
+import type { Requirement } from '../routing/select.js';
+import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
 import { mergeLogs, splitLogsRange, type LogsRange } from './logs.js';
 
@@ -59,16 +61,34 @@ export class Pipeline {
     return { clientIp, head: this.deps.fleet.blockNumber(), deadline: Date.now() + timeoutMs, trail: [], log };
   }
 
-  async handle(ctx: RequestContext, call: Call): Promise<Outcome> {
+  /**
+   * One call's outcome. Synchronous when nothing needs waiting for (local answers, refusals,
+   * memory cache hits), so a cached answer costs no promise and no microtask hop.
+   */
+  handle(ctx: RequestContext, call: Call): Outcome | Promise<Outcome> {
     const started = performance.now();
     const label = this.deps.policy.label(call.method);
-    let outcome: Outcome;
+    let outcome: Outcome | Promise<Outcome>;
     try {
-      outcome = await this.run(ctx, call, label);
+      outcome = this.run(ctx, call, label);
     } catch (err) {
-      ctx.log.error({ err, method: label }, 'call failed inside the pipeline');
-      outcome = { error: new RpcError('INTERNAL_ERROR') };
+      outcome = this.crashed(ctx, err, label);
     }
+    if (outcome instanceof Promise) {
+      return outcome.then(
+        (o) => this.record(label, o, started),
+        (err: unknown) => this.record(label, this.crashed(ctx, err, label), started),
+      );
+    }
+    return this.record(label, outcome, started);
+  }
+
+  private crashed(ctx: RequestContext, err: unknown, label: string): Outcome {
+    ctx.log.error({ err, method: label }, 'call failed inside the pipeline');
+    return { error: new RpcError('INTERNAL_ERROR') };
+  }
+
+  private record(label: string, outcome: Outcome, started: number): Outcome {
     let kind: CallOutcome;
     if (outcome.result !== undefined) kind = outcome.cached ? 'cached' : 'ok';
     else if (outcome.error !== undefined) kind = blameOf(outcome.error.reason) === 'client' ? 'client_error' : 'service_error';
@@ -77,7 +97,7 @@ export class Pipeline {
     return outcome;
   }
 
-  private async run(ctx: RequestContext, call: Call, label: string): Promise<Outcome> {
+  private run(ctx: RequestContext, call: Call, label: string): Outcome | Promise<Outcome> {
     const d = this.deps;
     const resolved = d.policy.resolve(call.method);
     if (resolved === null) return { error: rpcErrors.methodNotFound(call.method) };
@@ -100,33 +120,50 @@ export class Pipeline {
     if (spec.waitsForReceipt) {
       // The node may have taken the transaction before a timeout or a dropped connection: sending
       // it again elsewhere would be blind. One attempt; the client looks the hash up if it fails.
-      const { outcome } = await forward(
+      return forward(
         { ...d, maxAttempts: 1, upstreamTimeoutMs: d.sendSyncTimeoutMs ?? d.upstreamTimeoutMs },
         { method: call.method, label, paramsJson: JSON.stringify(res.params), requirement, deadline: ctx.deadline, trail: ctx.trail, log: ctx.log },
-      );
-      return outcome;
+      ).then((a) => a.outcome);
     }
     if (spec.filterObject !== undefined && d.logs !== undefined) {
       const split = splitLogsRange(res.params, spec.filterObject, d.logs);
       if (split instanceof RpcError) return { error: split };
-      if (split !== null) return mergeLogs(await Promise.all(split.map((params) => this.run(ctx, { ...call, params }, label))));
+      // Each chunk is a call of its own (its params text is made from its params, not the client's).
+      if (split !== null) return Promise.all(split.map((params) => this.run(ctx, { ...call, params, paramsText: undefined }, label))).then(mergeLogs);
     }
     if (raw !== undefined && d.broadcastTransactions) {
-      return broadcast(d, { method: call.method, label, paramsJson: JSON.stringify(res.params), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
+      return broadcast(d, { method: call.method, label, paramsJson: paramsText(call, spec, res), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
     }
-    const paramsJson = JSON.stringify(res.params);
-    const send = (): Promise<Attempted> =>
-      forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail, log: ctx.log });
     // Only a mined block proves a height: the pending block (head + 1) must not move the fleet head.
     const proves = spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending');
-    if (spec.handling !== 'read' || resolved.extension || spec.capability === 'debug') {
-      return this.afterForward(spec, await send(), proves);
-    }
-    const plan = planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized });
-    if (plan !== null) {
-      const hit = await d.cache.lookup(plan);
-      if (hit !== undefined) return { result: hit, cached: true };
-    }
+    const cacheable = spec.handling === 'read' && !resolved.extension && spec.capability !== 'debug';
+    const plan = cacheable ? planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized }) : null;
+    const fetch = (): Promise<Outcome> => this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
+    if (plan === null) return fetch();
+    const hit = d.cache.lookup(plan);
+    if (hit instanceof Promise) return hit.then((h) => (h !== undefined ? { result: h, cached: true } : fetch()));
+    if (hit !== undefined) return { result: hit, cached: true };
+    return fetch();
+  }
+
+  /** The call goes to a node: shared with identical calls in flight, stored when its plan allows. */
+  private async fetch(
+    ctx: RequestContext,
+    call: Call,
+    label: string,
+    spec: MethodSpec,
+    res: Resolution,
+    requirement: Requirement,
+    raw: string | undefined,
+    proves: boolean,
+    cacheable: boolean,
+    plan: CachePlan | null,
+  ): Promise<Outcome> {
+    const d = this.deps;
+    const paramsJson = paramsText(call, spec, res);
+    const send = (): Promise<Attempted> =>
+      forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail, log: ctx.log });
+    if (!cacheable) return this.afterForward(spec, await send(), proves);
     const gen = d.cache.generation;
     // Identical reads in flight at once share one upstream call; per-client (sticky) ones per client.
     const key = plan?.key ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
@@ -161,6 +198,23 @@ export class Pipeline {
     if (outcome.error?.reason === 'UPSTREAM_FAILED') return { error: new RpcError('FILTER_NOT_FOUND') };
     return outcome;
   }
+}
+
+/**
+ * The params as JSON text for the node: the client's own text when nothing was rewritten (never
+ * parsed and serialised again), the block parameter spliced into it when `latest` was pinned, and
+ * a fresh serialisation only for rewritten filter objects.
+ */
+function paramsText(call: Call, spec: MethodSpec, res: Resolution): string {
+  const text = call.paramsText;
+  if (text === undefined) return JSON.stringify(res.params);
+  if (!res.rewritten) return text;
+  if (spec.block !== undefined && spec.filterObject === undefined) {
+    const span = arrayElements(text)[spec.block];
+    const value = res.params[spec.block];
+    if (span !== undefined && typeof value === 'string') return `${text.slice(0, span.start)}${JSON.stringify(value)}${text.slice(span.end)}`;
+  }
+  return JSON.stringify(res.params);
 }
 
 /** The block a receipt, transaction or block answer belongs to, read from its raw text. */

@@ -8,7 +8,7 @@ import { RpcError } from '../jsonrpc/errors.js';
 import { parseBody, type Call, type Slot } from '../jsonrpc/parse.js';
 import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
 import type { Concurrency } from '../limits/concurrency.js';
-import type { Identity, RateLimits } from '../limits/rate.js';
+import type { Admission, Identity, RateLimits } from '../limits/rate.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { Pipeline } from '../pipeline/index.js';
 
@@ -44,66 +44,104 @@ export class Front {
     this.deps = deps;
   }
 
-  async process(text: string, who: Identity, log: Logger): Promise<FrontResult> {
+  /**
+   * The answer to one body. Synchronous (no promise) when every call is answered without waiting
+   * (local answers, memory cache hits, refusals): each promise and microtask hop is a measurable
+   * share of a cached answer's cost.
+   */
+  process(text: string, who: Identity, log: Logger): FrontResult | Promise<FrontResult> {
     const d = this.deps;
     const parsed = parseBody(text, d.maxBatchSize);
     if (parsed.kind === 'error') {
       d.metrics.recordRefused(INVALID_METHOD, parsed.error.reason);
       const one = errorText('null', parsed.error);
-      return { status: parsed.status, body: parsed.asArray ? `[${one}]` : one, calls: null, methods: () => [], upstreams: [], errors: 1 };
+      return { status: parsed.status, body: parsed.asArray ? `[${one}]` : one, calls: null, methods: () => [], upstreams: NONE, errors: 1 };
     }
-    const { slots, batch } = parsed;
-    const methods = (): string[] => slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
-    const valid: Call[] = [];
-    for (const s of slots) {
-      if (s.call) valid.push(s.call);
+    const methods: string[] = [];
+    for (const s of parsed.slots) {
+      if (s.call) methods.push(s.call.method);
       else d.metrics.recordRefused(INVALID_METHOD, s.error.reason);
     }
-    const admitting = d.rateLimits.admit(who, valid.map((c) => c.method));
-    const admissions = Array.isArray(admitting) ? admitting : await admitting;
-    const refused = new Map<number, number>();
-    valid.forEach((c, i) => {
-      const wait = admissions[i];
-      if (wait !== null && wait !== undefined) refused.set(c.index, wait);
-    });
-    const admitted = valid.length - refused.size;
-    const retryAfter = refused.size > 0 ? Math.max(...refused.values()) : undefined;
+    const admitting = d.rateLimits.admit(who, methods);
+    if (Array.isArray(admitting)) return this.admitted(d, parsed.batch, parsed.slots, who, log, admitting);
+    return admitting.then((a) => this.admitted(d, parsed.batch, parsed.slots, who, log, a));
+  }
+
+  private admitted(d: FrontDeps, batch: boolean, slots: Slot[], who: Identity, log: Logger, admissions: readonly Admission[]): FrontResult | Promise<FrontResult> {
+    const methods = (): string[] => slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
+    // admissions[i] belongs to the i-th valid call; refused maps slot index -> seconds to wait.
+    let refused: Map<number, number> | null = null;
+    let valid = 0;
+    for (const s of slots) {
+      if (!s.call) continue;
+      const wait = admissions[valid++];
+      if (wait !== null && wait !== undefined) (refused ??= new Map()).set(s.call.index, wait);
+    }
+    const admitted = valid - (refused?.size ?? 0);
+    const retryAfter = refused !== null ? Math.max(...refused.values()) : undefined;
     // Every call over the limit: the whole request is refused with 429, each call with its own -32005.
-    if (valid.length > 0 && admitted === 0) {
-      for (const c of valid) d.metrics.recordRefused(d.pipeline.label(c.method), 'RATE_LIMITED');
-      const texts = refuseAll(slots, (c) => rateLimited(refused.get(c.index) ?? 1));
-      return { status: 429, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [], errors: slots.length, retryAfter };
+    if (valid > 0 && admitted === 0) {
+      for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), 'RATE_LIMITED');
+      const texts = refuseAll(slots, (c) => rateLimited(refused?.get(c.index) ?? 1));
+      return { status: 429, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
     }
     const admission = d.concurrency.acquire(who.ip, admitted);
     if (admission !== 'ok') {
       const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', { data: { retryAfterSeconds: 1 } });
       d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
-      for (const c of valid) d.metrics.recordRefused(d.pipeline.label(c.method), error.reason);
+      for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), error.reason);
       const texts = refuseAll(slots, () => error);
-      return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: [], errors: slots.length, retryAfter: 1 };
+      return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter: 1 };
     }
-    let errors = 0;
+    let released = false;
+    const release = (): void => {
+      if (!released) d.concurrency.release(who.ip, admitted);
+      released = true;
+    };
     try {
       const ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log);
-      const texts = await Promise.all(
-        slots.map(async (s) => {
+      const outcomes: (Outcome | Promise<Outcome> | undefined)[] = new Array(slots.length);
+      let waiting = false;
+      for (let i = 0; i < slots.length; i++) {
+        const s = slots[i]!;
+        if (!s.call) continue;
+        const wait = refused?.get(s.call.index);
+        if (wait !== undefined) d.metrics.recordRefused(d.pipeline.label(s.call.method), 'RATE_LIMITED');
+        const o = wait !== undefined ? { error: rateLimited(wait) } : d.pipeline.handle(ctx, s.call);
+        if (o instanceof Promise) waiting = true;
+        outcomes[i] = o;
+      }
+      const finish = (done: readonly (Outcome | undefined)[]): FrontResult => {
+        release();
+        let errors = 0;
+        const texts: (string | undefined)[] = new Array(slots.length);
+        for (let i = 0; i < slots.length; i++) {
+          const s = slots[i]!;
           if (!s.call) {
             errors++;
-            return errorText(s.id, s.error);
+            texts[i] = errorText(s.id, s.error);
+            continue;
           }
-          const wait = refused.get(s.call.index);
-          if (wait !== undefined) d.metrics.recordRefused(d.pipeline.label(s.call.method), 'RATE_LIMITED');
-          const outcome: Outcome = wait !== undefined ? { error: rateLimited(wait) } : await d.pipeline.handle(ctx, s.call);
+          const outcome = done[i]!;
           if (outcome.result === undefined) errors++;
-          return s.call.id === undefined ? undefined : responseText(s.call.id, outcome);
-        }),
-      );
-      return { status: 200, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: [...new Set(ctx.trail)], errors };
-    } finally {
-      d.concurrency.release(who.ip, admitted);
+          texts[i] = s.call.id === undefined ? undefined : responseText(s.call.id, outcome);
+        }
+        const upstreams = ctx.trail.length === 0 ? NONE : [...new Set(ctx.trail)];
+        return { status: 200, body: writeBody(batch, texts), calls: slots.length, methods, upstreams, errors };
+      };
+      if (!waiting) return finish(outcomes as (Outcome | undefined)[]);
+      return Promise.all(outcomes).then(finish, (err: unknown) => {
+        release();
+        throw err;
+      });
+    } catch (err) {
+      release();
+      throw err;
     }
   }
 }
+
+const NONE: string[] = [];
 
 /** Every slot's answer when no call is worked on: each call refused with its error, invalid ones as they were. */
 function refuseAll(slots: readonly Slot[], errorFor: (c: Call) => RpcError): (string | undefined)[] {

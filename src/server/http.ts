@@ -11,7 +11,7 @@ import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import { isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
-import type { Front } from './front.js';
+import type { Front, FrontResult } from './front.js';
 
 export interface HttpDeps {
   front: Front;
@@ -59,10 +59,12 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
       connectionsCheckingInterval: Math.min(1_000, timeouts.headersTimeoutMs),
     },
     (req, res) => {
-      void handle(getDeps(), req, res).catch((err: unknown) => {
-        getDeps().log.error({ err }, 'http handler crashed');
-        if (!res.headersSent) send(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')));
-      });
+      const deps = getDeps();
+      try {
+        handle(deps, req, res);
+      } catch (err) {
+        crashed(deps, res, err);
+      }
     },
   );
   // A malformed request line or a slow client: answer 400/408 if the socket still can, never crash.
@@ -75,8 +77,21 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
   return server;
 }
 
-function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
+function crashed(deps: HttpDeps, res: ServerResponse, err: unknown): void {
+  deps.log.error({ err }, 'http handler crashed');
+  if (!res.headersSent) send(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
+}
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** One writeHead with every header, then the body: Node writes head and body in one go. */
+function send(res: ServerResponse, status: number, body: string, reqId: string | undefined, cors: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>>): void {
+  const length = String(Buffer.byteLength(body));
+  if (cors === NO_HEADERS && extra === NO_HEADERS && reqId !== undefined) {
+    res.writeHead(status, ['content-type', 'application/json', 'content-length', length, 'x-request-id', reqId]);
+  } else {
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': length, ...cors, ...(reqId === undefined ? {} : { 'x-request-id': reqId }), ...extra });
+  }
   res.end(body);
 }
 
@@ -97,13 +112,12 @@ function acceptsGzip(header: string | undefined): boolean {
  * accepts it (fast level: large answers are repetitive JSON, and the proxy's CPU is the cost).
  * Compression runs on the thread pool, not the event loop.
  */
-function sendMaybeGzip(res: ServerResponse, req: IncomingMessage, minBytes: number | null, status: number, body: string, headers: Record<string, string>): void {
-  if (minBytes === null || body.length < minBytes) return send(res, status, body, headers);
-  const vary = headers.vary === undefined ? 'Accept-Encoding' : `${headers.vary}, Accept-Encoding`;
-  if (!acceptsGzip(req.headers['accept-encoding'])) return send(res, status, body, { ...headers, vary });
+function sendLarge(res: ServerResponse, req: IncomingMessage, status: number, body: string, reqId: string, cors: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>>): void {
+  const vary = { vary: cors.vary === undefined ? 'Accept-Encoding' : `${cors.vary}, Accept-Encoding` };
+  if (!acceptsGzip(req.headers['accept-encoding'])) return send(res, status, body, reqId, cors, { ...extra, ...vary });
   gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
-    if (err) return send(res, status, body, { ...headers, vary });
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': zipped.length, 'content-encoding': 'gzip', ...headers, vary });
+    if (err) return send(res, status, body, reqId, cors, { ...extra, ...vary });
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': zipped.length, 'content-encoding': 'gzip', ...cors, 'x-request-id': reqId, ...extra, ...vary });
     res.end(zipped);
   });
 }
@@ -111,12 +125,15 @@ function sendMaybeGzip(res: ServerResponse, req: IncomingMessage, minBytes: numb
 /** Browsers hide other response headers from scripts; a dapp must be able to read when to retry. */
 const EXPOSED = { 'access-control-expose-headers': 'Retry-After' };
 
-function corsHeaders(deps: HttpDeps, req: IncomingMessage): Record<string, string> {
+const ALLOW_ANY: Readonly<Record<string, string>> = Object.freeze({ 'access-control-allow-origin': '*', ...EXPOSED });
+const VARY: Readonly<Record<string, string>> = Object.freeze({ vary: 'Origin' });
+
+function corsHeaders(deps: HttpDeps, req: IncomingMessage): Readonly<Record<string, string>> {
   const origin = req.headers.origin;
-  if (deps.corsOrigins.length === 0) return {};
-  if (deps.corsOrigins.includes('*')) return origin === undefined ? {} : { 'access-control-allow-origin': '*', ...EXPOSED };
+  if (deps.corsOrigins.length === 0) return NO_HEADERS;
+  if (deps.corsOrigins.includes('*')) return origin === undefined ? NO_HEADERS : ALLOW_ANY;
   // The answer depends on Origin whether or not this one is listed: a shared cache must key on it.
-  if (origin === undefined || !deps.corsOrigins.includes(origin)) return { vary: 'Origin' };
+  if (origin === undefined || !deps.corsOrigins.includes(origin)) return VARY;
   return { 'access-control-allow-origin': origin, vary: 'Origin', ...EXPOSED };
 }
 
@@ -126,6 +143,15 @@ let requestSeq = 0;
 function nextRequestId(): string {
   return `${ID_PREFIX}-${(++requestSeq).toString(36)}`;
 }
+
+interface LogInfo {
+  calls?: number | null;
+  methods?: () => string[];
+  upstreams?: string[];
+  errors?: number;
+}
+
+type Rejection = 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN' | 'INVALID_API_KEY';
 
 /**
  * A client's (or its balancer's) X-Request-Id is kept when it is a plain token (1-128 of letters,
@@ -143,28 +169,31 @@ function userAgentOf(req: IncomingMessage): string | undefined {
   return ua === undefined ? undefined : ua.length > 200 ? `${ua.slice(0, 200)}...` : ua;
 }
 
-async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const started = performance.now();
+function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void {
   const cors = corsHeaders(deps, req);
   const clientIp = deps.clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
   const reqId = requestIdOf(req);
   // The per-request child logger and its line cost more than the rest of a cached answer: only
-  // when request lines (log.requests, at info) or debug lines can be written is one made.
+  // when request lines (log.requests, at info) or debug lines can be written is one made, and only
+  // for a request line is the clock read.
   const mode = deps.logRequests ?? 'all';
   const logRequests = mode !== 'off' && deps.log.isLevelEnabled('info');
+  const started = logRequests ? performance.now() : 0;
   const log = logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: reqId }) : deps.log;
   let apiKey: string | undefined;
-  const finish = (status: number, body: string, extra: Record<string, string>, info: { calls?: number | null; methods?: () => string[]; upstreams?: string[]; errors?: number } = {}): void => {
-    sendMaybeGzip(res, req, deps.gzipMinBytes ?? null, status, body, { ...cors, 'x-request-id': reqId, ...extra });
+  const finish = (status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void => {
+    if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes) send(res, status, body, reqId, cors, extra);
+    else sendLarge(res, req, status, body, reqId, cors, extra);
     deps.metrics.recordHttp(status, info.calls ?? null);
+    if (!logRequests) return;
     // errors: how many calls (or the whole body) were answered with an error: the request's outcome.
     const errors = info.errors ?? (status === 200 ? 0 : 1);
-    if (logRequests && (mode === 'all' || errors > 0 || status >= 400)) {
+    if (mode === 'all' || errors > 0 || status >= 400) {
       const key = apiKey === undefined ? undefined : (deps.keyName?.(apiKey) ?? 'unknown');
       log.info({ ip: clientIp, status, calls: info.calls ?? 0, errors, methods: info.methods?.(), upstreams: info.upstreams, ms: Math.round(performance.now() - started), ua: userAgentOf(req), apiKey: key }, 'request');
     }
   };
-  const reject = (reason: 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN' | 'INVALID_API_KEY', extra: Record<string, string> = {}): void => {
+  const reject = (reason: Rejection, extra: Readonly<Record<string, string>> = NO_HEADERS): void => {
     const e = new RpcError(reason);
     // A request refused before it became calls counts as one call (method `invalid`); a GET or
     // OPTIONS is no call at all.
@@ -172,7 +201,7 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
     finish(e.http, errorText('null', e), extra);
   };
 
-  if (deps.isDraining()) return reject('SHUTTING_DOWN', { connection: 'close' });
+  if (deps.isDraining()) return reject('SHUTTING_DOWN', CONNECTION_CLOSE);
   const target = rpcTarget(req);
   if (req.method === 'OPTIONS') {
     res.writeHead(204, {
@@ -189,21 +218,32 @@ async function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse)
   if (req.method === 'GET') {
     if (target === null) return reject('NOT_FOUND');
     const info = { name: 'switchyard', version: deps.version, chainId: `0x${deps.chainId.toString(16)}`, ready: deps.isReady() };
-    return finish(200, JSON.stringify(info), {});
+    return finish(200, JSON.stringify(info), NO_HEADERS);
   }
-  if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', { allow: 'POST, GET, OPTIONS' });
+  if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', ALLOW);
   if (target === null) return reject('NOT_FOUND');
   apiKey = target.apiKey;
   if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return reject('INVALID_API_KEY');
   if (!isJsonContentType(req.headers['content-type'])) return reject('BAD_CONTENT_TYPE');
-  const body = await readBody(req, deps.maxBodyBytes);
-  if (!body.ok) {
-    if (body.why === 'aborted') return;
-    if (body.why === 'too_large') return reject('BODY_TOO_LARGE', { connection: 'close' });
-    deps.metrics.recordRefused(INVALID_METHOD, 'PARSE_ERROR');
-    return finish(200, errorText('null', new RpcError('PARSE_ERROR')), {}, { errors: 1 });
-  }
-  const out = await deps.front.process(body.text, { ip: clientIp, apiKey: target.apiKey }, log);
-  const extra: Record<string, string> = out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : {};
-  finish(out.status, out.body, extra, out);
+  readBody(req, deps.maxBodyBytes, (body) => {
+    try {
+      if (!body.ok) {
+        if (body.why === 'aborted') return;
+        if (body.why === 'too_large') return reject('BODY_TOO_LARGE', CONNECTION_CLOSE);
+        deps.metrics.recordRefused(INVALID_METHOD, 'PARSE_ERROR');
+        return finish(200, errorText('null', new RpcError('PARSE_ERROR')), NO_HEADERS, { errors: 1 });
+      }
+      const answer = (out: FrontResult): void => {
+        finish(out.status, out.body, out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS, out);
+      };
+      const out = deps.front.process(body.text, { ip: clientIp, apiKey: target.apiKey }, log);
+      if (out instanceof Promise) out.then(answer).catch((err: unknown) => crashed(deps, res, err));
+      else answer(out);
+    } catch (err) {
+      crashed(deps, res, err);
+    }
+  });
 }
+
+const CONNECTION_CLOSE: Readonly<Record<string, string>> = Object.freeze({ connection: 'close' });
+const ALLOW: Readonly<Record<string, string>> = Object.freeze({ allow: 'POST, GET, OPTIONS' });

@@ -1,11 +1,14 @@
 /**
- * What the benchmark scenarios share: the load generator (wrk with a Lua script), the processes
- * under test (Switchyard from dist/, HAProxy, a bare node:http server) started on free ports and
- * killed by pid, CPU pinning, and RSS from /proc. Not a test file: tap never runs it.
+ * What the benchmark scenarios share: the load generator (wrk with a Lua script that checks every
+ * answer), the processes under test (Switchyard from dist/, HAProxy, a bare node:http server, the
+ * leanest Node pass-through) started on free ports and killed by pid, CPU time and RSS from /proc.
+ * Nothing is pinned to a CPU: the node must never be starved by the proxy or the load generator,
+ * or every proxy looks alike. Not a test file: tap never runs it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ANVIL_BIN } from '../helpers/anvil.js';
 import { freePort } from '../helpers/ports.js';
 import { stopProcess } from '../helpers/process.js';
 export { freePort };
@@ -32,13 +35,6 @@ export function ensureTools(): void {
     spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
     if (!install()) throw new Error(`apt-get install ${missing.join(' ')} failed`);
   }
-}
-
-
-/** Every thread of `pid` onto `cpu` (taskset -a), so "one thread each" holds for the comparison. */
-export function pin(pid: number, cpu: number): boolean {
-  if (!commandExists('taskset')) return false;
-  return spawnSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' }).status === 0;
 }
 
 export interface Proc {
@@ -87,8 +83,17 @@ export async function rpc(url: string, body: string): Promise<string> {
   return res.text();
 }
 
-/** Switchyard from dist/ with a temp config; ready when its admin /ready says so. */
-export async function startSwitchyardProcess(root: string, dir: string, name: string, config: Record<string, unknown>): Promise<Proc & { url: string; adminUrl: string }> {
+/**
+ * Switchyard from dist/ with a temp config; ready when its admin /ready says so. `nodeArgs` go to
+ * node before the script (e.g. --cpu-prof).
+ */
+export async function startSwitchyardProcess(
+  root: string,
+  dir: string,
+  name: string,
+  config: Record<string, unknown>,
+  nodeArgs: string[] = [],
+): Promise<Proc & { url: string; adminUrl: string }> {
   const port = await freePort();
   const admin = await freePort();
   const full = {
@@ -99,7 +104,7 @@ export async function startSwitchyardProcess(root: string, dir: string, name: st
   const file = join(dir, `${name}.json`);
   // JSON is YAML: the config loader reads it as is.
   writeFileSync(file, JSON.stringify(full, null, 2));
-  const p = startProcess(name, process.execPath, [join(root, 'dist/main.js'), '--config', file], { cwd: root });
+  const p = startProcess(name, process.execPath, [...nodeArgs, join(root, 'dist/main.js'), '--config', file], { cwd: root });
   const adminUrl = `http://127.0.0.1:${admin}`;
   try {
     await waitUntil(`${name} ready`, async () => (await fetch(`${adminUrl}/ready`)).status === 200);
@@ -108,6 +113,24 @@ export async function startSwitchyardProcess(root: string, dir: string, name: st
     throw new Error(`${(err as Error).message}\n${p.output()}`);
   }
   return { ...p, url: `http://127.0.0.1:${port}`, adminUrl };
+}
+
+/**
+ * One anvil for the benchmark, quiet: by default it prints a line per call, and at tens of
+ * thousands of calls a second that pipe (and whoever drains it) would slow the node down and make
+ * the node direct look no faster than the proxies in front of it.
+ */
+export async function startQuietAnvil(): Promise<Proc & { url: string; port: number }> {
+  const port = await freePort();
+  const p = startProcess('anvil', ANVIL_BIN, ['--port', String(port), '--host', '127.0.0.1', '--chain-id', '186', '--quiet']);
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntil('anvil', async () => (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('0xba'), 30_000);
+  } catch (err) {
+    await p.stop();
+    throw new Error(`${(err as Error).message}\n${p.output()}`);
+  }
+  return { ...p, url, port };
 }
 
 /** HAProxy, one thread, one backend, keep-alive both sides: the L7 reference proxy. */
@@ -142,12 +165,12 @@ backend node
   return { ...p, url };
 }
 
-/** The hit-path reference: node:http reading the body and answering one constant JSON-RPC result. */
-export async function startBareNode(): Promise<Proc & { url: string }> {
+/** The hit-path reference: node:http reading the body and answering one constant text. */
+export async function startBareNode(name: string, answer: string): Promise<Proc & { url: string }> {
   const port = await freePort();
   const script = `
 const http = require('node:http');
-const body = Buffer.from('{"jsonrpc":"2.0","id":1,"result":"0xba"}');
+const body = Buffer.from(${JSON.stringify(answer)});
 const server = http.createServer((req, res) => {
   req.on('data', () => {});
   req.on('end', () => {
@@ -158,9 +181,45 @@ const server = http.createServer((req, res) => {
 server.keepAliveTimeout = 60000;
 server.listen(${port}, '127.0.0.1');
 `;
-  const p = startProcess('bare-node', process.execPath, ['-e', script]);
+  const p = startProcess(name, process.execPath, ['-e', script]);
   const url = `http://127.0.0.1:${port}`;
-  await waitUntil('bare node server', async () => (await rpc(url, '{}')).includes('result'), 10_000);
+  await waitUntil(name, async () => (await rpc(url, '{}')).includes('result'), 10_000);
+  return { ...p, url };
+}
+
+/**
+ * The leanest Node proxy there is: node:http in front, one undici Pool behind, the request bytes
+ * passed to the node and the answer's bytes passed back, nothing parsed. What any Node proxy pays
+ * for HTTP in and out before it does any work of its own.
+ */
+export async function startPassthrough(root: string, upstream: string): Promise<Proc & { url: string }> {
+  const port = await freePort();
+  const script = `
+const http = require('node:http');
+const { Pool } = require(${JSON.stringify(join(root, 'node_modules/undici'))});
+const pool = new Pool(${JSON.stringify(upstream)}, { connections: 128, pipelining: 1 });
+const headers = { 'content-type': 'application/json' };
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+    pool.request({ path: '/', method: 'POST', headers, body }).then(async (r) => {
+      const out = Buffer.from(await r.body.arrayBuffer());
+      res.writeHead(r.statusCode, { 'content-type': 'application/json', 'content-length': out.length });
+      res.end(out);
+    }, () => {
+      res.writeHead(502, { 'content-length': 0 });
+      res.end();
+    });
+  });
+});
+server.keepAliveTimeout = 60000;
+server.listen(${port}, '127.0.0.1');
+`;
+  const p = startProcess('passthrough', process.execPath, ['-e', script]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntil('passthrough', async () => (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('result'), 10_000);
   return { ...p, url };
 }
 
@@ -177,29 +236,62 @@ export interface WrkResult {
   socketErrors: string;
   non2xx: number;
   requests: number;
+  /** Answers the script saw that were not HTTP 200 with the expected number of results and no error. */
+  bad: number;
+  /** Answers the script checked (all of them). */
+  checked: number;
 }
 
 /**
- * The Lua script for one scenario. `body` is either a constant or a generator: a generator gets a
- * per-request counter and a per-run number (wrk's script argument) and builds the address from both,
- * so no request of any run asks what an earlier one did (no cache or coalescing can answer it).
- * No response() callback: it would make wrk copy every body into Lua and turn the load generator
- * into the bottleneck. Bad answers are counted from Switchyard's own metrics instead (badAnswers).
+ * The Lua script for one scenario. `constant`: the same body every time. `batch`: eth_getBalance
+ * of a new address at latest, N per request; the address is built from a per-request counter and
+ * a per-run number (wrk's script argument), so no request of any run asks what an earlier one did
+ * (no cache or coalescing can answer it).
+ * Every answer is checked: HTTP 200, `expect` results and no `"error"`. A bad answer is counted,
+ * and the run that had one does not count (run.ts). The check reads each body in Lua, which costs
+ * wrk a little CPU; the node-direct row shows whether wrk still outpaces every proxy.
  */
-export function luaScript(body: { constant: string } | { batch: number }): string {
+export function luaScript(body: { constant: string; expect: number } | { batch: number }): string {
+  const expect = 'constant' in body ? body.expect : body.batch;
+  const check = `
+-- globals, not locals: done() reads them from each thread with thread:get
+bad = 0
+checked = 0
+local expected = ${expect}
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function response(status, headers, body)
+  checked = checked + 1
+  if status ~= 200 or string.find(body, '"error"', 1, true) then
+    bad = bad + 1
+  elseif expected == 1 then
+    if not string.find(body, '"result"', 1, true) then bad = bad + 1 end
+  else
+    local _, n = string.gsub(body, '"result"', '')
+    if n ~= expected then bad = bad + 1 end
+  end
+end
+function done(summary, latency, requests)
+  local b, c = 0, 0
+  for _, t in ipairs(threads) do
+    b = b + (tonumber(t:get("bad")) or 0)
+    c = c + (tonumber(t:get("checked")) or 0)
+  end
+  io.write(string.format("CHECKED %d BAD %d\\n", c, b))
+end
+`;
   if ('constant' in body) {
     return `wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = [==[${body.constant}]==]
-`;
+${check}`;
   }
   return `local headers = { ["Content-Type"] = "application/json" }
 local counter = 0
 local run = 0
 function init(args) run = tonumber(args[1]) or 0 end
 local function call(i)
-  local m = (i % 2 == 0) and "eth_getBalance" or "eth_getTransactionCount"
-  return string.format('{"jsonrpc":"2.0","id":%d,"method":"%s","params":["0x%08x%032x","latest"]}', i, m, run, i)
+  return string.format('{"jsonrpc":"2.0","id":%d,"method":"eth_getBalance","params":["0x%08x%032x","latest"]}', i, run, i)
 end
 function request()
   local parts = {}
@@ -210,31 +302,20 @@ function request()
   local payload = ${body.batch === 1 ? 'parts[1]' : '"[" .. table.concat(parts, ",") .. "]"'}
   return wrk.format("POST", "/", headers, payload)
 end
-`;
-}
-
-/** Calls Switchyard answered with anything but a result so far (its switchyard_calls_total). */
-export async function badAnswers(adminUrl: string): Promise<number> {
-  const text = await (await fetch(`${adminUrl}/metrics`)).text();
-  let n = 0;
-  for (const m of text.matchAll(/^switchyard_calls_total\{([^}]*)\} (\S+)$/gm)) {
-    const outcome = /outcome="([^"]*)"/.exec(m[1]!)?.[1];
-    if (outcome !== 'ok' && outcome !== 'cached') n += Number(m[2]);
-  }
-  return n;
+${check}`;
 }
 
 let runs = 0;
 
-export async function wrk(url: string, script: string, opts: { connections: number; seconds: number; cpu?: number }): Promise<WrkResult> {
+export async function wrk(url: string, script: string, opts: { connections: number; seconds: number }): Promise<WrkResult> {
   // Each run gets its own number, passed to the script (see luaScript).
   const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', script, url, '--', String(++runs)];
-  const pinned = opts.cpu !== undefined && commandExists('taskset');
-  const p = startProcess('wrk', pinned ? 'taskset' : 'wrk', pinned ? ['-c', String(opts.cpu), 'wrk', ...args] : args);
+  const p = startProcess('wrk', 'wrk', args);
   const code = await new Promise<number | null>((r) => p.proc.once('exit', (c) => r(c)));
   const out = p.output();
   if (code !== 0) throw new Error(`wrk exited with ${code}: ${out}`);
   const num = (re: RegExp): number => Number(re.exec(out)?.[1] ?? 0);
+  const checkedLine = /CHECKED (\d+) BAD (\d+)/.exec(out);
   return {
     rps: num(/Requests\/sec:\s+([\d.]+)/),
     p50: /\s50%\s+(\S+)/.exec(out)?.[1] ?? '?',
@@ -242,6 +323,9 @@ export async function wrk(url: string, script: string, opts: { connections: numb
     socketErrors: /Socket errors: (.*)/.exec(out)?.[1] ?? 'none',
     non2xx: num(/Non-2xx or 3xx responses: (\d+)/),
     requests: num(/(\d+) requests in/),
+    // No CHECKED line means the script's check never ran: treat every answer as unchecked, i.e. bad.
+    bad: checkedLine ? Number(checkedLine[2]) : Number.POSITIVE_INFINITY,
+    checked: checkedLine ? Number(checkedLine[1]) : 0,
   };
 }
 
@@ -255,10 +339,12 @@ export function distBuilt(root: string): boolean {
   return existsSync(join(root, 'dist/main.js'));
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc/PID/stat. */
+const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || 100);
+
+/** CPU seconds (user + system, every thread) a process has used so far, from /proc/PID/stat. */
 export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[11], fields[12]: utime, stime in clock ticks (fields numbered from 3, the state).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }

@@ -151,28 +151,28 @@ t.test('MemoryStore: a reorg hides head entries, never immutable ones', async (t
   const s = new MemoryStore(1_000_000);
   s.set('imm', '"a"', 'immutable', s.generation);
   s.set('head', '"b"', 'head', s.generation);
-  t.equal(s.get('imm'), '"a"');
-  t.equal(s.get('head'), '"b"');
+  t.equal(s.get('imm', 'immutable'), '"a"');
+  t.equal(s.get('head', 'head'), '"b"');
   const before = s.generation;
   s.dropUnfinalized();
   t.equal(s.generation, before + 1, 'generation bumped');
-  t.equal(s.get('head'), undefined, 'head entry gone after the reorg');
-  t.equal(s.get('imm'), '"a"', 'immutable entry survives the reorg');
+  t.equal(s.get('head', 'head'), undefined, 'head entry gone after the reorg');
+  t.equal(s.get('imm', 'immutable'), '"a"', 'immutable entry survives the reorg');
   s.set('late', '"c"', 'head', before);
-  t.equal(s.get('late'), undefined, 'an answer fetched before the reorg is not kept after it');
+  t.equal(s.get('late', 'head'), undefined, 'an answer fetched before the reorg is not kept after it');
   s.set('late-imm', '"d"', 'immutable', before);
-  t.equal(s.get('late-imm'), '"d"', 'immutable answers are kept whatever the generation');
+  t.equal(s.get('late-imm', 'immutable'), '"d"', 'immutable answers are kept whatever the generation');
   s.set('fresh', '"e"', 'head', s.generation);
-  t.equal(s.get('fresh'), '"e"', 'filled under the new generation: served');
+  t.equal(s.get('fresh', 'head'), '"e"', 'filled under the new generation: served');
 });
 
 t.test('MemoryStore: bounded by bytes, oversize entries not kept, disabled at 0', async (t) => {
   const max = 10_000;
   const s = new MemoryStore(max);
   s.set('big', 'x'.repeat(max / 10 + 1), 'immutable', 0);
-  t.equal(s.get('big'), undefined, 'an entry over maxBytes/10 is not kept');
+  t.equal(s.get('big', 'immutable'), undefined, 'an entry over maxBytes/10 is not kept');
   s.set('ok', 'x'.repeat(500), 'immutable', 0);
-  t.equal(s.get('ok'), 'x'.repeat(500), 'a smaller one is');
+  t.equal(s.get('ok', 'immutable'), 'x'.repeat(500), 'a smaller one is');
   let highest = 0;
   for (let i = 0; i < 500; i++) {
     s.set(`k${i}`, 'y'.repeat(100), 'immutable', 0);
@@ -182,12 +182,12 @@ t.test('MemoryStore: bounded by bytes, oversize entries not kept, disabled at 0'
   const st = s.stats();
   t.ok(st.bytes <= max && st.bytes > max / 2, `bytes ${st.bytes} near but within ${max}`);
   t.ok(st.evictions > 0, `evictions counted (${st.evictions})`);
-  t.equal(s.get('k499'), 'y'.repeat(100), 'the most recent entry is kept');
-  t.equal(s.get('k0'), undefined, 'the least recently used went first');
+  t.equal(s.get('k499', 'immutable'), 'y'.repeat(100), 'the most recent entry is kept');
+  t.equal(s.get('k0', 'immutable'), undefined, 'the least recently used went first');
 
   const off = new MemoryStore(0);
   off.set('a', '1', 'immutable', 0);
-  t.equal(off.get('a'), undefined, 'maxBytes 0 keeps nothing');
+  t.equal(off.get('a', 'immutable'), undefined, 'maxBytes 0 keeps nothing');
   t.equal(off.stats().bytes, 0);
 });
 

@@ -18,3 +18,11 @@ t.test('nesting depth ignores brackets inside strings', async (t) => {
   t.equal(nestingDepthExceeds('[[["[[[[[[["]]]', 3), false);
   t.equal(nestingDepthExceeds('[[[[]]]]', 3), true);
 });
+
+t.test('strings with escaped quotes and backslashes end where JSON says', async (t) => {
+  const text = '["a\\\\", "b\\"]", "c\\\\\\"d", {"k\\"":"\\\\"}, 1]';
+  const spans = arrayElements(text).map((s) => text.slice(s.start, s.end));
+  t.same(spans.map((s) => JSON.parse(s) as unknown), JSON.parse(text));
+  t.equal(nestingDepthExceeds(`${'['.repeat(70)}"${']'.repeat(70)}"${']'.repeat(70)}`, 64), true);
+  t.equal(nestingDepthExceeds(`["${'['.repeat(200)}\\\\"]`, 64), false);
+});
