@@ -3,6 +3,7 @@
  * Owns: shape, defaults, value checks. Refuses: reading files, environment expansion (load.ts).
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
+import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
@@ -75,6 +76,24 @@ export const upstreamSchema = z.strictObject({
   maxConnections: positiveInt.max(10000).default(128),
   /** Calls to this node in the same event-loop turn travel as one JSON-RPC batch of at most this many; 1 = never batch. */
   maxBatchSize: positiveInt.max(1000).default(25),
+  /** Static headers sent with every request to this node (e.g. authorization: "Bearer ${TOKEN}", x-api-key). */
+  headers: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, { error: (iss) => `expected an HTTP header name, got ${JSON.stringify(iss.input)}` }),
+      z.string().refine((v) => !/[\r\n]/.test(v), { error: 'expected a header value on one line' }),
+    )
+    .default({})
+    .refine((h) => !Object.keys(h).some((k) => ['content-type', 'content-length', 'host', 'transfer-encoding', 'connection'].includes(k.toLowerCase())), {
+      error: 'expected no content-type, content-length, host, transfer-encoding or connection header (Switchyard sets those)',
+    }),
+  /** A PEM file of CA certificates trusted for this https node (a private CA); null = the system's. */
+  caFile: z
+    .string()
+    .refine((f) => existsSync(f), { error: (iss) => `expected a readable PEM file, got ${JSON.stringify(iss.input)}` })
+    .nullable()
+    .default(null),
+  /** Largest answer body accepted from this node; a larger one is cut off and the call gets -32005. */
+  maxResponseBytes: positiveInt.default(64 * 1024 * 1024),
 });
 
 export const configSchema = z
