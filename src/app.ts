@@ -94,6 +94,8 @@ export class App {
       cache: this.cache,
       maxAttempts: c.routing.maxAttempts,
       upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
+      logs: { maxBlockRange: c.routing.maxLogsBlockRange, split: c.routing.splitLogsRange, maxChunks: c.routing.maxLogsChunks },
+      sendSyncTimeoutMs: c.routing.sendRawTransactionSyncTimeoutMs,
     };
   }
 
@@ -141,6 +143,7 @@ export class App {
       knowsKey: (key) => this.rateLimits.knowsKey(key),
       keyName: (key) => this.rateLimits.keyName(key),
       logRequests: c.log.requests,
+      gzipMinBytes: c.server.gzipMinBytes,
       uptime: this.uptime,
     };
   }
