@@ -300,7 +300,11 @@ export class UptimeStore {
     let copied = true;
     let next: Database.Database;
     try {
-      next = prepare(new Database(this.db.serialize()), ':memory:');
+      const image = this.db.serialize();
+      // Header bytes 18-19 say "WAL"; an in-memory copy cannot open as that: mark it rollback-journal.
+      image[18] = 1;
+      image[19] = 1;
+      next = prepare(new Database(image), ':memory:');
     } catch {
       copied = false;
       next = prepare(new Database(':memory:'), ':memory:');
