@@ -16,7 +16,7 @@ import { waitFor } from '../helpers/wait.js';
 const OPTS: FleetOptions = { chainId: 186, headPollMs: 100, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
 const HEADER = { number: '0x7', hash: `0x${'11'.repeat(32)}`, parentHash: `0x${'22'.repeat(32)}` };
 
-const cfg = (name: string, url: string, weight = 1): UpstreamConfig => ({ name, url, weight, tags: [], maxConnections: 4 });
+const cfg = (name: string, url: string, weight = 1): UpstreamConfig => ({ name, url, weight, tags: [], maxConnections: 4, maxBatchSize: 25, headers: {} });
 
 t.test('re-weighting keeps the node routable and its metrics', async (t) => {
   const script = (method: string) => (method === 'eth_getBlockByNumber' ? { result: HEADER } : undefined);
