@@ -116,7 +116,7 @@ export class HttpUpstreamClient implements UpstreamClient {
         keepAliveTimeout: 30_000,
         connectTimeout: 5_000,
         // A node (or a hostile one) must not make Switchyard buffer an unbounded answer.
-        maxResponseSize: config.maxResponseBytes ?? -1,
+        maxResponseSize: config.maxResponseBytes,
         ...(config.caFile ? { connect: { ca: readFileSync(config.caFile) } } : {}),
       });
   }

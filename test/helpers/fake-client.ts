@@ -8,7 +8,7 @@ import type { Verdict } from '../../src/upstream/classify.js';
 import { Breaker } from '../../src/upstream/health.js';
 
 export function upstreamConfig(name: string, extra: Partial<UpstreamConfig> = {}): UpstreamConfig {
-  return { name, url: 'http://127.0.0.1:9', weight: 1, tags: [], maxConnections: 1, maxBatchSize: 25, headers: {}, ...extra };
+  return { name, url: 'http://127.0.0.1:9', weight: 1, tags: [], maxConnections: 1, maxBatchSize: 25, headers: {}, caFile: null, maxResponseBytes: 64 * 1024 * 1024, ...extra };
 }
 
 export interface SentCall {

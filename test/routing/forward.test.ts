@@ -40,7 +40,7 @@ interface Row {
 
 function summary(o: Outcome): string {
   if (o.result !== undefined) return `result ${o.result}`;
-  if (o.nodeError !== undefined) return `nodeError ${o.nodeError}`;
+  if ('nodeError' in o) return `nodeError ${o.nodeError}`;
   const { reason, ...data } = (o.error as RpcError).data;
   return `error ${String(reason)} ${JSON.stringify(data)}`;
 }
