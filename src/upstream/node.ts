@@ -30,9 +30,6 @@ function requestText(p: Pending): string {
   return `{"jsonrpc":"2.0","id":${p.id},"method":${JSON.stringify(p.method)},"params":${p.paramsJson}}`;
 }
 
-/** For configs built without the schema (tests, embedding); the schema's default is the same. */
-const DEFAULT_BATCH = 25;
-
 /** A batch answer that left a call out. */
 const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
 
@@ -93,7 +90,7 @@ export class Upstream {
         keepAliveTimeout: 30_000,
         connectTimeout: 5_000,
         // A node (or a hostile one) must not make Switchyard buffer an unbounded answer.
-        maxResponseSize: config.maxResponseBytes ?? -1,
+        maxResponseSize: config.maxResponseBytes,
         ...(config.caFile ? { connect: { ca: readFileSync(config.caFile) } } : {}),
       });
   }
@@ -123,7 +120,7 @@ export class Upstream {
   private readonly flush = (): void => {
     const queue = this.queue;
     this.queue = [];
-    const size = this.config.maxBatchSize >= 1 ? this.config.maxBatchSize : DEFAULT_BATCH;
+    const size = this.config.maxBatchSize;
     for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
   };
 

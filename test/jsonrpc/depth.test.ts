@@ -6,7 +6,8 @@ import { MAX_NESTING, parseBody, type Slot } from '../../src/jsonrpc/parse.js';
 const deep = (n: number, inner = '1'): string => '['.repeat(n) + inner + ']'.repeat(n);
 const request = (id: string, params: string): string => `{"jsonrpc":"2.0","id":${id},"method":"eth_call","params":${params}}`;
 
-function slots(text: string): Slot[] {
+/** Each slot with the id its answer will carry (a call's own id, or the id decided for an error). */
+function slots(text: string): (Slot & { id?: string })[] {
   const parsed = parseBody(text, 100);
   if (parsed.kind !== 'calls') throw new Error(`expected calls, got the whole-body error ${parsed.error.reason}`);
   return parsed.slots;
