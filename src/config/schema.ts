@@ -206,6 +206,21 @@ export const configSchema = z
         maxConnectionsPerIp: positiveInt.default(20),
       })
       .prefault({}),
+    /** The public uptime page (SPEC 12): GET /uptime, /uptime.json, /uptime/badge.svg on server.port. */
+    uptime: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        /** How often the two checks run (reachable: a node confirms the chain id; advancing: the head rose). */
+        probeIntervalMs: z.number().int().min(100).default(5_000),
+        /** The chain counts as stalled when the fleet head has not risen for this long. */
+        stallAfterSeconds: z.number().positive().default(60),
+        /** SQLite file for probe history and incidents (relative to the working directory); null = memory only. */
+        store: z.string().min(1).nullable().default('data/uptime.db'),
+        /** List each upstream by name (state, head, lag, latency) on the page; never a URL. */
+        showUpstreams: z.boolean().default(true),
+        title: z.string().min(1).max(200).default('Switchyard status'),
+      })
+      .prefault({}),
     log: z
       .strictObject({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
+import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
 import { isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import type { Front, FrontResult } from './front.js';
@@ -31,6 +32,8 @@ export interface HttpDeps {
   gzipMinBytes?: number | null;
   /** log.requests: which requests get an info line (lifecycle lines are not affected). */
   logRequests?: 'all' | 'errors' | 'off';
+  /** The public uptime page and its JSON and badge (SPEC 12); null when uptime.enabled is false. */
+  uptime?: UptimePages | null;
 }
 
 /** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
@@ -113,7 +116,7 @@ function acceptsGzip(header: string | undefined): boolean {
  * Compression runs on the thread pool, not the event loop.
  */
 function sendLarge(res: ServerResponse, req: IncomingMessage, status: number, body: string, reqId: string, cors: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>>): void {
-  const vary = { vary: cors.vary === undefined ? 'Accept-Encoding' : `${cors.vary}, Accept-Encoding` };
+  const vary = { vary: [cors.vary, extra.vary, 'Accept-Encoding'].filter((v) => v !== undefined).join(', ') };
   if (!acceptsGzip(req.headers['accept-encoding'])) return send(res, status, body, reqId, cors, { ...extra, ...vary });
   gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
     if (err) return send(res, status, body, reqId, cors, { ...extra, ...vary });
@@ -202,6 +205,11 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   };
 
   if (deps.isDraining()) return reject('SHUTTING_DOWN', CONNECTION_CLOSE);
+  if (deps.uptime && (req.method === 'GET' || req.method === 'HEAD')) {
+    const page = uptimeAnswer(deps.uptime, (req.url ?? '/').split('?', 1)[0]!, req.headers.accept);
+    // Public and read-only: its own CORS and cache headers, whatever server.cors says.
+    if (page !== null) return finish(page.status, page.body, page.headers);
+  }
   const target = rpcTarget(req);
   if (req.method === 'OPTIONS') {
     res.writeHead(204, {
