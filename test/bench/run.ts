@@ -8,8 +8,10 @@
  *   hit         eth_getBlockByHash(genesis), answered from the cache, vs a bare node:http server
  *               answering the same bytes as a constant
  *   local       eth_chainId, answered by Switchyard itself, vs a bare node:http server answering it
- *   RSS         Switchyard's VmRSS after the runs and with 1,000 idle keep-alive connections, fresh
- *               and loaded, with the cache's own bytes taken out
+ *   RSS         Switchyard's VmRSS with 1,000 idle keep-alive connections: fresh; after sustained
+ *               misses with the cache off (`cache.maxBytes: 0`: the process without its cache); and
+ *               the main process after all the runs with the default cache (128 MiB), whose
+ *               difference to the cache-off process is what the cache costs in RSS
  * Nothing is pinned: anvil needs both cores to stay clearly faster than any proxy in front of it,
  * which is what makes the proxy the bottleneck. A run counts only when the node direct answers at
  * least NODE_MARGIN x HAProxy's rate (else the proxies are measuring the node, and the run says so)
@@ -34,7 +36,7 @@ import {
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
@@ -44,8 +46,9 @@ const IDLE_CONNECTIONS = 1000;
 const NODE_MARGIN = 1.25;
 const CHAIN_ID_CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
 
-function switchyardConfig(anvilUrl: string): Record<string, unknown> {
+function switchyardConfig(anvilUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
+    ...extra,
     chainId: 186,
     // keep-alive long enough for the idle-connection figure; in-flight caps above what the
     // connections x 25-call batches put in flight, so the limits never answer instead of the node.
@@ -123,7 +126,7 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
   const stops: (() => Promise<void>)[] = [];
   let rows: Row[] = [];
-  let rss: { fresh: RssFigure; loaded: RssFigure } | undefined;
+  let rss: { fresh: RssFigure; noCache: RssFigure; loaded: RssFigure } | undefined;
   try {
     process.stdout.write(`switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned\n`);
     const anvil = await startQuietAnvil();
@@ -178,7 +181,13 @@ async function main(): Promise<number> {
     const loaded = await rssFigure(sy.url, sy.adminUrl, sy.pid);
     const fresh = await startSwitchyardProcess(ROOT, dir, 'switchyard-rss', switchyardConfig(anvil.url));
     stops.push(() => fresh.stop());
-    rss = { fresh: await rssFigure(fresh.url, fresh.adminUrl, fresh.pid), loaded };
+    const freshFigure = await rssFigure(fresh.url, fresh.adminUrl, fresh.pid);
+    await fresh.stop();
+    // The same sustained misses (single and batched) through a process without a cache.
+    const noCache = await startSwitchyardProcess(ROOT, dir, 'switchyard-nocache', switchyardConfig(anvil.url, { cache: { maxBytes: 0 } }));
+    stops.push(() => noCache.stop());
+    for (const script of [miss, miss25, miss]) await wrk(noCache.url, script, { connections: CONNECTIONS, seconds: SECONDS });
+    rss = { fresh: freshFigure, noCache: await rssFigure(noCache.url, noCache.adminUrl, noCache.pid), loaded };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
@@ -213,10 +222,12 @@ async function main(): Promise<number> {
     `| batch of 25 / one call, anvil direct (the node's own) | ${ratio(rps('miss', 'anvil'), rps('miss batch25', 'anvil'))} | ${ratio(us('miss batch25', 'anvil'), us('miss', 'anvil'))} | |`,
   ];
   if (rss) {
+    const cacheRss = rss.loaded.with - rss.noCache.with;
     lines.push(
       `| RSS, fresh process: idle -> ${rss.fresh.open} idle connections (MB) | ${rss.fresh.before.toFixed(1)} -> ${rss.fresh.with.toFixed(1)} | | <= 150 |`,
-      `| RSS after the runs: idle -> ${rss.loaded.open} connections (MB) | ${rss.loaded.before.toFixed(1)} -> ${rss.loaded.with.toFixed(1)} | | |`,
-      `| the same with the cache's ${rss.loaded.cacheMb.toFixed(1)} MB taken out (MB) | ${(rss.loaded.before - rss.loaded.cacheMb).toFixed(1)} -> ${(rss.loaded.with - rss.loaded.cacheMb).toFixed(1)} | | <= 150 |`,
+      `| RSS after sustained misses, cache off: idle -> ${rss.noCache.open} connections (MB) | ${rss.noCache.before.toFixed(1)} -> ${rss.noCache.with.toFixed(1)} | | <= 150 (cache excluded) |`,
+      `| RSS after all the runs, default cache holding ${rss.loaded.cacheMb.toFixed(1)} MB (counted): idle -> ${rss.loaded.open} connections (MB) | ${rss.loaded.before.toFixed(1)} -> ${rss.loaded.with.toFixed(1)} | | |`,
+      `| what the cache costs in RSS: MB, and per counted MB | ${cacheRss.toFixed(1)} | ${rss.loaded.cacheMb > 1 ? (cacheRss / rss.loaded.cacheMb).toFixed(2) : 'n/a'} | sizing: RSS ~ cache-off RSS + this x cache.maxBytes |`,
     );
   }
   lines.push('');
