@@ -21,7 +21,9 @@
  * CPU us/req: CPU time (user + system, all threads, /proc/PID/stat) of the process under test over
  * the measured window, per request: a cost figure that other load on the machine disturbs far less
  * than req/s. BENCH_CPU_PROF=DIR starts Switchyard with --cpu-prof into DIR; BENCH_ONLY=REGEX runs
- * only the scenarios whose "label target" matches.
+ * only the scenarios whose "label target" matches; BENCH_BASELINE=DIR (another checkout, built, with
+ * its node_modules) adds its Switchyard as target `baseline` beside every Switchyard row, so a
+ * before/after comparison shares one run's conditions.
  * Needs haproxy and wrk (Debian packages; installed when run as root). Not part of `npm test`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -40,6 +42,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
+const BASELINE = process.env.BENCH_BASELINE;
 const WARMUP_SECONDS = 1;
 const IDLE_CONNECTIONS = 1000;
 /** The node direct must answer at least this many times HAProxy's rate for the run to count. */
@@ -165,6 +168,12 @@ async function main(): Promise<number> {
       { label: 'local', target: 'bare-node', url: bareLocal.url, script: local, callsPerRequest: 1, pid: bareLocal.pid },
       { label: 'local', target: 'switchyard', url: sy.url, script: local, callsPerRequest: 1, pid: sy.pid },
     ];
+    if (BASELINE) {
+      const base = await startSwitchyardProcess(BASELINE, dir, 'baseline', switchyardConfig(anvil.url));
+      stops.push(() => base.stop());
+      if (!(await rpc(base.url, hitCall)).includes(genesis)) throw new Error('the baseline does not answer the hit call');
+      for (const s of all.filter((x) => x.target === 'switchyard')) all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'baseline', url: base.url, pid: base.pid });
+    }
     const scenarios = ONLY ? all.filter((s) => ONLY.test(`${s.label} ${s.target}`)) : all;
     const runs = new Map<Scenario, Run[]>(scenarios.map((s) => [s, []]));
     for (let round = 1; round <= ROUNDS; round++) {
@@ -221,6 +230,14 @@ async function main(): Promise<number> {
     `| batch of 25 / one call, switchyard (cost: one-call req/s / batch req/s) | ${ratio(rps('miss', 'switchyard'), rps('miss batch25', 'switchyard'))} | ${ratio(us('miss batch25', 'switchyard'), us('miss', 'switchyard'))} | < 5 |`,
     `| batch of 25 / one call, anvil direct (the node's own) | ${ratio(rps('miss', 'anvil'), rps('miss batch25', 'anvil'))} | ${ratio(us('miss batch25', 'anvil'), us('miss', 'anvil'))} | |`,
   ];
+  if (BASELINE) {
+    lines.push(
+      `| baseline miss / haproxy | ${ratio(rps('miss', 'baseline'), rps('miss', 'haproxy'))} | ${ratio(us('miss', 'baseline'), us('miss', 'haproxy'))} | (before) |`,
+      `| baseline hit / bare node:http | ${ratio(rps('hit', 'baseline'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'baseline'), us('hit', 'bare-node'))} | (before) |`,
+      `| baseline local / bare node:http | ${ratio(rps('local', 'baseline'), rps('local', 'bare-node'))} | ${ratio(us('local', 'baseline'), us('local', 'bare-node'))} | (before) |`,
+      `| baseline batch of 25 / one call | ${ratio(rps('miss', 'baseline'), rps('miss batch25', 'baseline'))} | ${ratio(us('miss batch25', 'baseline'), us('miss', 'baseline'))} | (before) |`,
+    );
+  }
   if (rss) {
     const cacheRss = rss.loaded.with - rss.noCache.with;
     lines.push(
