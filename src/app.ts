@@ -20,6 +20,7 @@ import { ClientIp } from './server/client-ip.js';
 import { Front, type FrontDeps } from './server/front.js';
 import { createHttpServer, type HttpDeps } from './server/http.js';
 import { Fleet, fleetOptions } from './upstream/fleet.js';
+import { Uptime } from './uptime/index.js';
 import { VERSION } from './version.js';
 
 export interface AppOptions {
@@ -45,6 +46,7 @@ export class App {
   private readonly log: Logger;
   private readonly metrics: Metrics;
   private readonly fleet: Fleet;
+  private readonly uptime: Uptime | null;
   private readonly concurrency: Concurrency;
   private readonly cache: ResponseCache;
   private rateLimits: RateLimits;
@@ -64,6 +66,7 @@ export class App {
     this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log);
     this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log);
     this.fleet.on('reorg', () => this.cache.onReorg());
+    this.uptime = config.uptime.enabled ? new Uptime(config.uptime, { chainId: config.chainId, fleet: this.fleet, metrics: this.metrics, log: this.log, upstreamTimeoutMs: config.routing.upstreamTimeoutMs }) : null;
     this.pipeline = new Pipeline(this.pipelineDeps(config));
     this.front = new Front(this.frontDeps(config));
     this.httpDeps = this.makeHttpDeps(config);
@@ -74,6 +77,7 @@ export class App {
   static async start(config: Config, opts: AppOptions = {}): Promise<App> {
     const app = new App(config, opts);
     app.fleet.start();
+    app.uptime?.start();
     await app.listen();
     return app;
   }
@@ -90,6 +94,8 @@ export class App {
       cache: this.cache,
       maxAttempts: c.routing.maxAttempts,
       upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
+      logs: { maxBlockRange: c.routing.maxLogsBlockRange, split: c.routing.splitLogsRange, maxChunks: c.routing.maxLogsChunks },
+      sendSyncTimeoutMs: c.routing.sendRawTransactionSyncTimeoutMs,
     };
   }
 
@@ -111,10 +117,11 @@ export class App {
       maxLagBlocks: this.config.routing.maxLagBlocks,
       isDraining: () => this.draining,
       version: VERSION,
-      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats() }),
+      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null }),
       reload: () => this.reloadFile(),
       collect: () => {
         this.cache.collect();
+        this.uptime?.collect();
         this.metrics.inFlight.set(this.concurrency.inFlight);
         this.metrics.maxLagBlocks.set(this.config.routing.maxLagBlocks);
       },
@@ -136,6 +143,8 @@ export class App {
       knowsKey: (key) => this.rateLimits.knowsKey(key),
       keyName: (key) => this.rateLimits.keyName(key),
       logRequests: c.log.requests,
+      gzipMinBytes: c.server.gzipMinBytes,
+      uptime: this.uptime,
     };
   }
 
@@ -194,11 +203,13 @@ export class App {
     if (prev.server.port !== next.server.port || prev.server.host !== next.server.host || prev.server.wsPort !== next.server.wsPort) fixed.push('server.host/port/wsPort');
     if (prev.admin.port !== next.admin.port || prev.admin.host !== next.admin.host) fixed.push('admin');
     if (prev.chainId !== next.chainId) fixed.push('chainId');
+    if (prev.uptime.enabled !== next.uptime.enabled || prev.uptime.store !== next.uptime.store) fixed.push('uptime.enabled/store');
     if (fixed.length > 0) this.log.warn({ settings: fixed }, 'these settings cannot change on reload; restart to apply them');
     if (prev.log.level !== next.log.level) this.log.level = next.log.level;
     this.http.headersTimeout = next.server.headersTimeoutMs;
     this.http.requestTimeout = next.server.headersTimeoutMs + next.server.bodyTimeoutMs;
     this.http.keepAliveTimeout = next.server.keepAliveTimeoutMs;
+    this.uptime?.update(next.uptime);
     this.config = next;
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
     if (JSON.stringify(prev.rateLimit) !== JSON.stringify(next.rateLimit)) {
@@ -239,6 +250,7 @@ export class App {
         this.admin.close(() => r());
       }),
     ]);
+    await this.uptime?.close();
     await this.fleet.stop();
     await this.cache.close();
     await this.rateLimits.close();

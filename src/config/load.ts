@@ -91,6 +91,9 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     case 'invalid_value':
     case 'invalid_format':
       return `${where}: ${issue.message.replace(/^(Invalid input|Too big|Too small): /, '')}, got ${describeValue(issue.input)}`;
+    case 'invalid_key':
+      // A record key (a header name, a method name) that the key schema refused: say why.
+      return `${where}: ${issue.issues.map((i) => i.message).join('; ')}`;
     default:
       return `${where}: ${issue.message}`;
   }

@@ -3,6 +3,7 @@
  * Owns: shape, defaults, value checks. Refuses: reading files, environment expansion (load.ts).
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
+import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
@@ -75,6 +76,24 @@ export const upstreamSchema = z.strictObject({
   maxConnections: positiveInt.max(10000).default(128),
   /** Calls to this node in the same event-loop turn travel as one JSON-RPC batch of at most this many; 1 = never batch. */
   maxBatchSize: positiveInt.max(1000).default(25),
+  /** Static headers sent with every request to this node (e.g. authorization: "Bearer ${TOKEN}", x-api-key). */
+  headers: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, { error: (iss) => `expected an HTTP header name, got ${JSON.stringify(iss.input)}` }),
+      z.string().refine((v) => !/[\r\n]/.test(v), { error: 'expected a header value on one line' }),
+    )
+    .default({})
+    .refine((h) => !Object.keys(h).some((k) => ['content-type', 'content-length', 'host', 'transfer-encoding', 'connection'].includes(k.toLowerCase())), {
+      error: 'expected no content-type, content-length, host, transfer-encoding or connection header (Switchyard sets those)',
+    }),
+  /** A PEM file of CA certificates trusted for this https node (a private CA); null = the system's. */
+  caFile: z
+    .string()
+    .refine((f) => existsSync(f), { error: (iss) => `expected a readable PEM file, got ${JSON.stringify(iss.input)}` })
+    .nullable()
+    .default(null),
+  /** Largest answer body accepted from this node; a larger one is cut off and the call gets -32005. */
+  maxResponseBytes: positiveInt.default(64 * 1024 * 1024),
 });
 
 export const configSchema = z
@@ -99,6 +118,8 @@ export const configSchema = z
         maxInFlight: positiveInt.default(20_000),
         maxInFlightPerIp: positiveInt.default(256),
         shutdownGraceMs: nonNegativeInt.default(30_000),
+        /** Answers of at least this many bytes are gzip-compressed when the client accepts gzip; null = never. */
+        gzipMinBytes: positiveInt.nullable().default(32_768),
       })
       .prefault({}),
     admin: z
@@ -122,6 +143,21 @@ export const configSchema = z
         maxHeadJumpBlocks: positiveInt.default(1000),
         /** Blocks older than head - recentBlocks (and `earliest`) go to `archive` upstreams when any is configured. */
         recentBlocks: positiveInt.default(128),
+        /** eth_getLogs over more blocks than this is split (splitLogsRange) or refused with -32602; null = no cap. */
+        maxLogsBlockRange: positiveInt.nullable().default(10_000),
+        /** Split an eth_getLogs range over maxLogsBlockRange into chunks sent across the eligible upstreams. */
+        splitLogsRange: z.boolean().default(true),
+        /** A range needing more chunks than this is refused with -32602 even when splitting. */
+        maxLogsChunks: positiveInt.max(1000).default(20),
+        /** eth_sendRawTransactionSync (EIP-7966): the upstream waits for the receipt up to this long; one attempt. */
+        sendRawTransactionSyncTimeoutMs: positiveInt.default(20_000),
+        /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
+        breaker: z
+          .strictObject({
+            failureThreshold: positiveInt.default(5),
+            cooldownMs: positiveInt.default(5_000),
+          })
+          .prefault({}),
       })
       .prefault({}),
     cache: z
@@ -168,6 +204,21 @@ export const configSchema = z
       .strictObject({
         maxPerConnection: positiveInt.default(100),
         maxConnectionsPerIp: positiveInt.default(20),
+      })
+      .prefault({}),
+    /** The public uptime page (SPEC 12): GET /uptime, /uptime.json, /uptime/badge.svg on server.port. */
+    uptime: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        /** How often the two checks run (reachable: a node confirms the chain id; advancing: the head rose). */
+        probeIntervalMs: z.number().int().min(100).default(5_000),
+        /** The chain counts as stalled when the fleet head has not risen for this long. */
+        stallAfterSeconds: z.number().positive().default(60),
+        /** SQLite file for probe history and incidents (relative to the working directory); null = memory only. */
+        store: z.string().min(1).nullable().default('data/uptime.db'),
+        /** List each upstream by name (state, head, lag, latency) on the page; never a URL. */
+        showUpstreams: z.boolean().default(true),
+        title: z.string().min(1).max(200).default('Switchyard status'),
       })
       .prefault({}),
     log: z

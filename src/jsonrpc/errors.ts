@@ -35,6 +35,7 @@ export const CATALOGUE = {
   NO_UPSTREAM: { code: -32002, http: 200, message: 'no upstream available', doc: 'no upstream is eligible for the call (`data.why`: none healthy, none in sync, none has the block, none has the capability)' },
   UPSTREAM_FAILED: { code: -32002, http: 200, message: 'upstream request failed', doc: 'every attempt failed in transport, with a bad answer, or timed out (`data.attempts`)' },
   FILTER_NOT_FOUND: { code: -32000, http: 200, message: 'filter not found', doc: 'a filter id that was never issued, or whose node is gone' },
+  RESPONSE_TOO_LARGE: { code: -32005, http: 200, message: 'response too large: narrow the request', doc: "the node's answer is over `upstreams[].maxResponseBytes` (e.g. an eth_getLogs over too many logs); not retried on another node" },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorName = keyof typeof CATALOGUE;

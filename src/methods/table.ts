@@ -40,6 +40,8 @@ export interface MethodSpec {
   blockCount?: number;
   /** A null answer may mean "this node has not seen it yet": retried once on a node as far ahead. */
   nullMayLag?: boolean;
+  /** The node holds the call until the transaction is mined (eth_sendRawTransactionSync). */
+  waitsForReceipt?: boolean;
 }
 
 const read = (extra: Omit<MethodSpec, 'handling'> = {}): MethodSpec => ({ handling: 'read', ...extra });
@@ -83,6 +85,8 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_simulateV1: read({ block: 1 }),
   eth_syncing: read(),
   eth_sendRawTransaction: { handling: 'write' },
+  // EIP-7966: sends and waits for the receipt. One attempt with its own timeout, never retried.
+  eth_sendRawTransactionSync: { handling: 'write', waitsForReceipt: true },
 
   eth_newFilter: { handling: 'filter-new' },
   eth_newBlockFilter: { handling: 'filter-new' },

@@ -31,6 +31,8 @@ export const BREAKER_STATES = ['closed', 'half_open', 'open'] as const;
 export type BreakerStateLabel = (typeof BREAKER_STATES)[number];
 
 export const RELOAD_RESULTS = ['success', 'failure'] as const;
+/** Kinds of uptime incident (uptime/tracker.ts). */
+export const UPTIME_INCIDENT_KINDS = ['unreachable', 'stalled'] as const;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -62,6 +64,10 @@ export class Metrics {
   private readonly rateLimited = new Counter({ name: 'switchyard_rate_limited_calls_total', help: 'Calls refused by a limit, by reason (rate, ip_concurrency, overloaded)', labelNames: ['reason'], registers: [this.registry] });
   private readonly rateLimitFallback = new Counter({ name: 'switchyard_rate_limit_fallback_total', help: 'Requests whose rate limits were applied from local memory because the shared Redis was unreachable', registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'switchyard_in_flight_calls', help: 'Calls being worked on', registers: [this.registry] });
+  private readonly uptimeProbes = new Counter({ name: 'switchyard_uptime_probes_total', help: 'Uptime page probes by check (reachable, advancing) and result (ok, fail)', labelNames: ['check', 'result'], registers: [this.registry] });
+  readonly uptimeIncidentOpen = new Gauge({ name: 'switchyard_uptime_incident_open', help: '1 while an uptime incident of this kind (unreachable, stalled) is open on the public uptime page', labelNames: ['kind'], registers: [this.registry] });
+  readonly uptimeHeadAge = new Gauge({ name: 'switchyard_uptime_head_age_seconds', help: 'Seconds since the fleet head last rose, as the uptime page reports it', registers: [this.registry] });
+  readonly uptimeStorePersistent = new Gauge({ name: 'switchyard_uptime_store_persistent', help: '1 while uptime history is written to the uptime.store file; 0 when it is kept in memory (store null, or the file failed)', registers: [this.registry] });
   private readonly buildInfo = new Gauge({ name: 'switchyard_build_info', help: 'Always 1: the running version and the configured chain id (hex, as eth_chainId answers)', labelNames: ['version', 'chain_id'], registers: [this.registry] });
   private readonly reloads = new Counter({ name: 'switchyard_config_reloads_total', help: 'Configuration reloads (SIGHUP or POST /-/reload), by result (success, failure)', labelNames: ['result'], registers: [this.registry] });
   private readonly reloadOk = new Gauge({ name: 'switchyard_config_last_reload_successful', help: '1 when the last configuration reload (or the start) succeeded, 0 when the last one was refused', registers: [this.registry] });
@@ -87,6 +93,8 @@ export class Metrics {
     for (const reason of FAILOVER_REASONS) this.failovers.inc({ reason }, 0);
     for (const reason of ['rate', 'ip_concurrency', 'overloaded'] as const) this.rateLimited.inc({ reason }, 0);
     for (const cls of ['immutable', 'head', 'tx']) for (const result of ['hit', 'miss']) this.cacheLookups.inc({ class: cls, result }, 0);
+    for (const check of ['reachable', 'advancing']) for (const result of ['ok', 'fail']) this.uptimeProbes.inc({ check, result }, 0);
+    for (const kind of UPTIME_INCIDENT_KINDS) this.uptimeIncidentOpen.set({ kind }, 0);
   }
 
   /** Per-upstream series that only count events start at 0 when the upstream is configured. */
@@ -166,6 +174,11 @@ export class Metrics {
 
   recordReorg(): void {
     this.reorgs.inc();
+  }
+
+  recordUptimeProbe(reachable: boolean, advancing: boolean): void {
+    this.uptimeProbes.inc({ check: 'reachable', result: reachable ? 'ok' : 'fail' });
+    this.uptimeProbes.inc({ check: 'advancing', result: advancing ? 'ok' : 'fail' });
   }
 
   recordQuarantine(upstream: string): void {

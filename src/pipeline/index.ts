@@ -18,6 +18,7 @@ import { arrayElements } from '../jsonrpc/scan.js';
 import type { Requirement } from '../routing/select.js';
 import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
+import { mergeLogs, splitLogsRange, type LogsRange } from './logs.js';
 
 /** What a request shares among its calls: who asked, and the one head snapshot of the batch. */
 export interface RequestContext {
@@ -37,6 +38,10 @@ export interface PipelineDeps extends ForwardDeps {
   recentBlocks: number;
   broadcastTransactions: boolean;
   cache: ResponseCache;
+  /** eth_getLogs range cap (pipeline/logs.ts); absent = no cap. */
+  logs?: LogsRange;
+  /** eth_sendRawTransactionSync's per-attempt timeout; absent = upstreamTimeoutMs. */
+  sendSyncTimeoutMs?: number;
 }
 
 export class Pipeline {
@@ -112,6 +117,20 @@ export class Pipeline {
     if (res instanceof RpcError) return { error: res };
     const requirement = spec.capability ? { ...res.requirement, capability: spec.capability } : res.requirement;
     const raw = spec.handling === 'write' && typeof call.params[0] === 'string' ? call.params[0] : undefined;
+    if (spec.waitsForReceipt) {
+      // The node may have taken the transaction before a timeout or a dropped connection: sending
+      // it again elsewhere would be blind. One attempt; the client looks the hash up if it fails.
+      return forward(
+        { ...d, maxAttempts: 1, upstreamTimeoutMs: d.sendSyncTimeoutMs ?? d.upstreamTimeoutMs },
+        { method: call.method, label, paramsJson: JSON.stringify(res.params), requirement, deadline: ctx.deadline, trail: ctx.trail, log: ctx.log },
+      ).then((a) => a.outcome);
+    }
+    if (spec.filterObject !== undefined && d.logs !== undefined) {
+      const split = splitLogsRange(res.params, spec.filterObject, d.logs);
+      if (split instanceof RpcError) return { error: split };
+      // Each chunk is a call of its own (its params text is made from its params, not the client's).
+      if (split !== null) return Promise.all(split.map((params) => this.run(ctx, { ...call, params, paramsText: undefined }, label))).then(mergeLogs);
+    }
     if (raw !== undefined && d.broadcastTransactions) {
       return broadcast(d, { method: call.method, label, paramsJson: paramsText(call, spec, res), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
     }

@@ -103,6 +103,8 @@ export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Att
       if (nullFrom) return { outcome: { result: 'null' }, upstream: nullFrom };
       return { outcome: { nodeError: verdict.error }, upstream: u };
     }
+    // Every node would send the same oversized answer: no failover, the client narrows its request.
+    if (verdict.reason === 'response_too_large') return { outcome: { error: new RpcError('RESPONSE_TOO_LARGE') } };
     lastReason = verdict.reason;
     if (verdict.error !== undefined) lastNodeError = { error: verdict.error, upstream: u };
     deps.metrics.recordFailover(verdict.reason);

@@ -4,10 +4,12 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { constants, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
+import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
 import { isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import type { Front, FrontResult } from './front.js';
@@ -26,8 +28,12 @@ export interface HttpDeps {
   knowsKey: (key: string) => boolean;
   /** The configured name of an API key, for the request line (the key never is logged). */
   keyName?: (key: string) => string | undefined;
+  /** Answers of at least this many bytes are gzip-compressed for clients that accept it; null = never. */
+  gzipMinBytes?: number | null;
   /** log.requests: which requests get an info line (lifecycle lines are not affected). */
   logRequests?: 'all' | 'errors' | 'off';
+  /** The public uptime page and its JSON and badge (SPEC 12); null when uptime.enabled is false. */
+  uptime?: UptimePages | null;
 }
 
 /** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
@@ -92,6 +98,33 @@ function send(res: ServerResponse, status: number, body: string, reqId: string |
   res.end(body);
 }
 
+/** Whether Accept-Encoding allows gzip (listed, or `*`, without q=0). */
+function acceptsGzip(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  for (const part of header.split(',')) {
+    const [name, ...params] = part.trim().toLowerCase().split(';');
+    if (name !== 'gzip' && name !== '*') continue;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    if (q === undefined || Number(q.slice(2)) > 0) return true;
+  }
+  return false;
+}
+
+/**
+ * A JSON-RPC answer of at least server.gzipMinBytes goes out gzip-compressed when the client
+ * accepts it (fast level: large answers are repetitive JSON, and the proxy's CPU is the cost).
+ * Compression runs on the thread pool, not the event loop.
+ */
+function sendLarge(res: ServerResponse, req: IncomingMessage, status: number, body: string, reqId: string, cors: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>>): void {
+  const vary = { vary: [cors.vary, extra.vary, 'Accept-Encoding'].filter((v) => v !== undefined).join(', ') };
+  if (!acceptsGzip(req.headers['accept-encoding'])) return send(res, status, body, reqId, cors, { ...extra, ...vary });
+  gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
+    if (err) return send(res, status, body, reqId, cors, { ...extra, ...vary });
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': zipped.length, 'content-encoding': 'gzip', ...cors, 'x-request-id': reqId, ...extra, ...vary });
+    res.end(zipped);
+  });
+}
+
 /** Browsers hide other response headers from scripts; a dapp must be able to read when to retry. */
 const EXPOSED = { 'access-control-expose-headers': 'Retry-After' };
 
@@ -152,7 +185,8 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   const log = logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: reqId }) : deps.log;
   let apiKey: string | undefined;
   const finish = (status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void => {
-    send(res, status, body, reqId, cors, extra);
+    if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes) send(res, status, body, reqId, cors, extra);
+    else sendLarge(res, req, status, body, reqId, cors, extra);
     deps.metrics.recordHttp(status, info.calls ?? null);
     if (!logRequests) return;
     // errors: how many calls (or the whole body) were answered with an error: the request's outcome.
@@ -171,6 +205,11 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   };
 
   if (deps.isDraining()) return reject('SHUTTING_DOWN', CONNECTION_CLOSE);
+  if (deps.uptime && (req.method === 'GET' || req.method === 'HEAD')) {
+    const page = uptimeAnswer(deps.uptime, (req.url ?? '/').split('?', 1)[0]!, req.headers.accept);
+    // Public and read-only: its own CORS and cache headers, whatever server.cors says.
+    if (page !== null) return finish(page.status, page.body, page.headers);
+  }
   const target = rpcTarget(req);
   if (req.method === 'OPTIONS') {
     res.writeHead(204, {

@@ -15,6 +15,7 @@ export type Verdict =
   | { kind: 'retry'; reason: RetryReason; health: boolean; error?: string };
 
 export type RetryReason =
+  | 'response_too_large'
   | 'transport'
   | 'timeout'
   | 'http_5xx'
@@ -101,5 +102,7 @@ export function classifyTransport(err: unknown): Verdict {
     code === 'UND_ERR_HEADERS_TIMEOUT' ||
     code === 'UND_ERR_BODY_TIMEOUT' ||
     code === 'UND_ERR_CONNECT_TIMEOUT';
+  // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (forward.ts stops).
+  if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { kind: 'retry', reason: 'response_too_large', health: false };
   return { kind: 'retry', reason: timedOut ? 'timeout' : 'transport', health: true };
 }

@@ -19,6 +19,8 @@ export interface FleetOptions {
   upstreamTimeoutMs: number;
   finalityDepth: number;
   maxHeadJumpBlocks: number;
+  /** Circuit breaker settings for every upstream (routing.breaker); absent = the Breaker's defaults. */
+  breaker?: { threshold: number; cooldownMs: number };
 }
 
 export function fleetOptions(cfg: Config): FleetOptions {
@@ -29,6 +31,7 @@ export function fleetOptions(cfg: Config): FleetOptions {
     upstreamTimeoutMs: cfg.routing.upstreamTimeoutMs,
     finalityDepth: cfg.cache.finalityDepth,
     maxHeadJumpBlocks: cfg.routing.maxHeadJumpBlocks,
+    breaker: { threshold: cfg.routing.breaker.failureThreshold, cooldownMs: cfg.routing.breaker.cooldownMs },
   };
 }
 
@@ -94,6 +97,7 @@ export class Fleet extends EventEmitter {
 
   private track(u: Upstream): void {
     this.metrics.declareUpstream(u.name);
+    if (this.opts.breaker) u.breaker.configure(this.opts.breaker);
     const probe = new Probe(u, () => this.probeSettings(), {
       state: (state) => {
         this.log.debug({ upstream: u.name, state }, 'probe: state');
@@ -234,6 +238,7 @@ export class Fleet extends EventEmitter {
    */
   async reconfigure(opts: FleetOptions, configs: readonly UpstreamConfig[]): Promise<void> {
     this.opts = opts;
+    if (opts.breaker) for (const u of this.upstreams) u.breaker.configure(opts.breaker);
     const byName = new Map(this.upstreams.map((u) => [u.name, u]));
     const next: Upstream[] = [];
     for (const c of configs) {

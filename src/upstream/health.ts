@@ -18,14 +18,20 @@ export class Breaker {
   private openedAt = 0;
   private trialInFlight = false;
   private opened = false;
-  private readonly threshold: number;
-  private readonly cooldownMs: number;
+  private threshold: number;
+  private cooldownMs: number;
   private readonly now: () => number;
 
   constructor(opts: BreakerOptions = {}) {
     this.threshold = opts.threshold ?? 5;
     this.cooldownMs = opts.cooldownMs ?? 5_000;
     this.now = opts.now ?? Date.now;
+  }
+
+  /** routing.breaker from the config (at start and on reload); the current state is kept. */
+  configure(opts: { threshold: number; cooldownMs: number }): void {
+    this.threshold = opts.threshold;
+    this.cooldownMs = opts.cooldownMs;
   }
 
   get state(): BreakerState {

@@ -3,6 +3,7 @@
  * Owns: sending one JSON-RPC call and classifying the answer. Refuses: choosing nodes (routing/),
  * tracking heads across the fleet (fleet.ts). The URL stays inside this object: only `name` leaves.
  */
+import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { classifyBatch, classifyHttp, classifyTransport, type Verdict } from './classify.js';
@@ -77,7 +78,8 @@ export class Upstream {
     this.tags = new Set(config.tags);
     this.url = new URL(config.url);
     this.breaker = opts.breaker ?? new Breaker();
-    this.headers = { 'content-type': 'application/json' };
+    // Static headers first: Switchyard's own content-type, and a Basic header from URL credentials, win.
+    this.headers = { ...config.headers, 'content-type': 'application/json' };
     // Credentials in the URL (https://user:key@host) become a Basic header, never a log line.
     if (this.url.username !== '') {
       const user = decodeURIComponent(this.url.username);
@@ -93,6 +95,9 @@ export class Upstream {
         pipelining: 1,
         keepAliveTimeout: 30_000,
         connectTimeout: 5_000,
+        // A node (or a hostile one) must not make Switchyard buffer an unbounded answer.
+        maxResponseSize: config.maxResponseBytes ?? -1,
+        ...(config.caFile ? { connect: { ca: readFileSync(config.caFile) } } : {}),
       });
   }
 

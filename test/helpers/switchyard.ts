@@ -25,6 +25,8 @@ export function testConfig(input: Partial<ConfigInput> & Pick<ConfigInput, 'upst
     routing: { headPollMs: 100, ...input.routing },
     rateLimit: { perIp: null, ...input.rateLimit },
     log: { level: 'silent', ...input.log },
+    // Uptime history in memory unless a test names a store file: tests never write data/.
+    uptime: { store: null, ...input.uptime },
   };
 }
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
-import { BREAKER_STATES, CALL_OUTCOMES, CALL_REASONS, Metrics, RELOAD_RESULTS } from '../../src/metrics/registry.js';
+import { BREAKER_STATES, CALL_OUTCOMES, CALL_REASONS, Metrics, RELOAD_RESULTS, UPTIME_INCIDENT_KINDS } from '../../src/metrics/registry.js';
 import { MethodPolicy } from '../../src/methods/policy.js';
 import { validateConfig } from '../../src/config/load.js';
 
@@ -64,6 +64,7 @@ t.test('the unit tests feed only series Switchyard emits', async (t) => {
     method: (v) => policy.label(v) === v,
     upstream: (v) => /^[a-zA-Z0-9_.-]{1,64}$/.test(v),
     le: (v) => v === '+Inf' || Number.isFinite(Number(v)),
+    kind: (v) => (UPTIME_INCIDENT_KINDS as readonly string[]).includes(v),
   };
   for (const u of unit.tests) {
     for (const { series } of u.input_series) {

@@ -1,0 +1,67 @@
+/**
+ * eth_getLogs range cap (routing.maxLogsBlockRange). A range over the cap is split into chunks of
+ * at most the cap, each an eth_getLogs of its own (so each is routed, cached and coalesced on its
+ * own, and the chunks spread over the eligible upstreams), and the answers are concatenated in
+ * block order: the same array one node would return for the whole range. With splitting off, or
+ * more chunks than maxChunks, the call is refused with -32602 naming the cap.
+ * Runs after block resolution: `latest` ends are already the request's head snapshot.
+ */
+import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
+import type { Outcome } from '../jsonrpc/response.js';
+
+export interface LogsRange {
+  /** null: no cap. */
+  maxBlockRange: number | null;
+  split: boolean;
+  maxChunks: number;
+}
+
+/** A block bound that is a plain number once resolved (`earliest` is 0); tags stay unknown. */
+function boundOf(v: unknown): number | null {
+  if (v === 'earliest') return 0;
+  if (typeof v === 'string' && /^0x[0-9a-fA-F]{1,13}$/.test(v)) return Number.parseInt(v, 16);
+  return null;
+}
+
+/**
+ * The params of each chunk, in block order; null when the call needs no split (within the cap,
+ * a blockHash filter, or an end that is not a number); -32602 when it is over the cap and may
+ * not be split.
+ */
+export function splitLogsRange(params: readonly unknown[], index: number, cfg: LogsRange): unknown[][] | RpcError | null {
+  const f = params[index];
+  if (cfg.maxBlockRange === null || f === null || typeof f !== 'object' || Array.isArray(f)) return null;
+  const filter = f as Record<string, unknown>;
+  if (filter.blockHash !== undefined) return null;
+  const from = boundOf(filter.fromBlock);
+  const to = boundOf(filter.toBlock);
+  if (from === null || to === null || to < from) return null;
+  const blocks = to - from + 1;
+  if (blocks <= cfg.maxBlockRange) return null;
+  const chunks = Math.ceil(blocks / cfg.maxBlockRange);
+  if (!cfg.split || chunks > cfg.maxChunks) {
+    const limit = cfg.split ? cfg.maxBlockRange * cfg.maxChunks : cfg.maxBlockRange;
+    return rpcErrors.invalidParams(`eth_getLogs block range too large: ${blocks} blocks, at most ${limit} allowed`);
+  }
+  const out: unknown[][] = [];
+  for (let start = from; start <= to; start += cfg.maxBlockRange) {
+    const end = Math.min(to, start + cfg.maxBlockRange - 1);
+    const copy = params.slice();
+    copy[index] = { ...filter, fromBlock: `0x${start.toString(16)}`, toBlock: `0x${end.toString(16)}` };
+    out.push(copy);
+  }
+  return out;
+}
+
+/** The chunks' answers as one: their arrays concatenated in order, or the first error as it came. */
+export function mergeLogs(parts: readonly Outcome[]): Outcome {
+  const items: string[] = [];
+  for (const p of parts) {
+    if (p.result === undefined) return p;
+    const inner = p.result.trim();
+    if (!inner.startsWith('[') || !inner.endsWith(']')) return { error: new RpcError('UPSTREAM_FAILED', { data: { why: 'eth_getLogs chunk answered with something other than an array' } }) };
+    const body = inner.slice(1, -1).trim();
+    if (body !== '') items.push(body);
+  }
+  return { result: `[${items.join(',')}]` };
+}

@@ -1,0 +1,277 @@
+/**
+ * The public uptime room (SPEC 12): every uptime.probeIntervalMs it runs the two checks
+ * (checks.ts), opens and closes incidents (tracker.ts), keeps results and incidents in the store
+ * (store.ts, a SQLite file or memory) and makes the report the page, its JSON and the badge show
+ * (report.ts, page.ts, badge.ts). The clock is injected; tests drive probe() themselves.
+ * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
+ * routes.ts for an answer).
+ *
+ * A store file that cannot be used at start (not a database, damaged, newer schema, unwritable)
+ * or that fails later is never fatal: the error is logged naming `uptime.store`, the history
+ * carries on in memory, and switchyard_uptime_store_persistent reads 0. The file is left as it is.
+ */
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import type { Metrics } from '../metrics/registry.js';
+import { HeadWatch, confirmChain, type FleetView } from './checks.js';
+import { WINDOWS, fraction, hex, history, incidentLines, iso, uptimeWindows, type UptimeReport } from './report.js';
+import type { UptimePages } from './routes.js';
+import { FLUSH_EVERY, StoreError, UptimeStore, type Incident, type IncidentKind } from './store.js';
+import { incidentChanges, overallState } from './tracker.js';
+
+export interface UptimeSettings {
+  enabled: boolean;
+  probeIntervalMs: number;
+  stallAfterSeconds: number;
+  store: string | null;
+  showUpstreams: boolean;
+  title: string;
+}
+
+export interface Clock {
+  now(): number;
+}
+
+export interface UptimeDeps {
+  chainId: number;
+  fleet: FleetView & {
+    on?(event: 'head', listener: (head: number) => void): unknown;
+    off?(event: 'head', listener: (head: number) => void): unknown;
+  };
+  metrics: Metrics;
+  log: Logger;
+  /** Per-attempt limit for a node's answer; a probe waits at most min(this, the probe interval). */
+  upstreamTimeoutMs: number;
+  clock?: Clock;
+}
+
+const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
+const KINDS: readonly IncidentKind[] = ['unreachable', 'stalled'];
+
+interface LastProbe {
+  t: number;
+  reachable: boolean;
+  advancing: boolean;
+}
+
+export class Uptime implements UptimePages {
+  private settings: UptimeSettings;
+  private readonly store: UptimeStore;
+  private readonly watch: HeadWatch;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly open = new Map<IncidentKind, Incident>();
+  private last: LastProbe | null = null;
+  /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
+  private reachableSince = 0;
+  private summary: Pick<UptimeReport, 'uptime' | 'history' | 'incidents'> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private readonly onHead = (head: number): void => this.watch.saw(head, this.clock.now());
+  /** The first probe waits for the fleet's first head (or a second): see start(). */
+  private readonly first = (): void => {
+    this.deps.fleet.off?.('head', this.first);
+    if (this.timer) clearTimeout(this.timer);
+    this.schedule(0);
+  };
+
+  constructor(
+    settings: UptimeSettings,
+    private readonly deps: UptimeDeps,
+  ) {
+    this.settings = settings;
+    this.clock = deps.clock ?? SYSTEM_CLOCK;
+    this.log = deps.log.child({ room: 'uptime' });
+    const now = this.clock.now();
+    this.store = this.openStore(settings.store, now);
+    for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
+    const head = Number(this.store.getMeta('head') ?? NaN);
+    const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
+    this.watch = new HeadWatch(settings.stallAfterSeconds * 1000, now, Number.isFinite(head) && Number.isFinite(roseAt) ? { head, roseAt } : null);
+    deps.metrics.uptimeStorePersistent.set(this.store.persistent ? 1 : 0);
+    this.publishIncidents();
+  }
+
+  private openStore(path: string | null, now: number): UptimeStore {
+    if (path === null) return UptimeStore.memory();
+    const file = resolve(path);
+    try {
+      const store = UptimeStore.open(file, now);
+      this.log.info({ store: file }, 'uptime history kept in uptime.store');
+      return store;
+    } catch (err) {
+      const reason = err instanceof StoreError ? err.message : (err as Error).message;
+      this.log.error({ store: file, err: reason }, 'uptime.store cannot be used; uptime history is kept in memory only (the file is left as it is)');
+      return UptimeStore.memory();
+    }
+  }
+
+  /** Starts probing: the first probe once the fleet knows a head (or after a second), then every probeIntervalMs. */
+  start(): void {
+    this.deps.fleet.on?.('head', this.onHead);
+    this.deps.fleet.on?.('head', this.first);
+    this.timer = setTimeout(this.first, Math.min(1_000, this.settings.probeIntervalMs));
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.closed) return;
+    this.timer = setTimeout(() => {
+      const started = this.clock.now();
+      this.probe()
+        .catch((err: unknown) => this.log.error({ err: (err as Error).message }, 'uptime probe failed'))
+        .finally(() => this.schedule(Math.max(0, started + this.settings.probeIntervalMs - this.clock.now())));
+    }, delayMs);
+  }
+
+  /** Settings that apply to a running room; `enabled` and `store` need a restart (app.ts says so). */
+  update(settings: UptimeSettings): void {
+    this.settings = settings;
+    this.watch.setStallAfter(settings.stallAfterSeconds * 1000);
+  }
+
+  /** One probe now: both checks, the store, incidents, metrics, the report's summary. */
+  async probe(): Promise<void> {
+    const s = this.settings;
+    const { fleet, chainId, metrics } = this.deps;
+    const timeoutMs = Math.max(1_000, Math.min(s.probeIntervalMs, this.deps.upstreamTimeoutMs));
+    const reachable = await confirmChain(fleet.upstreams, chainId, timeoutMs);
+    if (this.closed) return;
+    const t = this.clock.now();
+    if (reachable && (this.last === null || !this.last.reachable)) this.reachableSince = t;
+    this.watch.saw(fleet.head, t);
+    const judged = this.watch.judge(t);
+    // Not judged yet (the first moments after start): counted as advancing.
+    const advancing = judged.advancing ?? true;
+    this.store.add({ t, reachable, advancing });
+    metrics.recordUptimeProbe(reachable, advancing);
+    for (const change of incidentChanges(new Set(this.open.keys()), { t, reachable, reachableForMs: reachable ? t - this.reachableSince : 0, advancing: judged.advancing, head: judged.head, stallAfterSeconds: s.stallAfterSeconds, chainId })) {
+      if ('open' in change) {
+        const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
+        if (incident) this.open.set(change.open, incident);
+        this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
+      } else {
+        const incident = this.open.get(change.close)!;
+        this.write(() => this.store.closeIncident(incident.id, t, t));
+        this.open.delete(change.close);
+        this.log.info({ kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) }, 'uptime incident closed');
+      }
+    }
+    this.publishIncidents();
+    const seen = this.watch.remember();
+    if (seen) {
+      this.store.setMeta('head', String(seen.head));
+      this.store.setMeta('headRoseAt', String(seen.roseAt));
+    }
+    if (this.store.pending >= FLUSH_EVERY) this.write(() => this.store.flush(t));
+    this.last = { t, reachable, advancing };
+    this.summary = this.write(() => ({ uptime: uptimeWindows(this.store, t), history: history(this.store, t), incidents: incidentLines(this.store, t) })) ?? this.summary;
+  }
+
+  /**
+   * Runs a store operation; if the file fails, the store moves to memory (keeping what it has)
+   * and the operation runs there. Returns undefined only if it failed in memory too.
+   */
+  private write<T>(op: () => T): T | undefined {
+    try {
+      return op();
+    } catch (err) {
+      if (!this.store.persistent) {
+        this.log.error({ err: (err as Error).message }, 'uptime store operation failed');
+        return undefined;
+      }
+      const file = this.store.path;
+      const kept = this.store.toMemory();
+      this.deps.metrics.uptimeStorePersistent.set(0);
+      this.log.error({ store: file, err: (err as Error).message, historyKept: kept }, 'uptime.store failed; uptime history is kept in memory only from now on');
+      try {
+        return op();
+      } catch (again) {
+        this.log.error({ err: (again as Error).message }, 'uptime store operation failed');
+        return undefined;
+      }
+    }
+  }
+
+  private publishIncidents(): void {
+    for (const kind of KINDS) this.deps.metrics.uptimeIncidentOpen.set({ kind }, this.open.has(kind) ? 1 : 0);
+  }
+
+  /** Refreshes the gauges that move with time (before a scrape). */
+  collect(): void {
+    const { ageMs } = this.watch.judge(this.clock.now());
+    if (ageMs !== null) this.deps.metrics.uptimeHeadAge.set(ageMs / 1000);
+  }
+
+  /** The report of SPEC 12; null until the first probe has finished. */
+  report(): UptimeReport | null {
+    const last = this.last;
+    const summary = this.summary;
+    if (last === null || summary === null) return null;
+    const s = this.settings;
+    const { fleet } = this.deps;
+    const judged = this.watch.judge(this.clock.now());
+    const report: UptimeReport = {
+      title: s.title,
+      chainId: hex(this.deps.chainId)!,
+      state: overallState(last.reachable, last.advancing),
+      checkedAt: iso(last.t),
+      checks: {
+        reachable: { ok: last.reachable },
+        advancing: { ok: last.advancing, head: hex(judged.head), headAgeSeconds: judged.ageMs === null ? null : Math.floor(judged.ageMs / 1000) },
+      },
+      ...summary,
+      probeIntervalMs: s.probeIntervalMs,
+      stallAfterSeconds: s.stallAfterSeconds,
+    };
+    if (s.showUpstreams) {
+      report.upstreams = fleet.upstreams
+        .filter((u) => !u.retiring)
+        .map((u) => ({
+          name: u.name,
+          state: u.state,
+          head: hex(u.head),
+          lag: u.state !== 'healthy' || fleet.head < 0 || u.head < 0 ? null : Math.max(0, fleet.head - u.head),
+          latencyMs: u.state === 'healthy' ? Math.round(u.latencyMs * 10) / 10 : null,
+        }));
+    }
+    return report;
+  }
+
+  get title(): string {
+    return this.settings.title;
+  }
+
+  get probeIntervalMs(): number {
+    return this.settings.probeIntervalMs;
+  }
+
+  uptime30d(): number | null {
+    if (this.summary) return this.summary.uptime['30d'];
+    return this.write(() => fraction(this.store.tally(this.clock.now() - WINDOWS['30d']))) ?? null;
+  }
+
+  /** For /status on the admin port. */
+  status(): Record<string, unknown> {
+    return { store: this.store.path, persistent: this.store.persistent, openIncidents: [...this.open.keys()], bufferedProbes: this.store.pending };
+  }
+
+  /** Stops probing and writes what is buffered. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.deps.fleet.off?.('head', this.onHead);
+    this.deps.fleet.off?.('head', this.first);
+    const now = this.clock.now();
+    const seen = this.watch.remember();
+    if (seen) {
+      this.store.setMeta('head', String(seen.head));
+      this.store.setMeta('headRoseAt', String(seen.roseAt));
+    }
+    try {
+      this.store.close(now);
+    } catch (err) {
+      this.log.error({ store: this.store.path, err: (err as Error).message }, 'uptime.store: the last probes could not be written');
+    }
+  }
+}

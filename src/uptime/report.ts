@@ -1,0 +1,80 @@
+/**
+ * The uptime arithmetic and the JSON twin of the page (SPEC 12, names binding).
+ * Uptime over a window = probes with both checks ok / probes in the window; a window without
+ * probes is null. Time without probes (Switchyard not running) is no data, never downtime.
+ */
+import { DAY_MS, floorTo, type Incident, type Tally, type UptimeStore } from './store.js';
+import type { OverallState } from './tracker.js';
+
+export const WINDOWS = { '24h': DAY_MS, '7d': 7 * DAY_MS, '30d': 30 * DAY_MS } as const;
+export type WindowName = keyof typeof WINDOWS;
+
+/** The history bar: the last day in 90 segments of 16 minutes, the last one still filling. */
+export const HISTORY_SEGMENTS = 90;
+export const SEGMENT_MS = DAY_MS / HISTORY_SEGMENTS;
+/** Incidents listed: the open ones and those started in the last 30 days, newest first, at most this many. */
+export const INCIDENTS_LISTED = 50;
+
+export interface UpstreamLine {
+  name: string;
+  state: string;
+  head: string | null;
+  lag: number | null;
+  latencyMs: number | null;
+}
+
+export interface UptimeReport {
+  title: string;
+  chainId: string;
+  state: OverallState;
+  checkedAt: string;
+  checks: {
+    reachable: { ok: boolean };
+    advancing: { ok: boolean; head: string | null; headAgeSeconds: number | null };
+  };
+  uptime: Record<WindowName, number | null>;
+  history: { from: string; segmentSeconds: number; segments: (number | null)[] };
+  incidents: { id: number; kind: string; startedAt: string; endedAt: string | null; summary: string }[];
+  upstreams?: UpstreamLine[];
+  probeIntervalMs: number;
+  stallAfterSeconds: number;
+}
+
+/** ok / probes rounded to 6 places; null without probes. */
+export function fraction(t: Tally): number | null {
+  return t.probes === 0 ? null : Math.round((t.ok / t.probes) * 1e6) / 1e6;
+}
+
+export function uptimeWindows(store: UptimeStore, now: number): Record<WindowName, number | null> {
+  return {
+    '24h': fraction(store.tally(now - WINDOWS['24h'])),
+    '7d': fraction(store.tally(now - WINDOWS['7d'])),
+    '30d': fraction(store.tally(now - WINDOWS['30d'])),
+  };
+}
+
+/** Segments aligned to SEGMENT_MS, so their borders stay put between two refreshes of the page. */
+export function history(store: UptimeStore, now: number): UptimeReport['history'] {
+  const from = floorTo(now, SEGMENT_MS) - (HISTORY_SEGMENTS - 1) * SEGMENT_MS;
+  return {
+    from: iso(from),
+    segmentSeconds: SEGMENT_MS / 1000,
+    segments: store.segments(from, SEGMENT_MS, HISTORY_SEGMENTS).map(fraction),
+  };
+}
+
+export function incidentLines(store: UptimeStore, now: number): UptimeReport['incidents'] {
+  return store.incidents(now - WINDOWS['30d'], INCIDENTS_LISTED).map(incidentLine);
+}
+
+export function incidentLine(i: Incident): UptimeReport['incidents'][number] {
+  return { id: i.id, kind: i.kind, startedAt: iso(i.startedAt), endedAt: i.endedAt === null ? null : iso(i.endedAt), summary: i.summary };
+}
+
+export function hex(n: number | null): string | null {
+  return n === null || n < 0 ? null : `0x${n.toString(16)}`;
+}
+
+export function iso(t: number): string {
+  return new Date(t).toISOString();
+}

@@ -1,0 +1,66 @@
+/**
+ * What the public port answers for the uptime paths: GET /uptime (the page), GET /uptime.json
+ * (its machine twin, CORS open to any origin: it is public), GET /uptime/badge.svg, and the page
+ * for a browser's GET / (Accept names text/html). HEAD works on each. Cache lifetimes follow the
+ * probe interval, so a CDN or browser in front never shows a result older than one more probe.
+ */
+import type { UptimeReport } from './report.js';
+import { renderBadge } from './badge.js';
+import { PAGE_CSP, renderPage } from './page.js';
+
+export interface UptimePages {
+  report(): UptimeReport | null;
+  /** 30-day uptime for the badge (null without data); works before the first probe. */
+  uptime30d(): number | null;
+  readonly title: string;
+  readonly probeIntervalMs: number;
+}
+
+export interface UptimeAnswer {
+  status: number;
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** A browser asking for a page: Accept names text/html (curl and JSON-RPC clients do not). */
+export function wantsHtml(accept: string | string[] | undefined): boolean {
+  const text = Array.isArray(accept) ? accept.join(',') : (accept ?? '');
+  return /\btext\/html\b/i.test(text);
+}
+
+const COMMON = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
+
+/** The answer for an uptime path, or null when the path is not one (the caller goes on). */
+export function uptimeAnswer(pages: UptimePages, path: string, accept: string | string[] | undefined): UptimeAnswer | null {
+  const maxAge = Math.max(1, Math.floor(pages.probeIntervalMs / 1000));
+  if (path === '/uptime' || (path === '/' && wantsHtml(accept))) {
+    return {
+      status: 200,
+      body: renderPage(pages.report(), pages.title),
+      headers: {
+        ...COMMON,
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': `public, max-age=${maxAge}`,
+        'content-security-policy': PAGE_CSP,
+        // `/` answers HTML or JSON by Accept: a shared cache must keep the two apart.
+        ...(path === '/' ? { vary: 'Accept' } : {}),
+      },
+    };
+  }
+  if (path === '/uptime.json') {
+    const report = pages.report();
+    const cors = { 'access-control-allow-origin': '*' };
+    if (report === null) {
+      return { status: 503, body: JSON.stringify({ error: 'no probe has finished yet' }), headers: { ...COMMON, ...cors, 'cache-control': 'no-store', 'retry-after': '1' } };
+    }
+    return { status: 200, body: JSON.stringify(report), headers: { ...COMMON, ...cors, 'content-type': 'application/json', 'cache-control': `public, max-age=${maxAge}` } };
+  }
+  if (path === '/uptime/badge.svg') {
+    return {
+      status: 200,
+      body: renderBadge(pages.uptime30d()),
+      headers: { ...COMMON, 'content-type': 'image/svg+xml; charset=utf-8', 'cache-control': 'public, max-age=300', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'" },
+    };
+  }
+  return null;
+}

@@ -1,0 +1,143 @@
+/**
+ * The public uptime page in a real browser (Debian's chromium driven by playwright-core) against
+ * Switchyard in front of the replicated devnet: it shows the chain id, the head rising without a
+ * reload and the upstream names, and asks nothing of another origin. Then the chain is stalled
+ * through the devnet's control API past stallAfterSeconds (a `stalled` incident opens on the page
+ * and in the JSON, and closes when blocks resume), and every node is killed (an `unreachable`
+ * incident). Screenshots are saved under .tap/artifacts/.
+ */
+import t from 'tap';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Page } from 'playwright-core';
+import { startDevnet } from '../../src/devnet/index.js';
+import type { UptimeReport } from '../../src/uptime/report.js';
+import { get } from '../helpers/rpc.js';
+import { metricSamples } from '../helpers/metrics-text.js';
+import { startSwitchyard } from '../helpers/switchyard.js';
+import { waitFor } from '../helpers/wait.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = fileURLToPath(new URL('../../.tap/artifacts/', import.meta.url));
+
+/** Flags for a browser on a machine with no way out: nothing phones home, nothing waits on the network. */
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+async function report(base: string): Promise<UptimeReport> {
+  const r = await get(`${base}/uptime.json`);
+  if (r.status !== 200) throw new Error(`uptime.json: HTTP ${r.status}`);
+  return r.json() as UptimeReport;
+}
+
+async function openIncidents(adminUrl: string, kind: string): Promise<number | undefined> {
+  return metricSamples((await get(`${adminUrl}/metrics`)).text, 'switchyard_uptime_incident_open', { kind })[0];
+}
+
+const text = (page: Page, selector: string): Promise<string> => page.locator(selector).innerText();
+
+if (!existsSync(CHROMIUM)) {
+  t.fail(`${CHROMIUM} not found: the Debian package "chromium" is required; .ci/run installs it`);
+} else {
+  t.test('the uptime page in a browser: live head, upstreams, a stall and an outage as incidents', async (t) => {
+    const devnet = await startDevnet({ nodes: 3, chainId: 186, blockTimeMs: 400, basePort: 0, controlPort: 0 });
+    t.teardown(() => devnet.stop());
+    const nodes = devnet.nodes();
+    const sy = await startSwitchyard(t, {
+      upstreams: nodes.map((n) => ({ name: n.name, url: n.url })),
+      uptime: { probeIntervalMs: 250, stallAfterSeconds: 2, title: 'Devnet status' },
+    });
+    const origin = new URL(sy.url).origin;
+    await waitFor('a first probe', () => report(sy.url).then((r) => r.state === 'operational'));
+
+    const profile = mkdtempSync(join(tmpdir(), 'switchyard-chromium-'));
+    t.teardown(() => rmSync(profile, { recursive: true, force: true }));
+    // A persistent context is how playwright takes a fresh --user-data-dir of our choosing.
+    const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 390, height: 844 } });
+    t.teardown(() => browser.close());
+    const page = browser.pages()[0] ?? (await browser.newPage());
+    const requests: string[] = [];
+    page.on('request', (r) => requests.push(r.url()));
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const shot = async (name: string): Promise<void> => {
+      const path = join(ARTIFACTS, `uptime-${name}.png`);
+      await page.screenshot({ path, fullPage: true });
+      t.comment(`screenshot: ${path}`);
+    };
+
+    await page.goto(`${sy.url}/uptime`);
+    await page.evaluate(() => {
+      (window as unknown as { loadedOnce: boolean }).loadedOnce = true;
+    });
+    t.equal(await text(page, '#title'), 'Devnet status');
+    t.match(await text(page, '#chain'), /^0xba \(186\)$/, 'the chain id');
+    t.equal(await text(page, '#state'), 'Operational');
+    const names = await page.locator('#upstreams td.name').allInnerTexts();
+    t.same(names, ['node-0', 'node-1', 'node-2'], 'every upstream by name');
+    const headOnPage = async (): Promise<number> => Number((await text(page, '#head')).replace(/[^0-9]/g, ''));
+    const first = await headOnPage();
+    t.ok(first > 0, `a head is shown (#${first})`);
+    const later = await waitFor('the head to rise on the page', async () => {
+      const h = await headOnPage();
+      return h > first + 1 ? h : undefined;
+    }, { timeoutMs: 20_000, intervalMs: 200 });
+    t.ok(later > first + 1, `the head rose from ${first} to ${later}`);
+    t.equal(await page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce), true, 'without a reload (the page is the same document)');
+    t.ok(requests.filter((u) => u.endsWith('/uptime.json')).length >= 1, 'it refreshed itself from uptime.json');
+    await shot('operational');
+
+    await t.test('a stalled chain opens a `stalled` incident on the page and in the JSON; blocks resuming close it', async (t) => {
+      for (const n of nodes) t.equal((await fetch(`${devnet.controlUrl}/nodes/${n.index}/stall`, { method: 'POST' })).status, 200, `stall ${n.name}`);
+      const open = await waitFor('a stalled incident in the JSON', async () => (await report(sy.url)).incidents.find((i) => i.kind === 'stalled' && i.endedAt === null), { timeoutMs: 20_000, intervalMs: 100 });
+      t.match(open, { kind: 'stalled', endedAt: null, summary: /did not advance for more than 2 s/ });
+      const r = await report(sy.url);
+      t.equal(r.state, 'degraded', 'degraded: reachable but not advancing');
+      t.same(r.checks.reachable, { ok: true });
+      t.equal(r.checks.advancing.ok, false);
+      t.ok(r.checks.advancing.headAgeSeconds! >= 2, `head age ${r.checks.advancing.headAgeSeconds} s`);
+      await waitFor('the page to show the stall', async () => (await text(page, '#state')) === 'Degraded', { timeoutMs: 20_000, intervalMs: 200 });
+      const item = page.locator('#incidents li').first();
+      t.match(await item.innerText(), /stalled[\s\S]*ongoing/, 'newest incident first, ongoing');
+      t.equal(await text(page, '#advancing'), 'No');
+      t.equal(await openIncidents(sy.adminUrl, 'stalled'), 1, 'the open incident is a metric');
+      await shot('stalled');
+
+      for (const n of nodes) await fetch(`${devnet.controlUrl}/nodes/${n.index}/resume`, { method: 'POST' });
+      const closed = await waitFor('the stall to close', async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), { timeoutMs: 20_000, intervalMs: 100 });
+      t.ok(Date.parse(closed.endedAt!) > Date.parse(closed.startedAt), 'it has an end after its start');
+      await waitFor('the page to show it closed', async () => (await text(page, '#state')) === 'Operational' && !(await page.locator('#incidents li').first().innerText()).includes('ongoing'), { timeoutMs: 20_000, intervalMs: 200 });
+      t.equal(await openIncidents(sy.adminUrl, 'stalled'), 0);
+      const r2 = await report(sy.url);
+      t.ok(r2.uptime['24h']! < 1 && r2.uptime['24h']! > 0, `24 h uptime counts the stall: ${r2.uptime['24h']}`);
+    });
+
+    await t.test('every node unreachable opens an `unreachable` incident; it closes when one answers again', async (t) => {
+      for (const n of nodes) await devnet.kill(n.index);
+      const open = await waitFor('an unreachable incident', async () => (await report(sy.url)).incidents.find((i) => i.kind === 'unreachable' && i.endedAt === null), { timeoutMs: 20_000, intervalMs: 100 });
+      t.match(open, { kind: 'unreachable', summary: 'No node answered eth_chainId with 0xba' });
+      t.equal((await report(sy.url)).state, 'down');
+      await waitFor('the page to say down', async () => (await text(page, '#state')) === 'Down', { timeoutMs: 20_000, intervalMs: 200 });
+      t.match(await page.locator('#incidents li').first().innerText(), /unreachable[\s\S]*ongoing/);
+      await shot('down');
+      await devnet.restart(0);
+      await waitFor('the outage to close', async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), { timeoutMs: 30_000, intervalMs: 100 });
+      await waitFor('the page to recover', async () => (await text(page, '#state')) !== 'Down', { timeoutMs: 20_000, intervalMs: 200 });
+      const listed = (await report(sy.url)).incidents;
+      t.same(listed.map((i) => i.kind), ['unreachable', 'stalled'], 'both incidents, newest first');
+      const starts = listed.map((i) => Date.parse(i.startedAt));
+      t.same(starts, [...starts].sort((a, b) => b - a), 'ordered by start, newest first');
+    });
+
+    const foreign = requests.filter((u) => new URL(u).origin !== origin);
+    t.same(foreign, [], `no request to another origin (${requests.length} requests in all)`);
+    t.same(problems, [], 'no script error or refused resource in the page');
+    const html = (await get(`${sy.url}/uptime`)).text + (await get(`${sy.url}/uptime.json`)).text;
+    for (const n of nodes) t.notOk(html.includes(new URL(n.url).host), `${n.name}'s address appears nowhere`);
+  });
+}
