@@ -90,6 +90,7 @@ export class Uptime implements UptimePages {
     this.watch = new HeadWatch(settings.stallAfterSeconds * 1000, now, Number.isFinite(head) && Number.isFinite(roseAt) ? { head, roseAt } : null);
     deps.metrics.uptimeStorePersistent.set(this.store.persistent ? 1 : 0);
     this.publishIncidents();
+    deps.fleet.on?.('head', this.onHead);
   }
 
   private openStore(path: string | null, now: number): UptimeStore {
@@ -108,7 +109,6 @@ export class Uptime implements UptimePages {
 
   /** Starts probing: the first probe once the fleet knows a head (or after a second), then every probeIntervalMs. */
   start(): void {
-    this.deps.fleet.on?.('head', this.onHead);
     this.deps.fleet.on?.('head', this.first);
     this.timer = setTimeout(this.first, Math.min(1_000, this.settings.probeIntervalMs));
   }

@@ -300,7 +300,11 @@ export class UptimeStore {
     let copied = true;
     let next: Database.Database;
     try {
-      next = prepare(new Database(this.db.serialize()), ':memory:');
+      const image = this.db.serialize();
+      // Header bytes 18-19 say "WAL"; an in-memory copy cannot open as that: mark it rollback-journal.
+      image[18] = 1;
+      image[19] = 1;
+      next = prepare(new Database(image), ':memory:');
     } catch {
       copied = false;
       next = prepare(new Database(':memory:'), ':memory:');
@@ -337,14 +341,16 @@ function prepare(db: Database.Database, path: string): Database.Database {
   }
   const check = db.pragma('quick_check', { simple: true });
   if (check !== 'ok') throw new StoreError(`the database is damaged (quick_check: ${String(check)})`, path);
-  const version = db.pragma('user_version', { simple: true }) as number;
-  if (version > SCHEMA_VERSION) throw new StoreError(`schema version ${version} is newer than this Switchyard knows (${SCHEMA_VERSION})`, path);
-  for (let v = version; v < SCHEMA_VERSION; v++) {
-    db.transaction(() => {
+  // IMMEDIATE: two processes starting on a new file at once take turns (busy timeout) instead of
+  // both creating the tables; the second finds the schema current.
+  db.transaction(() => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > SCHEMA_VERSION) throw new StoreError(`schema version ${version} is newer than this Switchyard knows (${SCHEMA_VERSION})`, path);
+    for (let v = version; v < SCHEMA_VERSION; v++) {
       db.exec(MIGRATIONS[v]!);
       db.pragma(`user_version = ${v + 1}`);
-    })();
-  }
+    }
+  }).immediate();
   return db;
 }
 
