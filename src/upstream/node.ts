@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { classifyBatch, classifyHttp, classifyTransport, type Verdict } from './classify.js';
+import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
 
 export type UpstreamState = 'connecting' | 'healthy' | 'down' | 'quarantined';
@@ -64,6 +65,7 @@ export class Upstream {
   private queue: Pending[] = [];
   private readonly headers: Record<string, string>;
   private readonly url: URL;
+  private readonly target: { origin: string; path: string; headers: Record<string, string> };
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
 
@@ -84,6 +86,7 @@ export class Upstream {
       const pass = decodeURIComponent(this.url.password);
       this.headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
     }
+    this.target = { origin: this.url.origin, path: this.url.pathname + this.url.search, headers: this.headers };
     this.ownsDispatcher = opts.dispatcher === undefined;
     this.dispatcher =
       opts.dispatcher ??
@@ -130,25 +133,14 @@ export class Upstream {
   private async send(batch: Pending[]): Promise<void> {
     const single = batch.length === 1;
     const body = single ? requestText(batch[0]!) : `[${batch.map(requestText).join(',')}]`;
-    const timeoutMs = Math.max(...batch.map((p) => p.timeoutMs));
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(new DOMException('upstream call timed out', 'TimeoutError')), timeoutMs);
+    let timeoutMs = 0;
+    for (const p of batch) timeoutMs = Math.max(timeoutMs, p.timeoutMs);
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
-      const res = await this.dispatcher.request({
-        origin: this.url.origin,
-        path: this.url.pathname + this.url.search,
-        method: 'POST',
-        headers: this.headers,
-        body,
-        signal: abort.signal,
-      });
-      const text = await res.body.text();
-      verdicts = single ? classifyHttp(res.statusCode, text) : classifyBatch(res.statusCode, text);
+      const { status, text } = await postJson(this.dispatcher, this.target, body, timeoutMs);
+      verdicts = single ? classifyHttp(status, text) : classifyBatch(status, text);
     } catch (err) {
       verdicts = classifyTransport(err);
-    } finally {
-      clearTimeout(timer);
     }
     if (verdicts === null) {
       // The node does not take batches (or not this one): the calls go again one by one.
