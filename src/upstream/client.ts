@@ -8,12 +8,13 @@
  *
  * Deadlines: every call has its own timer. A call batched with slower or longer-deadline calls
  * is answered with a `timeout` verdict when its own deadline passes; the exchange carries on for
- * the others and is aborted once no member is left waiting.
+ * the others until the last member's deadline (exchange.ts).
  */
 import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { classifyBatch, classifyHttp, classifyTransport, type Verdict } from './classify.js';
+import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
 
 export interface CallTiming {
@@ -53,16 +54,11 @@ interface Pending {
   paramsJson: string;
   passive: boolean;
   started: number;
+  /** performance.now() by which this call is answered, whatever its batch does. */
+  deadline: number;
   timer: NodeJS.Timeout | null;
   done: boolean;
-  /** The exchange carrying this call: aborted once none of its members waits any more. */
-  exchange: Exchange | null;
   resolve: (t: CallTiming) => void;
-}
-
-interface Exchange {
-  waiting: number;
-  abort: AbortController;
 }
 
 function requestText(p: Pending): string {
@@ -88,6 +84,7 @@ export class HttpUpstreamClient implements UpstreamClient {
   private queue: Pending[] = [];
   private readonly headers: Record<string, string>;
   private readonly url: URL;
+  private readonly target: { origin: string; path: string; headers: Record<string, string> };
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
 
@@ -107,6 +104,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       const pass = decodeURIComponent(this.url.password);
       this.headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
     }
+    this.target = { origin: this.url.origin, path: this.url.pathname + this.url.search, headers: this.headers };
     this.ownsDispatcher = opts.dispatcher === undefined;
     this.dispatcher =
       opts.dispatcher ??
@@ -124,7 +122,8 @@ export class HttpUpstreamClient implements UpstreamClient {
   call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
     return new Promise((resolve) => {
       const passive = opts.probe !== true;
-      const p: Pending = { id: this.nextId++, method, paramsJson, passive, started: performance.now(), timer: null, done: false, exchange: null, resolve };
+      const started = performance.now();
+      const p: Pending = { id: this.nextId++, method, paramsJson, passive, started, deadline: started + timeoutMs, timer: null, done: false, resolve };
       p.timer = setTimeout(() => this.finish(p, TIMED_OUT), Math.max(1, timeoutMs));
       this.inFlight++;
       this.calls++;
@@ -144,26 +143,17 @@ export class HttpUpstreamClient implements UpstreamClient {
   private async send(batch: Pending[]): Promise<void> {
     const single = batch.length === 1;
     const body = single ? requestText(batch[0]!) : `[${batch.map(requestText).join(',')}]`;
-    const abort = new AbortController();
-    // The exchange ends when no member waits any more: each member's own timer answers it.
-    const exchange: Exchange = { waiting: batch.length, abort };
-    for (const p of batch) p.exchange = exchange;
+    // Each member is answered by its own timer; the exchange lasts until the last one's deadline.
+    const now = performance.now();
+    let timeoutMs = 1;
+    for (const p of batch) timeoutMs = Math.max(timeoutMs, p.deadline - now);
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
-      const res = await this.dispatcher.request({
-        origin: this.url.origin,
-        path: this.url.pathname + this.url.search,
-        method: 'POST',
-        headers: this.headers,
-        body,
-        signal: abort.signal,
-      });
-      const text = await res.body.text();
-      verdicts = single ? classifyHttp(res.statusCode, text) : classifyBatch(res.statusCode, text);
+      const { status, text } = await postJson(this.dispatcher, this.target, body, timeoutMs);
+      verdicts = single ? classifyHttp(status, text) : classifyBatch(status, text);
     } catch (err) {
       verdicts = classifyTransport(err);
     }
-    for (const p of batch) p.exchange = null;
     if (verdicts === null) {
       // The node does not take batches (or not this one): the calls still waiting go one by one.
       for (const p of batch) if (!p.done) void this.send([p]);
@@ -179,8 +169,6 @@ export class HttpUpstreamClient implements UpstreamClient {
     if (p.done) return;
     p.done = true;
     if (p.timer !== null) clearTimeout(p.timer);
-    const x = p.exchange;
-    if (x !== null && --x.waiting === 0) x.abort.abort(new DOMException('upstream call timed out', 'TimeoutError'));
     this.inFlight--;
     const ms = performance.now() - p.started;
     if (verdict.kind === 'retry' && verdict.health) {

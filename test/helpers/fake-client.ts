@@ -2,13 +2,14 @@
  * A stand-in for the transport to one node (src/upstream/client.ts) for tests that exercise
  * routing and fleet logic without a network: figures are set by hand and answers are scripted.
  */
-import type { UpstreamConfig } from '../../src/config/schema.js';
+import { upstreamSchema, type UpstreamConfig } from '../../src/config/schema.js';
 import type { CallTiming, UpstreamClient } from '../../src/upstream/client.js';
 import type { Verdict } from '../../src/upstream/classify.js';
 import { Breaker } from '../../src/upstream/health.js';
 
+/** An upstream entry as the config schema builds it (its defaults, nothing hand-copied). */
 export function upstreamConfig(name: string, extra: Partial<UpstreamConfig> = {}): UpstreamConfig {
-  return { name, url: 'http://127.0.0.1:9', weight: 1, tags: [], maxConnections: 1, maxBatchSize: 25, headers: {}, caFile: null, maxResponseBytes: 64 * 1024 * 1024, ...extra };
+  return upstreamSchema.parse({ name, url: 'http://127.0.0.1:9', maxConnections: 1, ...extra });
 }
 
 export interface SentCall {
