@@ -134,9 +134,18 @@ export class Fleet extends EventEmitter {
     this.metrics.declareUpstream(u.name);
     if (this.opts.breaker) u.breaker.configure(this.opts.breaker);
     const probe = new Probe(u, () => this.probeSettings(), {
-      up: () => this.markUp(u),
-      down: () => this.markDown(u),
-      header: (h, observedAt) => this.observeHeader(u, h, observedAt),
+      up: () => {
+        this.log.debug({ upstream: u.name, state: 'healthy' }, 'probe: state');
+        this.markUp(u);
+      },
+      down: () => {
+        this.log.debug({ upstream: u.name, state: 'down' }, 'probe: state');
+        this.markDown(u);
+      },
+      header: (h, observedAt) => {
+        this.log.debug({ upstream: u.name, head: h.number }, 'probe: head');
+        this.observeHeader(u, h, observedAt);
+      },
       finalized: (n) => this.observeFinalized(u, n),
       finalizedUnsupported: () => this.finalizedUnsupported(u),
       quarantined: (got) => this.quarantine(u, got),
@@ -174,7 +183,6 @@ export class Fleet extends EventEmitter {
     if (!this.counts(u)) return;
     if (header.number < s.head && observedAt < s.headAt) return;
     if (header.number === s.head && header.hash === s.headHash) return;
-    this.log.debug({ upstream: u.name, head: header.number }, 'upstream head');
     s.head = header.number;
     s.headHash = header.hash;
     s.headAt = Date.now();
