@@ -60,6 +60,8 @@ defaults
   timeout connect 2s
   timeout client 30s
   timeout server 30s
+  # A check answered late on a busy machine must not count as a failure: only a 503 or a refusal.
+  timeout check 2s
 frontend rpc
   bind 127.0.0.1:${front}
   default_backend switchyard
@@ -67,7 +69,7 @@ backend switchyard
   balance roundrobin
   option httpchk GET /ready
   http-check expect status 200
-  default-server inter 100ms fastinter 100ms downinter 100ms fall 1 rise 1
+  default-server inter 200ms fastinter 200ms downinter 200ms fall 2 rise 1
 ${replicas.map((r) => `  server ${r.name} 127.0.0.1:${r.http} check port ${r.admin}`).join('\n')}
 listen stats
   bind 127.0.0.1:${statsPort}
