@@ -18,7 +18,7 @@ export const CATALOGUE = {
   PARSE_ERROR: { code: -32700, http: 200, message: 'parse error', doc: 'the body is not valid JSON (or not valid UTF-8)' },
   INVALID_REQUEST: { code: -32600, http: 200, message: 'invalid request', doc: 'an element is not a JSON-RPC 2.0 request object (jsonrpc "2.0", string method, id string/number/null)' },
   EMPTY_BATCH: { code: -32600, http: 200, message: 'empty batch', doc: 'the body is `[]`' },
-  TOO_DEEP: { code: -32600, http: 200, message: 'invalid request: JSON nested too deeply', doc: 'the body nests arrays/objects deeper than the parser accepts' },
+  TOO_DEEP: { code: -32600, http: 200, message: 'invalid request: JSON nested too deeply', doc: 'a request object nests arrays/objects deeper than 64 levels (the request itself is level 1; a batch array does not count)' },
   BATCH_TOO_LARGE: { code: -32600, http: 413, message: 'batch too large', doc: 'a batch holds more than `server.maxBatchSize` calls' },
   BODY_TOO_LARGE: { code: -32600, http: 413, message: 'request body too large', doc: 'the body is over `server.maxBodyBytes` (counted as bytes arrive)' },
   BAD_CONTENT_TYPE: { code: -32600, http: 415, message: 'unsupported content type: expected application/json', doc: 'POST without a JSON content type' },

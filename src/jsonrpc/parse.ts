@@ -14,6 +14,11 @@ export interface Call {
   params: unknown[];
   /** The exact JSON text of `params` as it arrived, when it was present. */
   paramsText?: string;
+  /**
+   * `params` was present but not an array. Judged after the method policy, so an unknown method is
+   * reported as unknown (-32601) before its params are (-32602), as JSON-RPC 2.0's examples and geth do.
+   */
+  paramsNotArray?: true;
 }
 
 /** One element of the request: a call to work on, or an error already decided for its slot. */
@@ -24,6 +29,12 @@ export type ParsedBody =
   /** The whole body is answered by one error object, not an array (parse error, empty batch). */
   | { kind: 'error'; error: RpcError; status: number; asArray: boolean };
 
+/**
+ * Depth rule: each request object may nest at most MAX_NESTING levels of arrays and objects,
+ * counting itself as level 1; the batch array around it does not count. A deeper request gets
+ * -32600 in its own slot with its own id (the id is read by the iterative scanner, whatever lies
+ * below it), and the rest of a batch goes on. A body that is not JSON is -32700 at any depth.
+ */
 export const MAX_NESTING = 64;
 export const MAX_METHOD_LENGTH = 128;
 const MEMBERS = ['jsonrpc', 'id', 'method', 'params'] as const;
@@ -34,9 +45,6 @@ export function parseBody(text: string, maxBatchSize: number): ParsedBody {
     value = JSON.parse(text);
   } catch {
     return { kind: 'error', error: new RpcError('PARSE_ERROR'), status: 200, asArray: false };
-  }
-  if (nestingDepthExceeds(text, MAX_NESTING)) {
-    return { kind: 'error', error: new RpcError('TOO_DEEP'), status: 200, asArray: false };
   }
   if (!Array.isArray(value)) {
     return { kind: 'calls', batch: false, slots: [toSlot(text, { start: 0, end: text.length }, value, 0)] };
@@ -69,6 +77,7 @@ function toSlot(text: string, span: Span, value: unknown, index: number): Slot {
     id = text.slice(idSpan.start, idSpan.end);
   }
   const echo = id ?? 'null';
+  if (nestingDepthExceeds(text, MAX_NESTING, span)) return { id: echo, error: new RpcError('TOO_DEEP') };
   if (obj.jsonrpc !== '2.0') {
     return { id: echo, error: new RpcError('INVALID_REQUEST', { message: 'invalid request: jsonrpc must be "2.0"' }) };
   }
@@ -80,9 +89,7 @@ function toSlot(text: string, span: Span, value: unknown, index: number): Slot {
     return { id: echo, error: new RpcError('INVALID_REQUEST', { message: `invalid request: method name longer than ${MAX_METHOD_LENGTH} characters` }) };
   }
   if (obj.params === undefined) return { call: { index, id, method: obj.method, params: [] } };
-  if (!Array.isArray(obj.params)) {
-    return { id: echo, error: rpcErrors.invalidParams('params must be an array') };
-  }
+  if (!Array.isArray(obj.params)) return { call: { index, id, method: obj.method, params: [], paramsNotArray: true } };
   const paramsSpan = raw.get('params');
   const paramsText = paramsSpan === undefined ? undefined : text.slice(paramsSpan.start, paramsSpan.end);
   return { call: { index, id, method: obj.method, params: obj.params, paramsText } };

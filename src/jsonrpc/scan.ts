@@ -105,12 +105,12 @@ export function objectMembers(text: string, span: Span, wanted: readonly string[
   }
 }
 
-/** Deepest nesting of arrays and objects in already-valid JSON text, stopping early past limit. */
-export function nestingDepthExceeds(text: string, limit: number): boolean {
+/** Whether the value at span (already-valid JSON) nests arrays/objects deeper than limit; stops early. */
+export function nestingDepthExceeds(text: string, limit: number, span: Span = { start: 0, end: text.length }): boolean {
   // Deeper than limit takes limit + 1 openings and as many closings.
-  if (text.length < 2 * (limit + 1)) return false;
+  if (span.end - span.start < 2 * (limit + 1)) return false;
   let depth = 0;
-  for (let i = 0; i < text.length; i++) {
+  for (let i = span.start; i < span.end; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
       i = skipString(text, i) - 1;

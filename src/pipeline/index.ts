@@ -108,6 +108,7 @@ export class Pipeline {
     const d = this.deps;
     const resolved = d.policy.resolve(call.method);
     if (resolved === null) return { error: rpcErrors.methodNotFound(call.method) };
+    if (call.paramsNotArray) return { error: rpcErrors.invalidParams('params must be an array') };
     const { spec } = resolved;
     switch (spec.handling) {
       case 'local':

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { classifyBatch, classifyHttp, classifyTransport, type Verdict } from './classify.js';
+import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
 
 export type UpstreamState = 'connecting' | 'healthy' | 'down' | 'quarantined';
@@ -29,9 +30,6 @@ interface Pending {
 function requestText(p: Pending): string {
   return `{"jsonrpc":"2.0","id":${p.id},"method":${JSON.stringify(p.method)},"params":${p.paramsJson}}`;
 }
-
-/** For configs built without the schema (tests, embedding); the schema's default is the same. */
-const DEFAULT_BATCH = 25;
 
 /** A batch answer that left a call out. */
 const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
@@ -64,6 +62,7 @@ export class Upstream {
   private queue: Pending[] = [];
   private readonly headers: Record<string, string>;
   private readonly url: URL;
+  private readonly target: { origin: string; path: string; headers: Record<string, string> };
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
 
@@ -84,6 +83,7 @@ export class Upstream {
       const pass = decodeURIComponent(this.url.password);
       this.headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
     }
+    this.target = { origin: this.url.origin, path: this.url.pathname + this.url.search, headers: this.headers };
     this.ownsDispatcher = opts.dispatcher === undefined;
     this.dispatcher =
       opts.dispatcher ??
@@ -93,7 +93,7 @@ export class Upstream {
         keepAliveTimeout: 30_000,
         connectTimeout: 5_000,
         // A node (or a hostile one) must not make Switchyard buffer an unbounded answer.
-        maxResponseSize: config.maxResponseBytes ?? -1,
+        maxResponseSize: config.maxResponseBytes,
         ...(config.caFile ? { connect: { ca: readFileSync(config.caFile) } } : {}),
       });
   }
@@ -123,32 +123,21 @@ export class Upstream {
   private readonly flush = (): void => {
     const queue = this.queue;
     this.queue = [];
-    const size = this.config.maxBatchSize >= 1 ? this.config.maxBatchSize : DEFAULT_BATCH;
+    const size = this.config.maxBatchSize;
     for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
   };
 
   private async send(batch: Pending[]): Promise<void> {
     const single = batch.length === 1;
     const body = single ? requestText(batch[0]!) : `[${batch.map(requestText).join(',')}]`;
-    const timeoutMs = Math.max(...batch.map((p) => p.timeoutMs));
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(new DOMException('upstream call timed out', 'TimeoutError')), timeoutMs);
+    let timeoutMs = 0;
+    for (const p of batch) timeoutMs = Math.max(timeoutMs, p.timeoutMs);
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
-      const res = await this.dispatcher.request({
-        origin: this.url.origin,
-        path: this.url.pathname + this.url.search,
-        method: 'POST',
-        headers: this.headers,
-        body,
-        signal: abort.signal,
-      });
-      const text = await res.body.text();
-      verdicts = single ? classifyHttp(res.statusCode, text) : classifyBatch(res.statusCode, text);
+      const { status, text } = await postJson(this.dispatcher, this.target, body, timeoutMs);
+      verdicts = single ? classifyHttp(status, text) : classifyBatch(status, text);
     } catch (err) {
       verdicts = classifyTransport(err);
-    } finally {
-      clearTimeout(timer);
     }
     if (verdicts === null) {
       // The node does not take batches (or not this one): the calls go again one by one.

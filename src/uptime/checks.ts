@@ -21,7 +21,6 @@ export interface UpstreamView {
 export interface FleetView {
   readonly head: number;
   readonly upstreams: readonly UpstreamView[];
-  lag(u: never): number;
 }
 
 /**

@@ -8,8 +8,10 @@
  *   hit         eth_getBlockByHash(genesis), answered from the cache, vs a bare node:http server
  *               answering the same bytes as a constant
  *   local       eth_chainId, answered by Switchyard itself, vs a bare node:http server answering it
- *   RSS         Switchyard's VmRSS after the runs and with 1,000 idle keep-alive connections, fresh
- *               and loaded, with the cache's own bytes taken out
+ *   RSS         Switchyard's VmRSS with 1,000 idle keep-alive connections: fresh; after sustained
+ *               misses with the cache off (`cache.maxBytes: 0`: the process without its cache); and
+ *               the main process after all the runs with the default cache (128 MiB), whose
+ *               difference to the cache-off process is what the cache costs in RSS
  * Nothing is pinned: anvil needs both cores to stay clearly faster than any proxy in front of it,
  * which is what makes the proxy the bottleneck. A run counts only when the node direct answers at
  * least NODE_MARGIN x HAProxy's rate (else the proxies are measuring the node, and the run says so)
@@ -19,7 +21,9 @@
  * CPU us/req: CPU time (user + system, all threads, /proc/PID/stat) of the process under test over
  * the measured window, per request: a cost figure that other load on the machine disturbs far less
  * than req/s. BENCH_CPU_PROF=DIR starts Switchyard with --cpu-prof into DIR; BENCH_ONLY=REGEX runs
- * only the scenarios whose "label target" matches.
+ * only the scenarios whose "label target" matches; BENCH_BASELINE=DIR (another checkout, built, with
+ * its node_modules) adds its Switchyard as target `baseline` beside every Switchyard row, so a
+ * before/after comparison shares one run's conditions.
  * Needs haproxy and wrk (Debian packages; installed when run as root). Not part of `npm test`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -34,18 +38,20 @@ import {
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
+const BASELINE = process.env.BENCH_BASELINE;
 const WARMUP_SECONDS = 1;
 const IDLE_CONNECTIONS = 1000;
 /** The node direct must answer at least this many times HAProxy's rate for the run to count. */
 const NODE_MARGIN = 1.25;
 const CHAIN_ID_CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
 
-function switchyardConfig(anvilUrl: string): Record<string, unknown> {
+function switchyardConfig(anvilUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
+    ...extra,
     chainId: 186,
     // keep-alive long enough for the idle-connection figure; in-flight caps above what the
     // connections x 25-call batches put in flight, so the limits never answer instead of the node.
@@ -123,7 +129,7 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
   const stops: (() => Promise<void>)[] = [];
   let rows: Row[] = [];
-  let rss: { fresh: RssFigure; loaded: RssFigure } | undefined;
+  let rss: { fresh: RssFigure; noCache: RssFigure; loaded: RssFigure } | undefined;
   try {
     process.stdout.write(`switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned\n`);
     const anvil = await startQuietAnvil();
@@ -162,6 +168,12 @@ async function main(): Promise<number> {
       { label: 'local', target: 'bare-node', url: bareLocal.url, script: local, callsPerRequest: 1, pid: bareLocal.pid },
       { label: 'local', target: 'switchyard', url: sy.url, script: local, callsPerRequest: 1, pid: sy.pid },
     ];
+    if (BASELINE) {
+      const base = await startSwitchyardProcess(BASELINE, dir, 'baseline', switchyardConfig(anvil.url));
+      stops.push(() => base.stop());
+      if (!(await rpc(base.url, hitCall)).includes(genesis)) throw new Error('the baseline does not answer the hit call');
+      for (const s of all.filter((x) => x.target === 'switchyard')) all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'baseline', url: base.url, pid: base.pid });
+    }
     const scenarios = ONLY ? all.filter((s) => ONLY.test(`${s.label} ${s.target}`)) : all;
     const runs = new Map<Scenario, Run[]>(scenarios.map((s) => [s, []]));
     for (let round = 1; round <= ROUNDS; round++) {
@@ -178,7 +190,13 @@ async function main(): Promise<number> {
     const loaded = await rssFigure(sy.url, sy.adminUrl, sy.pid);
     const fresh = await startSwitchyardProcess(ROOT, dir, 'switchyard-rss', switchyardConfig(anvil.url));
     stops.push(() => fresh.stop());
-    rss = { fresh: await rssFigure(fresh.url, fresh.adminUrl, fresh.pid), loaded };
+    const freshFigure = await rssFigure(fresh.url, fresh.adminUrl, fresh.pid);
+    await fresh.stop();
+    // The same sustained misses (single and batched) through a process without a cache.
+    const noCache = await startSwitchyardProcess(ROOT, dir, 'switchyard-nocache', switchyardConfig(anvil.url, { cache: { maxBytes: 0 } }));
+    stops.push(() => noCache.stop());
+    for (const script of [miss, miss25, miss]) await wrk(noCache.url, script, { connections: CONNECTIONS, seconds: SECONDS });
+    rss = { fresh: freshFigure, noCache: await rssFigure(noCache.url, noCache.adminUrl, noCache.pid), loaded };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
@@ -212,11 +230,21 @@ async function main(): Promise<number> {
     `| batch of 25 / one call, switchyard (cost: one-call req/s / batch req/s) | ${ratio(rps('miss', 'switchyard'), rps('miss batch25', 'switchyard'))} | ${ratio(us('miss batch25', 'switchyard'), us('miss', 'switchyard'))} | < 5 |`,
     `| batch of 25 / one call, anvil direct (the node's own) | ${ratio(rps('miss', 'anvil'), rps('miss batch25', 'anvil'))} | ${ratio(us('miss batch25', 'anvil'), us('miss', 'anvil'))} | |`,
   ];
+  if (BASELINE) {
+    lines.push(
+      `| baseline miss / haproxy | ${ratio(rps('miss', 'baseline'), rps('miss', 'haproxy'))} | ${ratio(us('miss', 'baseline'), us('miss', 'haproxy'))} | (before) |`,
+      `| baseline hit / bare node:http | ${ratio(rps('hit', 'baseline'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'baseline'), us('hit', 'bare-node'))} | (before) |`,
+      `| baseline local / bare node:http | ${ratio(rps('local', 'baseline'), rps('local', 'bare-node'))} | ${ratio(us('local', 'baseline'), us('local', 'bare-node'))} | (before) |`,
+      `| baseline batch of 25 / one call | ${ratio(rps('miss', 'baseline'), rps('miss batch25', 'baseline'))} | ${ratio(us('miss batch25', 'baseline'), us('miss', 'baseline'))} | (before) |`,
+    );
+  }
   if (rss) {
+    const cacheRss = rss.loaded.with - rss.noCache.with;
     lines.push(
       `| RSS, fresh process: idle -> ${rss.fresh.open} idle connections (MB) | ${rss.fresh.before.toFixed(1)} -> ${rss.fresh.with.toFixed(1)} | | <= 150 |`,
-      `| RSS after the runs: idle -> ${rss.loaded.open} connections (MB) | ${rss.loaded.before.toFixed(1)} -> ${rss.loaded.with.toFixed(1)} | | |`,
-      `| the same with the cache's ${rss.loaded.cacheMb.toFixed(1)} MB taken out (MB) | ${(rss.loaded.before - rss.loaded.cacheMb).toFixed(1)} -> ${(rss.loaded.with - rss.loaded.cacheMb).toFixed(1)} | | <= 150 |`,
+      `| RSS after sustained misses, cache off: idle -> ${rss.noCache.open} connections (MB) | ${rss.noCache.before.toFixed(1)} -> ${rss.noCache.with.toFixed(1)} | | <= 150 (cache excluded) |`,
+      `| RSS after all the runs, default cache holding ${rss.loaded.cacheMb.toFixed(1)} MB (counted): idle -> ${rss.loaded.open} connections (MB) | ${rss.loaded.before.toFixed(1)} -> ${rss.loaded.with.toFixed(1)} | | |`,
+      `| what the cache costs in RSS: MB, and per counted MB | ${cacheRss.toFixed(1)} | ${rss.loaded.cacheMb > 1 ? (cacheRss / rss.loaded.cacheMb).toFixed(2) : 'n/a'} | sizing: RSS ~ cache-off RSS + this x cache.maxBytes |`,
     );
   }
   lines.push('');

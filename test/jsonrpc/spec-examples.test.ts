@@ -113,7 +113,7 @@ t.test('mixed batch: one answer per non-notification, in request order', async (
       {"jsonrpc":"2.0","method":"eth_blockNumber","params":[]},
       {"jsonrpc":"2.0","method":"net_version","params":[],"id":"2"},
       {"foo":"boo"},
-      {"jsonrpc":"2.0","method":"foo.get","params":[],"id":"5"},
+      {"jsonrpc":"2.0","method":"foo.get","params":{"name":"myself"},"id":"5"},
       {"jsonrpc":"2.0","method":"eth_getBalance","params":["0x0000000000000000000000000000000000000001","latest"],"id":"9"},
       {"jsonrpc":"2.0","method":"get_data","params":[]}
     ]`,
@@ -127,7 +127,7 @@ t.test('mixed batch: one answer per non-notification, in request order', async (
   t.equal(body[2].error.code, -32600);
   t.equal(body[3].id, '5');
   t.equal(body[3].error.code, -32601);
-  t.equal(body[3].error.message, 'the method foo.get does not exist/is not available');
+  t.equal(body[3].error.message, 'the method foo.get does not exist/is not available', 'unknown method reported before its (object) params are judged');
   t.strictSame(body[4], { jsonrpc: '2.0', id: '9', result: balance.result });
 });
 
@@ -141,4 +141,15 @@ t.test('a batch of one valid call is answered with an array of one', async (t) =
   const r = await post(sy.url, '[{"jsonrpc":"2.0","method":"net_version","params":[],"id":1}]');
   t.equal(r.status, 200);
   t.equal(r.text, '[{"jsonrpc":"2.0","id":1,"result":"186"}]');
+});
+
+t.test('params that are not an array: -32602 for a known method, -32601 for an unknown one', async (t) => {
+  const known = (await post(sy.url, '{"jsonrpc":"2.0","method":"eth_getBalance","params":{"a":1},"id":3}')).json();
+  t.equal(known.id, 3);
+  t.equal(known.error.code, -32602);
+  const denied = (await post(sy.url, '{"jsonrpc":"2.0","method":"anvil_mine","params":{"a":1},"id":4}')).json();
+  t.equal(denied.id, 4);
+  t.equal(denied.error.code, -32601, 'a denied method is reported as such before its params');
+  const local = (await post(sy.url, '{"jsonrpc":"2.0","method":"eth_chainId","params":"x","id":5}')).json();
+  t.equal(local.error.code, -32602, 'locally answered methods judge params too');
 });

@@ -32,7 +32,7 @@ async function fresh(t: Test, rateLimit: Record<string, unknown> = {}): Promise<
 const admitted = (r: Reply): boolean => r.status === 200 && r.json?.result === '0xba';
 
 t.test('a burst of 50 calls at once: exactly 30 admitted, 20 get 429 + Retry-After + -32005; then 10 per second', async (t) => {
-  const { client, sy } = await inOneWindow(
+  const { client } = await inOneWindow(
     t,
     () => fresh(t),
     ({ client }) => client.burst(50, () => rpc('eth_chainId')),

@@ -28,10 +28,11 @@ t.test('a range over the cap is split and merged: the same answer as the node fo
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
   // 12 logs over ~30 blocks: a ping in every block from 2 on, with empty blocks between some.
-  const hash = await rpc(anvil.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, data: pingBytecode() }]);
-  const contract = (await rpc(anvil.url, 'eth_getTransactionReceipt', [hash])).contractAddress as string;
+  // anvil mines each sent transaction; the receipt is awaited so the next one lands in a later block.
+  const mined = (hash: string): Promise<{ contractAddress: string | null }> => waitFor(`receipt ${hash}`, () => rpc(anvil.url, 'eth_getTransactionReceipt', [hash]).then((r) => r ?? undefined));
+  const contract = (await mined(await rpc(anvil.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, data: pingBytecode() }]))).contractAddress!;
   for (let i = 0; i < 12; i++) {
-    await rpc(anvil.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: contract, data: PING + i.toString(16).padStart(64, '0') }]);
+    await mined(await rpc(anvil.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: contract, data: PING + i.toString(16).padStart(64, '0') }]));
     if (i % 3 === 0) await rpc(anvil.url, 'anvil_mine', ['0x2']);
   }
   const head = Number.parseInt(await rpc(anvil.url, 'eth_blockNumber', []), 16);

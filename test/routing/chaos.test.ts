@@ -71,7 +71,7 @@ t.test('kill, stop and restart nodes under load', async (t) => {
       const started = performance.now();
       let res;
       try {
-        res = await post(sy.url, size === 0 ? reqs[0] : reqs);
+        res = await post(sy.url, size === 0 ? reqs[0]! : reqs);
       } catch (err) {
         problems.push(`client ${c}: HTTP failed: ${(err as Error).message}`);
         calls += n;

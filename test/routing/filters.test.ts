@@ -106,7 +106,7 @@ t.test('filters made through one replica are polled through another', async (t) 
       if (!byNode.has(holder(fid))) byNode.set(holder(fid), fid);
     }
     t.equal(byNode.size, 2, `filters on two nodes: ${[...byNode.keys()].map((i) => `node-${i}`).join(', ')}`);
-    const [[victim, doomed], [survivor, kept]] = [...byNode.entries()] as [number, string][];
+    const [[victim, doomed], [survivor, kept]] = [...byNode.entries()] as [[number, string], [number, string]];
     await devnet.kill(victim);
     for (const sy of [a, b]) {
       await waitFor(`node-${victim} down at a replica`, async () => {

@@ -9,12 +9,12 @@ import { Upstream } from '../../src/upstream/node.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { createLogger } from '../../src/log/logger.js';
 import { choose, cost, eligible, hash } from '../../src/routing/select.js';
-import type { UpstreamConfig } from '../../src/config/schema.js';
+import { upstreamSchema, type UpstreamConfig } from '../../src/config/schema.js';
 
 const OPTS: FleetOptions = { chainId: 186, headPollMs: 1000, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
 
 function upstreamConfig(name: string, extra: Partial<UpstreamConfig> = {}): UpstreamConfig {
-  return { name, url: 'http://127.0.0.1:9', weight: 1, tags: [], maxConnections: 1, ...extra };
+  return upstreamSchema.parse({ name, url: 'http://127.0.0.1:9', maxConnections: 1, ...extra });
 }
 
 interface Setup {

@@ -38,7 +38,7 @@ t.test('the answer is the hash; a second send gets the node error verbatim', asy
   t.same(first, { jsonrpc: '2.0', id: 'tx-1', result: expected }, 'the hash, as ethers computes it');
 
   // Without broadcast the transaction went to one node (the devnet gathers pools when it mines).
-  const holders = [];
+  const holders: string[] = [];
   for (const n of devnet.nodes()) if (await inPool(n.url, expected)) holders.push(n.name);
   t.equal(holders.length, 1, `in exactly one node's pool (${holders.join(', ')})`);
 

@@ -38,9 +38,17 @@ t.teardown(() => agent.close());
 // ---------------------------------------------------------------- a raw JSON reader (the oracle's)
 
 /** A JSON value with the exact source text of every node, so ids can be compared byte for byte. */
-type Raw = { t: 'obj'; raw: string; members: Map<string, Raw> } | { t: 'arr'; raw: string; items: Raw[] } | { t: 'str' | 'num' | 'lit'; raw: string; value: unknown };
+type Raw =
+  | { t: 'obj'; raw: string; members: Map<string, Raw> }
+  | { t: 'arr'; raw: string; items: Raw[] }
+  | { t: 'str' | 'num' | 'lit'; raw: string; value: unknown }
+  | { t: 'skipped'; raw: string };
 
-/** Reads text already proven valid by JSON.parse (and at most MAX_DEPTH deep: recursion is fine). */
+/**
+ * Reads text already proven valid by JSON.parse. An array or object below MAX_DEPTH + 1 levels is
+ * skipped by bracket counting (no recursion: a 100,000-deep body must not blow the oracle's stack);
+ * whether an element is too deep is judged on its parsed value.
+ */
 function readRaw(text: string): Raw {
   let i = 0;
   const ws = (): void => {
@@ -52,10 +60,27 @@ function readRaw(text: string): Raw {
     i++;
     return text.slice(start, i);
   };
-  const value = (): Raw => {
+  const skip = (): void => {
+    let depth = 0;
+    do {
+      const c = text[i];
+      if (c === '"') {
+        str();
+        continue;
+      }
+      if (c === '[' || c === '{') depth++;
+      else if (c === ']' || c === '}') depth--;
+      i++;
+    } while (depth > 0);
+  };
+  const value = (level: number): Raw => {
     ws();
     const start = i;
     const c = text[i];
+    if ((c === '{' || c === '[') && level > MAX_DEPTH + 1) {
+      skip();
+      return { t: 'skipped', raw: text.slice(start, i) };
+    }
     if (c === '{') {
       i++;
       const members = new Map<string, Raw>();
@@ -67,7 +92,7 @@ function readRaw(text: string): Raw {
           const key = JSON.parse(str()) as string;
           ws();
           i++; // :
-          members.set(key, value());
+          members.set(key, value(level + 1));
           ws();
           if (text[i++] === '}') break;
         }
@@ -80,7 +105,7 @@ function readRaw(text: string): Raw {
       if (text[i] === ']') i++;
       else
         for (;;) {
-          items.push(value());
+          items.push(value(level + 1));
           ws();
           if (text[i++] === ']') break;
         }
@@ -94,7 +119,7 @@ function readRaw(text: string): Raw {
     const raw = text.slice(start, i);
     return { t: /^[-0-9]/.test(raw) ? 'num' : 'lit', raw, value: JSON.parse(raw) };
   };
-  const v = value();
+  const v = value(1);
   return v;
 }
 
@@ -132,16 +157,20 @@ type Expect =
 
 const JSON_TYPES = /^\s*(application\/json|application\/json-rpc|application\/jsonrequest)\s*(;.*)?$/i;
 
-function slotOf(el: Raw): Slot {
+/** One element's expected slot; `parsed` is its value, judged for depth on its own (the batch array does not count). */
+function slotOf(el: Raw, parsed: unknown): Slot {
   if (el.t !== 'obj') return { answer: true, id: 'null', invalid: true };
   const id = el.members.get('id');
-  if (id !== undefined && (id.t === 'obj' || id.t === 'arr' || (id.t === 'lit' && id.value !== null))) return { answer: true, id: 'null', invalid: true };
+  if (id !== undefined && (id.t === 'obj' || id.t === 'arr' || id.t === 'skipped' || (id.t === 'lit' && id.value !== null))) return { answer: true, id: 'null', invalid: true };
   const jsonrpc = el.members.get('jsonrpc');
   const method = el.members.get('method');
   const params = el.members.get('params');
-  const valid = jsonrpc?.t === 'str' && jsonrpc.value === '2.0' && method?.t === 'str' && method.value !== '' && (params === undefined || params.t === 'arr');
-  if (id === undefined) return valid ? { answer: false } : { answer: true, id: 'null', invalid: true };
-  return { answer: true, id: id.raw, invalid: !valid };
+  const shallow = depthOf(parsed) <= MAX_DEPTH;
+  const request = shallow && jsonrpc?.t === 'str' && jsonrpc.value === '2.0' && method?.t === 'str' && method.value !== '';
+  // params that are not an array are judged when the call is worked on (-32601 before -32602), so a
+  // notification with them is silent like every notification.
+  if (id === undefined) return request ? { answer: false } : { answer: true, id: 'null', invalid: true };
+  return { answer: true, id: id.raw, invalid: !request || (params !== undefined && params.t !== 'arr') };
 }
 
 /** null: more than one answer is allowed (a body starting with a BOM may be read or refused). */
@@ -161,14 +190,13 @@ function oracle(body: Buffer, contentType: string | undefined): Expect | null {
   } catch {
     return { kind: 'whole', status: 200, code: -32700, array: false };
   }
-  if (depthOf(value) > MAX_DEPTH) return { kind: 'whole', status: 200, code: -32600, array: false };
   if (Array.isArray(value) && value.length === 0) return { kind: 'whole', status: 200, code: -32600, array: false, message: 'empty batch' };
   if (Array.isArray(value) && value.length > MAX_BATCH) {
     return { kind: 'whole', status: 413, code: -32600, array: true, message: `batch too large: ${value.length} calls, at most ${MAX_BATCH} allowed` };
   }
   const raw = readRaw(text);
-  if (raw.t === 'arr') return { kind: 'calls', batch: true, slots: raw.items.map(slotOf) };
-  return { kind: 'calls', batch: false, slots: [slotOf(raw)] };
+  if (raw.t === 'arr') return { kind: 'calls', batch: true, slots: raw.items.map((el, k) => slotOf(el, (value as unknown[])[k])) };
+  return { kind: 'calls', batch: false, slots: [slotOf(raw, value)] };
 }
 
 /** Why a response object is not a JSON-RPC 2.0 response (or null when it is one). */

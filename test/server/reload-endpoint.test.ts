@@ -82,3 +82,27 @@ t.test('POST /-/reload without a config file says so', async (t) => {
   t.equal(r.status, 400);
   t.match(r.body.problems?.[0] ?? '', /no configuration file/);
 });
+
+t.test('what cannot reload is named in a warning; the log level reloads', async (t) => {
+  const { Writable } = await import('node:stream');
+  const { createLogger } = await import('../../src/log/logger.js');
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const l of chunk.toString().split('\n')) if (l !== '') lines.push(JSON.parse(l) as Record<string, unknown>);
+      cb();
+    },
+  });
+  const a = await startAnvil();
+  t.teardown(() => a.stop());
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-warn-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'config.yaml');
+  const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: a.url }], log: { level: 'warn' } }, { configFile: file, logger: createLogger('warn', stream) });
+  writeFileSync(file, fileFor([{ name: 'node-a', url: a.url }], 'log: { level: info }\nchainId: 1\ncache: { maxBytes: 1000 }').replace('port: 0, wsPort: null', 'port: 1, wsPort: null'));
+  t.equal((await reload(sy.adminUrl)).status, 200);
+  const warn = lines.find((l) => l.msg === 'these settings cannot change on reload; restart to apply them');
+  for (const name of ['cache', 'server.host/port/wsPort', 'chainId']) t.ok((warn?.settings as string[] | undefined)?.includes(name), `the warning names ${name}`);
+  t.notOk((warn?.settings as string[]).includes('admin'), 'and not what did not change');
+  t.ok(lines.some((l) => l.msg === 'configuration reloaded' && l.level === 'info'), 'the new level (info) applies at once');
+});

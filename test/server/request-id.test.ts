@@ -76,3 +76,29 @@ t.test('errors are logged with type and stack, URLs scrubbed', async (t) => {
   t.match(e.stack, /request-id\.test\.ts/, 'the stack is there');
   t.notMatch(JSON.stringify(line), /secret|10\.1\.2\.3/, 'no URL or address');
 });
+
+t.test('debug lines: failover and breaker transitions carry the request id', async (t) => {
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  const { startFakeNode } = await import('../helpers/fake-node.js');
+  const broken = await startFakeNode(t, (m) => (m === 'eth_getBalance' ? { status: 500, body: 'down' } : undefined));
+  broken.head = 0; // at the anvil's height, so both are eligible for `latest`
+  const log = capture();
+  const sy = await startSwitchyard(
+    t,
+    { upstreams: [{ name: 'broken', url: broken.url, maxBatchSize: 1, weight: 1000 }, { name: 'good', url: anvil.url }], log: { level: 'debug' }, routing: { breaker: { failureThreshold: 1, cooldownMs: 600_000 } } },
+    { logger: createLogger('debug', log.stream) },
+  );
+  // The broken node weighs most, so it is chosen first; the call fails over to the good one.
+  // Each call asks for another address: no cache hit.
+  const balance = (id: number): object => ({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${(id + 1).toString(16).padStart(40, '0')}`, 'latest'] });
+  for (let i = 0; i < 30 && !broken.calls.some((c) => c.method === 'eth_getBalance'); i++) {
+    t.match((await post(sy.url, balance(i), { 'x-request-id': `dbg-${i}` })).json().result, /^0x/, 'answered');
+  }
+  const failover = await waitFor('a failover line', () => log.lines().find((l) => l.msg === 'failover'));
+  t.match(failover, { level: 'debug', upstream: 'broken', reason: 'http_5xx', method: 'eth_getBalance' });
+  t.match(String(failover.req), /^dbg-\d+$/, 'the failover line carries the request id');
+  const breaker = log.lines().find((l) => l.msg === 'breaker state changed');
+  t.match(breaker, { upstream: 'broken', from: 'closed', to: 'open', req: failover.req });
+  t.ok(log.lines().some((l) => l.msg === 'probe: head' && l.upstream === 'good'), 'probe lines at debug');
+});

@@ -63,7 +63,7 @@ t.test('heads and block reads follow a reorg', async (t) => {
   };
 
   await waitFor('switchyard at block 10', async () => (await syHead()) === 10);
-  const old = [];
+  const old: string[] = [];
   for (let n = 7; n <= 10; n++) old.push((await syBlock(n))!.hash);
   t.same(old, await nodeHashes(urls[0]!, 7, 10), 'before: blocks 7..10 as the nodes have them (now also cached)');
   const reorgsBefore = await reorgs();

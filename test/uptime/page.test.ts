@@ -46,7 +46,7 @@ if (!existsSync(CHROMIUM)) {
     const nodes = devnet.nodes();
     const sy = await startSwitchyard(t, {
       upstreams: nodes.map((n) => ({ name: n.name, url: n.url })),
-      uptime: { probeIntervalMs: 250, stallAfterSeconds: 2, title: 'Devnet status' },
+      uptime: { probeIntervalMs: 250, stallAfterSeconds: 3, title: 'Devnet status' },
     });
     const origin = new URL(sy.url).origin;
     await waitFor('a first probe', () => report(sy.url).then((r) => r.state === 'operational'));
@@ -95,12 +95,12 @@ if (!existsSync(CHROMIUM)) {
     await t.test('a stalled chain opens a `stalled` incident on the page and in the JSON; blocks resuming close it', async (t) => {
       for (const n of nodes) t.equal((await fetch(`${devnet.controlUrl}/nodes/${n.index}/stall`, { method: 'POST' })).status, 200, `stall ${n.name}`);
       const open = await waitFor('a stalled incident in the JSON', async () => (await report(sy.url)).incidents.find((i) => i.kind === 'stalled' && i.endedAt === null), { timeoutMs: 20_000, intervalMs: 100 });
-      t.match(open, { kind: 'stalled', endedAt: null, summary: /did not advance for more than 2 s/ });
+      t.match(open, { kind: 'stalled', endedAt: null, summary: /did not advance for more than 3 s/ });
       const r = await report(sy.url);
       t.equal(r.state, 'degraded', 'degraded: reachable but not advancing');
       t.same(r.checks.reachable, { ok: true });
       t.equal(r.checks.advancing.ok, false);
-      t.ok(r.checks.advancing.headAgeSeconds! >= 2, `head age ${r.checks.advancing.headAgeSeconds} s`);
+      t.ok(r.checks.advancing.headAgeSeconds! >= 3, `head age ${r.checks.advancing.headAgeSeconds} s`);
       await waitFor('the page to show the stall', async () => (await text(page, '#state')) === 'Degraded', { timeoutMs: 20_000, intervalMs: 200 });
       const item = page.locator('#incidents li').first();
       t.match(await item.innerText(), /stalled[\s\S]*ongoing/, 'newest incident first, ongoing');
@@ -129,7 +129,8 @@ if (!existsSync(CHROMIUM)) {
       await waitFor('the outage to close', async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), { timeoutMs: 30_000, intervalMs: 100 });
       await waitFor('the page to recover', async () => (await text(page, '#state')) !== 'Down', { timeoutMs: 20_000, intervalMs: 200 });
       const listed = (await report(sy.url)).incidents;
-      t.same(listed.map((i) => i.kind), ['unreachable', 'stalled'], 'both incidents, newest first');
+      t.ok(listed.find((i) => i.id === open.id)?.endedAt, 'the outage is listed, closed');
+      t.ok(listed.some((i) => i.kind === 'stalled' && i.endedAt !== null), 'the stall before it is still listed, closed');
       const starts = listed.map((i) => Date.parse(i.startedAt));
       t.same(starts, [...starts].sort((a, b) => b - a), 'ordered by start, newest first');
     });

@@ -35,6 +35,9 @@ class FakeUpstream implements UpstreamView {
 class FakeFleet extends EventEmitter {
   head = -1;
   upstreams = [new FakeUpstream('node-a'), new FakeUpstream('node-b')];
+  lag(u: FakeUpstream): number {
+    return this.head < 0 ? 0 : this.head - u.head;
+  }
   /** A new fleet head, announced as the real fleet does. */
   rise(head: number): void {
     this.head = head;

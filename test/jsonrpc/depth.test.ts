@@ -1,0 +1,62 @@
+// The nesting-depth rule (SPEC 3.1): each request object may nest 64 levels, counted from itself;
+// a deeper one gets -32600 in its own slot with its own id, and the rest of a batch goes on.
+import t from 'tap';
+import { MAX_NESTING, parseBody, type Slot } from '../../src/jsonrpc/parse.js';
+
+const deep = (n: number, inner = '1'): string => '['.repeat(n) + inner + ']'.repeat(n);
+const request = (id: string, params: string): string => `{"jsonrpc":"2.0","id":${id},"method":"eth_call","params":${params}}`;
+
+/** Each slot with the id its answer will carry (a call's own id, or the id decided for an error). */
+function slots(text: string): (Slot & { id?: string })[] {
+  const parsed = parseBody(text, 100);
+  if (parsed.kind !== 'calls') throw new Error(`expected calls, got the whole-body error ${parsed.error.reason}`);
+  return parsed.slots;
+}
+
+t.test('params nested 100,000 deep: -32600 with the request id kept', async (t) => {
+  const [s] = slots(request('"abc"', deep(100_000)));
+  t.equal(s?.error?.reason, 'TOO_DEEP');
+  t.equal(s?.id, '"abc"', 'the id is readable, so it is echoed');
+});
+
+t.test('exactly at the limit is accepted; one more level is refused', async (t) => {
+  // The request object is level 1 and params level 2: params may hold MAX_NESTING - 2 more levels.
+  const [ok] = slots(request('1', deep(MAX_NESTING - 1)));
+  t.ok(ok?.call, `${MAX_NESTING} levels is a call`);
+  const [over] = slots(request('2', deep(MAX_NESTING)));
+  t.equal(over?.error?.reason, 'TOO_DEEP', `${MAX_NESTING + 1} levels is refused`);
+  t.equal(over?.id, '2');
+});
+
+t.test('the batch array does not count toward a call depth', async (t) => {
+  const batch = slots(`[${request('1', deep(MAX_NESTING - 1))}]`);
+  t.ok(batch[0]?.call, 'a call at the limit inside a batch is still a call');
+});
+
+t.test('a batch with one too-deep call: that slot refused, the others go on, in order', async (t) => {
+  const s = slots(`[${request('1', '[]')},${request('2', deep(10_000))},${request('3', '[]')}]`);
+  t.equal(s.length, 3);
+  t.ok(s[0]?.call);
+  t.equal(s[1]?.error?.reason, 'TOO_DEEP');
+  t.equal(s[1]?.id, '2');
+  t.ok(s[2]?.call);
+});
+
+t.test('[[[[...]]]] 100,000 deep: a batch answer, one -32600 per element', async (t) => {
+  const s = slots(deep(100_000, ''));
+  t.equal(s.length, 1);
+  t.equal(s[0]?.error?.reason, 'INVALID_REQUEST');
+  t.equal(s[0]?.id, 'null');
+});
+
+t.test('an object id nested deep is no id: -32600 with id null', async (t) => {
+  const [s] = slots(`{"jsonrpc":"2.0","id":${'{"a":'.repeat(1000)}1${'}'.repeat(1000)},"method":"eth_call"}`);
+  t.equal(s?.id, 'null');
+  t.equal(s?.error?.code, -32600);
+});
+
+t.test('broken JSON is -32700 at any depth', async (t) => {
+  const parsed = parseBody('['.repeat(100_000), 100);
+  t.equal(parsed.kind, 'error');
+  if (parsed.kind === 'error') t.equal(parsed.error.code, -32700);
+});
