@@ -44,7 +44,7 @@ t.test('viem and ethers over WebSocket', async (t) => {
 
   const wallet = new Wallet(DEV_KEY, new JsonRpcProvider(sy.url, 186, { staticNetwork: true }));
   // The devnet mines only on demand here: each transaction is sent, then a block is mined.
-  const deploying = await new ContractFactory(PING_ABI, pingBytecode(), wallet).deploy();
+  const deploying = await new ContractFactory(PING_ABI, pingBytecode(), wallet).deploy({ nonce: 0 });
   await devnet.mine(1);
   const contract = (await deploying.waitForDeployment()) as Contract;
   const address = (await contract.getAddress()) as `0x${string}`;
@@ -56,7 +56,7 @@ t.test('viem and ethers over WebSocket', async (t) => {
   await watched.on('Ping', (v: bigint) => ethersEvents.push(v));
   // ethers and viem subscribe asynchronously: wait for both logs subscriptions on the server.
   await waitFor('logs subscriptions', async () => ((await get(`${sy.adminUrl}/status`)).json().websocket.subscriptions as number) >= 4);
-  const ping = await contract.getFunction('ping')(7n);
+  const ping = await contract.getFunction('ping')(7n, { nonce: 1 });
   await devnet.mine(1);
   await ping.wait(1, 60_000);
   await waitFor('the event on both clients', () => viemEvents.length > 0 && ethersEvents.length > 0);
