@@ -47,6 +47,9 @@ export interface Ports {
 export class App {
   private config: Config;
   private readonly configFile: string | undefined;
+  /** SIGTERM received: /ready is 503 and answers carry Connection: close (the shutdown delay). */
+  private stopping = false;
+  /** After the shutdown delay: no new connections, requests on open ones get 503. */
   private draining = false;
   private readonly log: Logger;
   private readonly metrics: Metrics;
@@ -154,7 +157,7 @@ export class App {
       fleet: this.fleet,
       metrics: this.metrics,
       maxLagBlocks: this.config.routing.maxLagBlocks,
-      isDraining: () => this.draining,
+      isDraining: () => this.stopping,
       version: VERSION,
       extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null, websocket: this.ws.status() }),
       reload: () => this.reloadFile(),
@@ -179,6 +182,7 @@ export class App {
       version: VERSION,
       isReady: () => this.ready,
       isDraining: () => this.draining,
+      closeConnections: () => this.stopping,
       knowsKey: (key) => this.rateLimits.knowsKey(key),
       keyName: (key) => this.rateLimits.keyName(key),
       logRequests: c.log.requests,
@@ -201,7 +205,7 @@ export class App {
   }
 
   get ready(): boolean {
-    return isReady({ fleet: this.fleet, maxLagBlocks: this.config.routing.maxLagBlocks, isDraining: () => this.draining });
+    return isReady({ fleet: this.fleet, maxLagBlocks: this.config.routing.maxLagBlocks, isDraining: () => this.stopping });
   }
 
   /**
@@ -269,11 +273,20 @@ export class App {
     this.log.info({ upstreams: next.upstreams.map((u) => u.name) }, 'configuration reloaded');
   }
 
-  /** SIGTERM: not ready at once, no new connections, in-flight calls finish within the grace period. */
-  async drain(graceMs = this.config.server.shutdownGraceMs): Promise<void> {
-    if (this.draining) return;
+  /**
+   * SIGTERM (SPEC 9): /ready turns 503 at once and for server.shutdownDelayMs calls are still
+   * served, each answer with Connection: close, so a balancer checking /ready takes this replica out
+   * of rotation while nothing is refused. Then the listener closes, idle connections are closed,
+   * requests on open connections get 503, and in-flight calls finish within server.shutdownGraceMs.
+   */
+  async drain(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    const { shutdownDelayMs: delayMs, shutdownGraceMs: graceMs } = this.config.server;
+    this.log.info({ delayMs, graceMs }, 'shutting down: unready, still serving for the shutdown delay');
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
     this.draining = true;
-    this.log.info({ graceMs }, 'draining');
+    this.log.info({ graceMs, inFlightCalls: this.concurrency.inFlight }, 'draining');
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.http.closeIdleConnections();
     this.wsHttp?.close();
@@ -287,6 +300,7 @@ export class App {
   }
 
   async close(): Promise<void> {
+    this.stopping = true;
     this.draining = true;
     this.feed.stop();
     this.pending.stop();

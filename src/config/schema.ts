@@ -117,7 +117,16 @@ export const configSchema = z
         trustedProxies: z.array(cidr).default([]),
         maxInFlight: positiveInt.default(20_000),
         maxInFlightPerIp: positiveInt.default(256),
-        shutdownGraceMs: nonNegativeInt.default(30_000),
+        /**
+         * SIGTERM: for this long /ready is 503 while calls are still served (with Connection: close),
+         * so balancers take the replica out of rotation before it stops accepting connections.
+         */
+        shutdownDelayMs: nonNegativeInt.default(5_000),
+        /**
+         * SIGTERM, after the delay: how long in-flight calls may take to finish. Delay + grace
+         * (5 s + 20 s = 25 s) stays under Kubernetes' default 30 s termination grace period.
+         */
+        shutdownGraceMs: nonNegativeInt.default(20_000),
         /** Answers of at least this many bytes are gzip-compressed when the client accepts gzip; null = never. */
         gzipMinBytes: positiveInt.nullable().default(32_768),
       })

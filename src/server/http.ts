@@ -25,6 +25,8 @@ export interface HttpDeps {
   version: string;
   isReady: () => boolean;
   isDraining: () => boolean;
+  /** During the shutdown delay: every answer carries Connection: close (the socket closes after it). */
+  closeConnections?: () => boolean;
   knowsKey: (key: string) => boolean;
   /** The configured name of an API key, for the request line (the key never is logged). */
   keyName?: (key: string) => string | undefined;
@@ -205,6 +207,8 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   };
 
   if (deps.isDraining()) return reject('SHUTTING_DOWN', CONNECTION_CLOSE);
+  // Node merges this into every writeHead below and closes the socket after the answer.
+  if (deps.closeConnections?.()) res.setHeader('connection', 'close');
   if (deps.uptime && (req.method === 'GET' || req.method === 'HEAD')) {
     const page = uptimeAnswer(deps.uptime, (req.url ?? '/').split('?', 1)[0]!, req.headers.accept);
     // Public and read-only: its own CORS and cache headers, whatever server.cors says.

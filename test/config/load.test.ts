@@ -42,7 +42,7 @@ t.test('defaults are filled in', async (t) => {
     trustedProxies: [],
     maxInFlight: 20_000,
     maxInFlightPerIp: 256,
-    shutdownGraceMs: 30_000,
+    shutdownGraceMs: 20_000,
   });
   t.has(c.admin, { host: '127.0.0.1', port: 9545 });
   t.equal(c.upstreams.length, 1);
