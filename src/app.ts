@@ -279,10 +279,11 @@ export class App {
    * of rotation while nothing is refused. Then the listener closes, idle connections are closed,
    * requests on open connections get 503, and in-flight calls finish within server.shutdownGraceMs.
    */
-  async drain(): Promise<void> {
+  async drain(opts: { delay?: boolean } = {}): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    const { shutdownDelayMs: delayMs, shutdownGraceMs: graceMs } = this.config.server;
+    const { shutdownGraceMs: graceMs } = this.config.server;
+    const delayMs = opts.delay === false ? 0 : this.config.server.shutdownDelayMs;
     this.log.info({ delayMs, graceMs }, 'shutting down: unready, still serving for the shutdown delay');
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
     this.draining = true;

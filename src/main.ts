@@ -29,7 +29,8 @@ Usage:
   switchyard --help | --version
 
 The config file may also be named by SWITCHYARD_CONFIG. Signals: SIGHUP reloads the file,
-SIGTERM drains in-flight calls and exits 0. Exit code 2: bad command line or config.`;
+SIGTERM stays unready but serving for server.shutdownDelayMs, then drains in-flight
+calls and exits 0; SIGINT drains at once. Exit code 2: bad command line or config.`;
 
 async function main(argv: string[]): Promise<number> {
   const command = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : 'serve';
@@ -85,8 +86,10 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   process.on('SIGHUP', () => void app.reloadFile());
-  await waitForSignal(['SIGTERM', 'SIGINT']);
-  await app.drain();
+  const signal = await waitForSignal(['SIGTERM', 'SIGINT']);
+  // SIGTERM comes from an orchestrator or balancer-aware stop: keep serving unready for the shutdown
+  // delay. SIGINT is a person at a terminal: drain at once.
+  await app.drain({ delay: signal === 'SIGTERM' });
   await devnet?.stop();
   log.info('stopped');
   return 0;
@@ -116,9 +119,9 @@ function print(text: string): number {
   return 0;
 }
 
-function waitForSignal(signals: NodeJS.Signals[]): Promise<void> {
+function waitForSignal(signals: NodeJS.Signals[]): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
-    for (const s of signals) process.once(s, () => resolve());
+    for (const s of signals) process.once(s, () => resolve(s));
   });
 }
 

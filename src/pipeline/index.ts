@@ -185,7 +185,7 @@ export class Pipeline {
     const d = this.deps;
     if (provesBlock && outcome.result !== undefined && upstream) {
       const n = blockNumberIn(outcome.result);
-      if (n !== null) d.fleet.sawBlock(upstream, n);
+      if (n !== null) d.fleet.proveBlock(upstream, n);
     }
     if (spec.handling === 'filter-new' && outcome.result !== undefined && upstream) {
       const id = wrapFilterId(upstream, outcome.result);

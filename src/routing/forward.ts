@@ -12,6 +12,7 @@ import type { Outcome } from '../jsonrpc/response.js';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import type { Fleet } from '../upstream/fleet.js';
+import type { Verdict } from '../upstream/classify.js';
 import type { Upstream } from '../upstream/node.js';
 import { choose, eligible, type Requirement } from './select.js';
 
@@ -52,68 +53,100 @@ const MAX_BLOCK_WAITS = 3;
 
 const ALREADY_KNOWN = /already known|already imported/i;
 
+/** What one forward() has learnt so far, across its attempts. */
+export interface Progress {
+  tried: Set<Upstream>;
+  attempt: number;
+  waited: number;
+  lastNodeError?: { error: string; upstream: Upstream };
+  lastReason: string;
+  /** The first node that answered null where null may mean it lags. */
+  nullFrom?: Upstream;
+}
+
+type Candidate = { upstream: Upstream } | { wait: true } | { done: Attempted } | { stop: true };
+
+/**
+ * Step 1: the next node to ask, or why there is none: wait for a head (the block exists on a node
+ * that failed, others may reach it soon), an answer already decided, or stop.
+ */
+export function nextCandidate(deps: ForwardDeps, call: ForwardCall, p: Progress): Candidate {
+  const requirement = p.nullFrom ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head) } : call.requirement;
+  const candidates = call.only ? (call.only.available && !p.tried.has(call.only) ? [call.only] : 'none healthy') : eligible(deps.fleet, requirement, p.tried);
+  if (typeof candidates !== 'string') return { upstream: choose(candidates, call.requirement.stickyKey) };
+  if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };
+  if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(deps.fleet, requirement.minHead, p.tried)) return { wait: true };
+  if (p.attempt === 0) return { done: { outcome: { error: rpcErrors.noUpstream(candidates) } } };
+  return { stop: true };
+}
+
+/** Step 2: waits (bounded) until some node reports a new head, rather than answer from an older block. */
+export async function waitForHead(deps: ForwardDeps, p: Progress, remainingMs: number): Promise<void> {
+  p.waited++;
+  await deps.fleet.nextHeadChange(Math.min(remainingMs, BLOCK_WAIT_MS));
+}
+
+/**
+ * Step 3: what a node's verdict means for the call: an answer to return, or the next attempt
+ * (recording why in `p`).
+ */
+export function interpretVerdict(deps: ForwardDeps, call: ForwardCall, p: Progress, u: Upstream, verdict: Verdict, ms: number): Attempted | null {
+  if (verdict.kind === 'result') {
+    if (call.nullMayLag && verdict.result === 'null' && p.nullFrom === undefined && p.attempt + 1 < deps.maxAttempts) {
+      p.nullFrom = u;
+      deps.metrics.recordFailover('null_answer');
+      call.log?.debug({ method: call.label, upstream: u.name, reason: 'null_answer', attempt: p.attempt + 1 }, 'failover');
+      return null;
+    }
+    return { outcome: { result: verdict.result }, upstream: u };
+  }
+  if (verdict.kind === 'node-error') {
+    if (call.rawTransaction !== undefined && p.attempt > 0 && ALREADY_KNOWN.test(verdict.message)) {
+      return { outcome: { result: JSON.stringify(transactionHash(call.rawTransaction)) }, upstream: u };
+    }
+    if (p.nullFrom) return { outcome: { result: 'null' }, upstream: p.nullFrom };
+    return { outcome: { nodeError: verdict.error }, upstream: u };
+  }
+  // Every node would send the same oversized answer: no failover, the client narrows its request.
+  if (verdict.reason === 'response_too_large') return { outcome: { error: new RpcError('RESPONSE_TOO_LARGE') } };
+  p.lastReason = verdict.reason;
+  if (verdict.error !== undefined) p.lastNodeError = { error: verdict.error, upstream: u };
+  deps.metrics.recordFailover(verdict.reason);
+  call.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, attempt: p.attempt + 1, ms: Math.round(ms) }, 'failover');
+  return null;
+}
+
 export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Attempted> {
-  const tried = new Set<Upstream>();
-  let lastNodeError: { error: string; upstream: Upstream } | undefined;
-  let lastReason = '';
-  let nullFrom: Upstream | undefined;
-  let waited = 0;
-  for (let attempt = 0; attempt < deps.maxAttempts; attempt++) {
+  const p: Progress = { tried: new Set(), attempt: 0, waited: 0, lastReason: '' };
+  for (; p.attempt < deps.maxAttempts; p.attempt++) {
     const remaining = call.deadline - Date.now();
     if (remaining <= 0) {
-      lastReason = 'timeout';
+      p.lastReason = 'timeout';
       break;
     }
-    const requirement = nullFrom ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, nullFrom.head) } : call.requirement;
-    const candidates = call.only ? (call.only.available && !tried.has(call.only) ? [call.only] : 'none healthy') : eligible(deps.fleet, requirement, tried);
-    if (typeof candidates === 'string') {
-      if (nullFrom) return { outcome: { result: 'null' }, upstream: nullFrom };
-      // The block exists on a node that just failed or was chosen before the others caught up:
-      // wait (bounded) for another node to reach it rather than answer from an older block.
-      if (waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(deps.fleet, requirement.minHead, tried)) {
-        waited++;
-        await deps.fleet.nextHeadChange(Math.min(remaining, BLOCK_WAIT_MS));
-        attempt--;
-        continue;
-      }
-      if (attempt === 0) return { outcome: { error: rpcErrors.noUpstream(candidates) } };
-      break;
+    const next = nextCandidate(deps, call, p);
+    if ('done' in next) return next.done;
+    if ('stop' in next) break;
+    if ('wait' in next) {
+      await waitForHead(deps, p, remaining);
+      p.attempt--;
+      continue;
     }
-    const u = choose(candidates, call.requirement.stickyKey);
-    tried.add(u);
+    const u = next.upstream;
+    p.tried.add(u);
     call.trail.push(u.name);
     const before = u.breaker.state;
     const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining));
     deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
     const after = u.breaker.state;
     if (after !== before) call.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
-    if (verdict.kind === 'result') {
-      if (call.nullMayLag && verdict.result === 'null' && nullFrom === undefined && attempt + 1 < deps.maxAttempts) {
-        nullFrom = u;
-        deps.metrics.recordFailover('null_answer');
-        call.log?.debug({ method: call.label, upstream: u.name, reason: 'null_answer', attempt: attempt + 1 }, 'failover');
-        continue;
-      }
-      return { outcome: { result: verdict.result }, upstream: u };
-    }
-    if (verdict.kind === 'node-error') {
-      if (call.rawTransaction !== undefined && attempt > 0 && ALREADY_KNOWN.test(verdict.message)) {
-        return { outcome: { result: JSON.stringify(transactionHash(call.rawTransaction)) }, upstream: u };
-      }
-      if (nullFrom) return { outcome: { result: 'null' }, upstream: nullFrom };
-      return { outcome: { nodeError: verdict.error }, upstream: u };
-    }
-    // Every node would send the same oversized answer: no failover, the client narrows its request.
-    if (verdict.reason === 'response_too_large') return { outcome: { error: new RpcError('RESPONSE_TOO_LARGE') } };
-    lastReason = verdict.reason;
-    if (verdict.error !== undefined) lastNodeError = { error: verdict.error, upstream: u };
-    deps.metrics.recordFailover(verdict.reason);
-    call.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, attempt: attempt + 1, ms: Math.round(ms) }, 'failover');
+    const answer = interpretVerdict(deps, call, p, u, verdict, ms);
+    if (answer !== null) return answer;
   }
-  if (nullFrom) return { outcome: { result: 'null' }, upstream: nullFrom };
-  if (lastNodeError) return { outcome: { nodeError: lastNodeError.error }, upstream: lastNodeError.upstream };
+  if (p.nullFrom) return { outcome: { result: 'null' }, upstream: p.nullFrom };
+  if (p.lastNodeError) return { outcome: { nodeError: p.lastNodeError.error }, upstream: p.lastNodeError.upstream };
   return {
-    outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: tried.size, last: lastReason } }) },
+    outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: p.tried.size, last: p.lastReason } }) },
   };
 }
 

@@ -1,15 +1,30 @@
 /**
- * The fleet: every configured upstream, their heads, and the fleet head derived from them.
+ * The fleet: every configured upstream, their state and heads, and the fleet head derived from them.
  * Owns: chain-id verification (quarantine), head polling, the fleet head and finalized height, the
  * never-decreasing block number served to clients, and swapping upstreams on reload.
- * Refuses: choosing an upstream for a call (routing/select.ts).
+ * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts).
+ *
+ * The fleet is the only writer of upstream state (node.ts `NodeStatus`). Everything else reports
+ * observations through these transitions, and the fleet decides what they mean:
+ *   markUp(u) / markDown(u)       a probe reached the node on the right chain / could not
+ *   quarantine(u, got)            the node answers another chain id
+ *   observeHeader(u, h, askedAt)  a `latest` header from a poll or a newHeads subscription
+ *   proveBlock(u, n)              an answer from u proved it has block n (its head is at least n)
+ *   observeFinalized(u, n)        the node's own `finalized` block
+ *   finalizedUnsupported(u)       the node has no `finalized` tag
+ *   retire (reconfigure)          the node is being removed: no new calls, its head stops counting
+ * Only a healthy, non-retiring node moves the head (node.ts `movesHead`, checked in `counts`).
+ * Events: 'upstream-head' (u) when a node's head or state changes, 'head' (n) when the fleet head
+ * rises, 'header' (h) for each new canonical head header, 'reorg' (height) when blocks from that
+ * height changed.
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Config, UpstreamConfig } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
 import { Canon, type Header } from './heads.js';
-import { Upstream } from './node.js';
+import { HttpUpstreamClient, type UpstreamClient } from './client.js';
+import { freshStatus, movesHead, Upstream, type NodeStatus, type UpstreamState } from './node.js';
 import { Probe, type ProbeSettings } from './probe.js';
 
 export interface FleetOptions {
@@ -44,6 +59,8 @@ export class Fleet extends EventEmitter {
   /** The block number clients have been told; never decreases while this process lives. */
   private served = -1;
   private readonly probes = new Map<Upstream, Probe>();
+  /** The writable state of every upstream, current and retiring: the fleet's alone. */
+  private readonly status = new WeakMap<Upstream, NodeStatus>();
   private readonly canon = new Canon();
   /** Highest header announced to listeners (newHeads feed). */
   private announced = -1;
@@ -53,12 +70,30 @@ export class Fleet extends EventEmitter {
     configs: readonly UpstreamConfig[],
     private readonly metrics: Metrics,
     private readonly log: Logger,
-    private readonly makeUpstream: (c: UpstreamConfig) => Upstream = (c) => new Upstream(c),
+    /** Builds the transport for one node (tests inject fakes); `latencyMs` seeds a replacement's average. */
+    private readonly makeClient: (c: UpstreamConfig, seed: { latencyMs?: number }) => UpstreamClient = (c, seed) => new HttpUpstreamClient(c, seed),
   ) {
     super();
     // Every call waiting for a block adds a listener for a moment; thousands at once are normal.
     this.setMaxListeners(0);
-    this.upstreams = configs.map((c) => this.makeUpstream(c));
+    this.upstreams = configs.map((c) => this.build(c, freshStatus(), {}));
+  }
+
+  private build(c: UpstreamConfig, status: NodeStatus, seed: { latencyMs?: number }): Upstream {
+    const u = new Upstream(this.makeClient(c, seed), status);
+    this.status.set(u, status);
+    return u;
+  }
+
+  private s(u: Upstream): NodeStatus {
+    const s = this.status.get(u);
+    if (s === undefined) throw new Error(`upstream ${u.name} does not belong to this fleet`);
+    return s;
+  }
+
+  /** Whether u's head counts for the fleet head and u may take calls at all. */
+  private counts(u: Upstream): boolean {
+    return movesHead(this.s(u));
   }
 
   start(): void {
@@ -99,21 +134,21 @@ export class Fleet extends EventEmitter {
     this.metrics.declareUpstream(u.name);
     if (this.opts.breaker) u.breaker.configure(this.opts.breaker);
     const probe = new Probe(u, () => this.probeSettings(), {
-      state: (state) => {
-        this.log.debug({ upstream: u.name, state }, 'probe: state');
-        this.setState(u, state);
+      up: () => {
+        this.log.debug({ upstream: u.name, state: 'healthy' }, 'probe: state');
+        this.markUp(u);
+      },
+      down: () => {
+        this.log.debug({ upstream: u.name, state: 'down' }, 'probe: state');
+        this.markDown(u);
       },
       header: (h, observedAt) => {
         this.log.debug({ upstream: u.name, head: h.number }, 'probe: head');
-        this.onHeader(u, h, observedAt);
+        this.observeHeader(u, h, observedAt);
       },
-      finalized: () => this.recompute(),
-      quarantined: (got) => {
-        if (u.state !== 'quarantined') {
-          this.metrics.recordQuarantine(u.name);
-          this.log.error({ upstream: u.name, expected: this.opts.chainId, got }, 'upstream answers another chain id: quarantined');
-        }
-      },
+      finalized: (n) => this.observeFinalized(u, n),
+      finalizedUnsupported: () => this.finalizedUnsupported(u),
+      quarantined: (got) => this.quarantine(u, got),
       crashed: (err) => this.log.error({ upstream: u.name, err }, 'head poll crashed'),
     });
     this.probes.set(u, probe);
@@ -129,26 +164,30 @@ export class Fleet extends EventEmitter {
    * at least n, so the fleet moves on before the next poll and a client that just saw its receipt
    * reads `latest` at that block or later, as it would from one node.
    */
-  sawBlock(u: Upstream, n: number): void {
-    if (u.state !== 'healthy' || u.retiring || n <= u.head || n - this.head > this.opts.maxHeadJumpBlocks) return;
-    u.head = n;
-    u.headAt = Date.now();
+  proveBlock(u: Upstream, n: number): void {
+    const s = this.s(u);
+    if (!this.counts(u) || n <= s.head || n - this.head > this.opts.maxHeadJumpBlocks) return;
+    s.head = n;
+    s.headAt = Date.now();
     this.recompute();
     this.emit('upstream-head', u);
   }
 
-  /** A new head from polling or from the node's newHeads subscription. */
-  private onHeader(u: Upstream, header: Header, observedAt = Date.now()): void {
-    if (u.state !== 'healthy' || u.retiring) return;
-    // A lower head observed before the node last proved a higher one is an old answer, not a reorg.
-    if (header.number < u.head && observedAt < u.headAt) return;
-    const moved = header.number !== u.head || header.hash !== u.headHash;
-    if (!moved) return;
-    u.head = header.number;
-    u.headHash = header.hash;
-    u.headAt = Date.now();
+  /**
+   * A new head from polling or from the node's newHeads subscription. `observedAt`: when the
+   * question was asked; a lower head asked for before the node last proved a higher one is an old
+   * answer, not a reorg.
+   */
+  observeHeader(u: Upstream, header: Header, observedAt = Date.now()): void {
+    const s = this.s(u);
+    if (!this.counts(u)) return;
+    if (header.number < s.head && observedAt < s.headAt) return;
+    if (header.number === s.head && header.hash === s.headHash) return;
+    s.head = header.number;
+    s.headHash = header.hash;
+    s.headAt = Date.now();
     this.recompute();
-    if (u.head >= this.head) {
+    if (s.head >= this.head) {
       const fork = this.canon.observe(header);
       if (fork !== null) {
         this.metrics.recordReorg();
@@ -163,11 +202,44 @@ export class Fleet extends EventEmitter {
     this.emit('upstream-head', u);
   }
 
-  private setState(u: Upstream, state: Upstream['state']): void {
-    if (u.state !== state) {
+  /** A probe reached the node and it is on the configured chain. */
+  markUp(u: Upstream): void {
+    this.setState(u, 'healthy');
+  }
+
+  /** A probe could not reach the node, or its answer was not one. */
+  markDown(u: Upstream): void {
+    this.setState(u, 'down');
+  }
+
+  /** The node answers another chain id (`got`, or null when unreadable): never routed until it is right. */
+  quarantine(u: Upstream, got: number | null): void {
+    if (this.s(u).state !== 'quarantined') {
+      this.metrics.recordQuarantine(u.name);
+      this.log.error({ upstream: u.name, expected: this.opts.chainId, got }, 'upstream answers another chain id: quarantined');
+    }
+    this.setState(u, 'quarantined');
+  }
+
+  /** The node's own `finalized` block. */
+  observeFinalized(u: Upstream, n: number): void {
+    const s = this.s(u);
+    if (n <= s.finalized) return;
+    s.finalized = n;
+    this.recompute();
+  }
+
+  /** The node has no `finalized` tag: its finality is head - finalityDepth. */
+  finalizedUnsupported(u: Upstream): void {
+    this.s(u).finalizedSupported = false;
+  }
+
+  private setState(u: Upstream, state: UpstreamState): void {
+    const s = this.s(u);
+    if (s.state !== state) {
       const level = state === 'healthy' ? 'info' : 'warn';
-      this.log[level]({ upstream: u.name, from: u.state, to: state }, 'upstream state changed');
-      u.state = state;
+      this.log[level]({ upstream: u.name, from: s.state, to: state }, 'upstream state changed');
+      s.state = state;
       this.recompute();
       if (state === 'healthy') this.emit('upstream-head', u);
     }
@@ -175,12 +247,12 @@ export class Fleet extends EventEmitter {
 
   /** Fleet head = highest head among healthy upstreams, ignoring one that claims an implausible lead. */
   private recompute(): void {
-    const heads = this.upstreams.filter((u) => u.state === 'healthy' && !u.retiring).map((u) => u.head).sort((a, b) => b - a);
+    const heads = this.upstreams.filter((u) => this.counts(u)).map((u) => u.head).sort((a, b) => b - a);
     let head = heads[0] ?? -1;
     // With two or more nodes, a head far beyond the runner-up is a broken or hostile node, not progress.
     if (heads.length >= 2 && head - heads[1]! > this.opts.maxHeadJumpBlocks) head = heads[1]!;
     // Such a node is not routed either: what it answers for `latest` is not this chain's latest.
-    for (const u of this.upstreams) u.implausible = head >= 0 && u.head - head > this.opts.maxHeadJumpBlocks;
+    for (const u of this.upstreams) this.s(u).implausible = head >= 0 && u.head - head > this.opts.maxHeadJumpBlocks;
     const previous = this.head;
     if (head >= 0) {
       this.head = head;
@@ -197,16 +269,11 @@ export class Fleet extends EventEmitter {
   private finalizedHeight(head: number): number {
     let min = Number.POSITIVE_INFINITY;
     for (const u of this.upstreams) {
-      if (u.state !== 'healthy' || u.retiring || head - u.head > this.opts.finalityDepth) continue;
+      if (!this.counts(u) || head - u.head > this.opts.finalityDepth) continue;
       const f = u.finalizedSupported && u.finalized >= 0 ? u.finalized : u.head - this.opts.finalityDepth;
       min = Math.min(min, f);
     }
     return Number.isFinite(min) ? Math.max(0, Math.min(min, head)) : Math.max(0, head - this.opts.finalityDepth);
-  }
-
-  /** The canonical hash at a height, when it is recent enough to be known. */
-  hashAt(n: number): string | undefined {
-    return this.canon.hashAt(n);
   }
 
   private publish(): void {
@@ -247,30 +314,37 @@ export class Fleet extends EventEmitter {
         next.push(old);
         byName.delete(c.name);
       } else {
-        const u = this.makeUpstream(c);
-        // Same address, other weight/tags/pool size: the same node, so it keeps its live figures
-        // and stays routable. Starting it as 'connecting' left a gap until its first poll, and
-        // re-weighting every upstream at once answered calls with "none healthy" meanwhile.
-        // Its chain id is checked again on the tracker's first poll all the same.
-        if (old && old.config.url === c.url && old.config.ws === c.ws) adopt(u, old);
+        // Same address, other weight/tags/pool size: the same node, so it keeps what the fleet
+        // knows of it (state, head, finality) and its latency, and stays routable. Starting it as
+        // 'connecting' left a gap until its first poll, and re-weighting every upstream at once
+        // answered calls with "none healthy" meanwhile. Its chain id is checked again on the
+        // tracker's first poll all the same.
+        const same = old !== undefined && old.config.url === c.url && old.config.ws === c.ws;
+        const u = same ? this.build(c, { ...this.s(old), retiring: false }, { latencyMs: old.latencyMs }) : this.build(c, freshStatus(), {});
         next.push(u);
         this.track(u);
       }
     }
     const removed = [...byName.values()];
-    for (const u of removed) u.retiring = true;
+    for (const u of removed) this.retire(u);
     this.upstreams = next;
     this.recompute();
-    await Promise.all(removed.map((u) => this.retire(u)));
+    await Promise.all(removed.map((u) => this.drain(u)));
   }
 
-  private async retire(u: Upstream): Promise<void> {
+  /** The node is being removed: it takes no new calls and its head stops counting at once. */
+  private retire(u: Upstream): void {
+    this.s(u).retiring = true;
+  }
+
+  /** Stops probing a removed node and closes it once its in-flight calls finish. */
+  private async drain(u: Upstream): Promise<void> {
     this.untrack(u);
     // A re-weighted node is replaced under the same name: its series belong to the new object now.
     if (!this.upstreams.some((x) => x.name === u.name)) this.metrics.forgetUpstream(u.name);
     const deadline = Date.now() + 60_000;
     while (u.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await u.close();
+    await u.client.close();
   }
 
   private untrack(u: Upstream): void {
@@ -280,17 +354,6 @@ export class Fleet extends EventEmitter {
 
   async stop(): Promise<void> {
     for (const u of [...this.probes.keys()]) this.untrack(u);
-    await Promise.all(this.upstreams.map((u) => u.close()));
+    await Promise.all(this.upstreams.map((u) => u.client.close()));
   }
-}
-
-/** Copies what the fleet knows about a node onto the object that replaces it on reload. */
-function adopt(u: Upstream, old: Upstream): void {
-  u.state = old.state;
-  u.head = old.head;
-  u.headHash = old.headHash;
-  u.headAt = old.headAt;
-  u.finalized = old.finalized;
-  u.finalizedSupported = old.finalizedSupported;
-  u.latencyMs = old.latencyMs;
 }

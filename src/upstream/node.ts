@@ -1,174 +1,102 @@
 /**
- * One upstream node: its connection pool, its live figures (head, in-flight, latency), its state.
- * Owns: sending one JSON-RPC call and classifying the answer. Refuses: choosing nodes (routing/),
- * tracking heads across the fleet (fleet.ts). The URL stays inside this object: only `name` leaves.
+ * One upstream node as the rest of Switchyard sees it: its transport (client.ts) and its state,
+ * read-only. The state (up/down, head, finalized, retiring...) is written by the fleet alone
+ * (fleet.ts), through its named transitions; probes and answers only report observations to it.
+ * Refuses: choosing nodes (routing/), tracking heads across the fleet (fleet.ts).
  */
-import { readFileSync } from 'node:fs';
-import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
-import { classifyBatch, classifyHttp, classifyTransport, type Verdict } from './classify.js';
-import { postJson } from './exchange.js';
-import { Breaker } from './health.js';
+import type { CallTiming, UpstreamClient } from './client.js';
+import type { Breaker } from './health.js';
+
+export type { CallTiming } from './client.js';
 
 export type UpstreamState = 'connecting' | 'healthy' | 'down' | 'quarantined';
 
-export interface CallTiming {
-  verdict: Verdict;
-  ms: number;
+/** What the fleet knows about one node. Only fleet.ts holds a writable reference. */
+export interface NodeStatus {
+  state: UpstreamState;
+  head: number;
+  headHash: string;
+  /** When the head was last set (Date.now()): an older poll answer does not lower it. */
+  headAt: number;
+  /** The node's own `finalized` block, where it supports the tag. */
+  finalized: number;
+  finalizedSupported: boolean;
+  /** Its head is implausibly far beyond the rest of the fleet: not routed. */
+  implausible: boolean;
+  /** Being reloaded away: no new calls. */
+  retiring: boolean;
 }
 
-interface Pending {
-  id: number;
-  method: string;
-  paramsJson: string;
-  timeoutMs: number;
-  passive: boolean;
-  started: number;
-  resolve: (t: CallTiming) => void;
+export function freshStatus(): NodeStatus {
+  return { state: 'connecting', head: -1, headHash: '', headAt: 0, finalized: -1, finalizedSupported: true, implausible: false, retiring: false };
 }
 
-function requestText(p: Pending): string {
-  return `{"jsonrpc":"2.0","id":${p.id},"method":${JSON.stringify(p.method)},"params":${p.paramsJson}}`;
+/** The one rule for whose head counts: a healthy node that is not being removed. */
+export function movesHead(s: Readonly<NodeStatus>): boolean {
+  return s.state === 'healthy' && !s.retiring;
 }
-
-/** A batch answer that left a call out. */
-const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
-
-/** Weight of the newest latency sample in the moving average. */
-const EWMA_ALPHA = 0.2;
 
 export class Upstream {
   readonly name: string;
   readonly weight: number;
   readonly tags: ReadonlySet<string>;
-  readonly breaker: Breaker;
-  state: UpstreamState = 'connecting';
-  head = -1;
-  headHash = '';
-  headAt = 0;
-  /** The node's own `finalized` block, where it supports the tag. */
-  finalized = -1;
-  finalizedSupported = true;
-  inFlight = 0;
-  /** Moving average of answer latency in ms; starts optimistic so new nodes get tried. */
-  latencyMs = 5;
-  calls = 0;
-  failures = 0;
-  /** Its head is implausibly far beyond the rest of the fleet (fleet.ts): not routed. */
-  implausible = false;
-  /** Set while the config is being reloaded away from this node: no new calls. */
-  retiring = false;
-  private nextId = 1;
-  private queue: Pending[] = [];
-  private readonly headers: Record<string, string>;
-  private readonly url: URL;
-  private readonly target: { origin: string; path: string; headers: Record<string, string> };
-  private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
 
   constructor(
-    readonly config: UpstreamConfig,
-    opts: { dispatcher?: Dispatcher; breaker?: Breaker } = {},
+    readonly client: UpstreamClient,
+    private readonly status: Readonly<NodeStatus>,
   ) {
-    this.name = config.name;
-    this.weight = config.weight;
-    this.tags = new Set(config.tags);
-    this.url = new URL(config.url);
-    this.breaker = opts.breaker ?? new Breaker();
-    // Static headers first: Switchyard's own content-type, and a Basic header from URL credentials, win.
-    this.headers = { ...config.headers, 'content-type': 'application/json' };
-    // Credentials in the URL (https://user:key@host) become a Basic header, never a log line.
-    if (this.url.username !== '') {
-      const user = decodeURIComponent(this.url.username);
-      const pass = decodeURIComponent(this.url.password);
-      this.headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
-    }
-    this.target = { origin: this.url.origin, path: this.url.pathname + this.url.search, headers: this.headers };
-    this.ownsDispatcher = opts.dispatcher === undefined;
-    this.dispatcher =
-      opts.dispatcher ??
-      new Pool(this.url.origin, {
-        connections: config.maxConnections,
-        pipelining: 1,
-        keepAliveTimeout: 30_000,
-        connectTimeout: 5_000,
-        // A node (or a hostile one) must not make Switchyard buffer an unbounded answer.
-        maxResponseSize: config.maxResponseBytes,
-        ...(config.caFile ? { connect: { ca: readFileSync(config.caFile) } } : {}),
-      });
+    this.name = client.name;
+    this.weight = client.config.weight;
+    this.tags = new Set(client.config.tags);
   }
 
-  /**
-   * Sends one call. `paramsJson` is the JSON text of the params array. Never throws.
-   * Calls made to this node in the same turn of the event loop leave together as one JSON-RPC
-   * batch (up to `maxBatchSize`): one HTTP exchange instead of many, which is most of the cost of
-   * a call for both sides. Each call still gets its own verdict.
-   * `probe`: the fleet's own head and chain-id polls. They leave the breaker alone: it is passive
-   * health from routed traffic, and a node that answers eth_getBlockByNumber but fails every
-   * routed call would otherwise have its open breaker closed by the next poll, long before the
-   * cooldown, and keep getting calls.
-   */
+  get config(): UpstreamConfig {
+    return this.client.config;
+  }
+  get state(): UpstreamState {
+    return this.status.state;
+  }
+  get head(): number {
+    return this.status.head;
+  }
+  get headHash(): string {
+    return this.status.headHash;
+  }
+  get finalized(): number {
+    return this.status.finalized;
+  }
+  get finalizedSupported(): boolean {
+    return this.status.finalizedSupported;
+  }
+  get implausible(): boolean {
+    return this.status.implausible;
+  }
+  get retiring(): boolean {
+    return this.status.retiring;
+  }
+  get breaker(): Breaker {
+    return this.client.breaker;
+  }
+  get inFlight(): number {
+    return this.client.inFlight;
+  }
+  get latencyMs(): number {
+    return this.client.latencyMs;
+  }
+  get calls(): number {
+    return this.client.calls;
+  }
+  get failures(): number {
+    return this.client.failures;
+  }
+
   call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
-    return new Promise((resolve) => {
-      const passive = opts.probe !== true;
-      const p: Pending = { id: this.nextId++, method, paramsJson, timeoutMs, passive, started: performance.now(), resolve };
-      this.inFlight++;
-      this.calls++;
-      if (passive) this.breaker.begin();
-      this.queue.push(p);
-      if (this.queue.length === 1) setImmediate(this.flush);
-    });
-  }
-
-  private readonly flush = (): void => {
-    const queue = this.queue;
-    this.queue = [];
-    const size = this.config.maxBatchSize;
-    for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
-  };
-
-  private async send(batch: Pending[]): Promise<void> {
-    const single = batch.length === 1;
-    const body = single ? requestText(batch[0]!) : `[${batch.map(requestText).join(',')}]`;
-    let timeoutMs = 0;
-    for (const p of batch) timeoutMs = Math.max(timeoutMs, p.timeoutMs);
-    let verdicts: Map<number, Verdict> | Verdict | null;
-    try {
-      const { status, text } = await postJson(this.dispatcher, this.target, body, timeoutMs);
-      verdicts = single ? classifyHttp(status, text) : classifyBatch(status, text);
-    } catch (err) {
-      verdicts = classifyTransport(err);
-    }
-    if (verdicts === null) {
-      // The node does not take batches (or not this one): the calls go again one by one.
-      for (const p of batch) void this.send([p]);
-      return;
-    }
-    for (const p of batch) {
-      const v = verdicts instanceof Map ? (verdicts.get(p.id) ?? MISSING) : verdicts;
-      this.finish(p, v);
-    }
-  }
-
-  private finish(p: Pending, verdict: Verdict): void {
-    this.inFlight--;
-    const ms = performance.now() - p.started;
-    if (verdict.kind === 'retry' && verdict.health) {
-      this.failures++;
-      if (p.passive) this.breaker.failure();
-    } else {
-      this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
-      if (p.passive) this.breaker.success();
-    }
-    p.resolve({ verdict, ms });
+    return this.client.call(method, paramsJson, timeoutMs, opts);
   }
 
   /** Routable at all: reachable, right chain, plausible head, breaker lets calls through, not being removed. */
   get available(): boolean {
-    return this.state === 'healthy' && !this.retiring && !this.implausible && this.breaker.allows();
-  }
-
-  async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close().catch(() => undefined);
+    return movesHead(this.status) && !this.status.implausible && this.client.breaker.allows();
   }
 }

@@ -6,7 +6,7 @@
  */
 import type { Header } from './heads.js';
 import { parseHeader } from './heads.js';
-import type { Upstream, UpstreamState } from './node.js';
+import type { Upstream } from './node.js';
 import { WsHeads } from './ws-heads.js';
 
 export interface ProbeSettings {
@@ -16,11 +16,14 @@ export interface ProbeSettings {
   upstreamTimeoutMs: number;
 }
 
+/** Observations, reported to the fleet (its transitions decide what they mean). */
 export interface ProbeSink {
-  state(state: UpstreamState): void;
+  up(): void;
+  down(): void;
   /** `observedAt`: when the question was asked, so an answer older than a newer proof is ignored. */
   header(h: Header, observedAt: number): void;
-  finalized(): void;
+  finalized(n: number): void;
+  finalizedUnsupported(): void;
   quarantined(got: number | null): void;
   crashed(err: Error): void;
 }
@@ -77,38 +80,28 @@ export class Probe {
     if (u.state !== 'healthy' || now - this.chainCheckedAt >= settings.chainIdCheckMs) {
       const { verdict } = await u.call('eth_chainId', '[]', timeout, PROBE);
       if (this.stopped) return;
-      if (verdict.kind !== 'result') return this.sink.state('down');
+      if (verdict.kind !== 'result') return this.sink.down();
       const got = parseQuantity(verdict.result);
-      if (got !== settings.chainId) {
-        this.sink.quarantined(got);
-        return this.sink.state('quarantined');
-      }
+      if (got !== settings.chainId) return this.sink.quarantined(got);
       this.chainCheckedAt = now;
     }
     const asked = Date.now();
     const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, PROBE);
     if (this.stopped) return;
     const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
-    if (header === null) return this.sink.state('down');
-    this.sink.state('healthy');
+    if (header === null) return this.sink.down();
+    this.sink.up();
     this.sink.header(header, asked);
     if (u.finalizedSupported && ++this.polls % FINALIZED_EVERY_POLLS === 1) await this.pollFinalized(timeout);
   }
 
   /** The node's `finalized` block where it has the tag; else finality is head - finalityDepth. */
   private async pollFinalized(timeout: number): Promise<void> {
-    const { u } = this;
-    const { verdict } = await u.call('eth_getBlockByNumber', '["finalized",false]', timeout, PROBE);
+    const { verdict } = await this.u.call('eth_getBlockByNumber', '["finalized",false]', timeout, PROBE);
     if (this.stopped) return;
-    if (verdict.kind === 'node-error') {
-      u.finalizedSupported = false;
-      return;
-    }
+    if (verdict.kind === 'node-error') return this.sink.finalizedUnsupported();
     const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
-    if (header !== null && header.number > u.finalized) {
-      u.finalized = header.number;
-      this.sink.finalized();
-    }
+    if (header !== null) this.sink.finalized(header.number);
   }
 }
 

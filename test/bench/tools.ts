@@ -98,7 +98,7 @@ export async function startSwitchyardProcess(
   const admin = await freePort();
   const full = {
     ...config,
-    server: { host: '127.0.0.1', port, wsPort: null, ...(config.server as object) },
+    server: { host: '127.0.0.1', port, wsPort: null, shutdownDelayMs: 0, ...(config.server as object) },
     admin: { host: '127.0.0.1', port: admin },
   };
   const file = join(dir, `${name}.json`);

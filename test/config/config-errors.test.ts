@@ -74,7 +74,7 @@ function startChild(args: string[], env: NodeJS.ProcessEnv): { proc: ChildProces
 }
 
 const GOOD_UPSTREAM = `upstreams:\n  - name: a\n    url: http://127.0.0.1:1\n`;
-const PORTS = `server: { host: 127.0.0.1, port: 0, wsPort: null }\nadmin: { port: 0 }\n`;
+const PORTS = `server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }\nadmin: { port: 0 }\n`;
 
 t.before(() => {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npx tsc -p tsconfig.json first`);

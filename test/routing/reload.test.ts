@@ -22,7 +22,7 @@ interface Status {
 function configText(upstreams: { name: string; url: string; weight?: number }[]): string {
   return [
     'chainId: 0xba',
-    'server: { host: 127.0.0.1, port: 0, wsPort: null }',
+    'server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }',
     'admin: { host: 127.0.0.1, port: 0 }',
     'upstreams:',
     ...upstreams.map((u) => `  - { name: ${u.name}, url: "${u.url}"${u.weight === undefined ? '' : `, weight: ${u.weight}`} }`),

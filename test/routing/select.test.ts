@@ -5,17 +5,13 @@
  */
 import t, { type Test } from 'tap';
 import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
-import { Upstream } from '../../src/upstream/node.js';
+import { freshStatus, Upstream } from '../../src/upstream/node.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { createLogger } from '../../src/log/logger.js';
 import { choose, cost, eligible, hash } from '../../src/routing/select.js';
-import { upstreamSchema, type UpstreamConfig } from '../../src/config/schema.js';
+import { FakeClient, upstreamConfig } from '../helpers/fake-client.js';
 
 const OPTS: FleetOptions = { chainId: 186, headPollMs: 1000, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
-
-function upstreamConfig(name: string, extra: Partial<UpstreamConfig> = {}): UpstreamConfig {
-  return upstreamSchema.parse({ name, url: 'http://127.0.0.1:9', maxConnections: 1, ...extra });
-}
 
 interface Setup {
   name: string;
@@ -27,22 +23,35 @@ interface Setup {
   inFlight?: number;
 }
 
-/** A fleet that is never started: upstream figures are set directly, as head tracking would. */
-function fleetOf(t: Test, setups: Setup[], fleetHead: number): { fleet: Fleet; byName: Map<string, Upstream> } {
+/**
+ * A fleet that is never started, over fake clients: states and heads go through the fleet's own
+ * transitions, as probes would report them; client figures are set on the fakes.
+ */
+function fleetOf(t: Test, setups: Setup[], fleetHead: number): { fleet: Fleet; byName: Map<string, Upstream>; clients: Map<string, FakeClient> } {
   const configs = setups.map((s) => upstreamConfig(s.name, { weight: s.weight ?? 1, tags: s.tags ?? [] }));
-  const fleet = new Fleet(OPTS, configs, new Metrics({ processMetrics: false }), createLogger('silent'));
+  const clients = new Map<string, FakeClient>();
+  const fleet = new Fleet(OPTS, configs, new Metrics({ processMetrics: false }), createLogger('silent'), (c) => {
+    const f = new FakeClient(c);
+    clients.set(c.name, f);
+    return f;
+  });
   t.teardown(() => fleet.stop());
   const byName = new Map<string, Upstream>();
   for (const [i, s] of setups.entries()) {
     const u = fleet.upstreams[i]!;
-    u.state = s.state ?? 'healthy';
-    u.head = s.head ?? fleetHead;
-    if (s.latencyMs !== undefined) u.latencyMs = s.latencyMs;
-    if (s.inFlight !== undefined) u.inFlight = s.inFlight;
+    const head = s.head ?? fleetHead;
+    fleet.markUp(u);
+    if (head >= 0) fleet.observeHeader(u, { number: head, hash: `0x${head.toString(16)}`, parentHash: '0x0' });
+    if (s.state === 'down') fleet.markDown(u);
+    else if (s.state === 'quarantined') fleet.quarantine(u, 1);
+    else if (s.state === 'connecting') throw new Error('connecting: build with freshStatus()');
+    const c = clients.get(s.name)!;
+    if (s.latencyMs !== undefined) c.latencyMs = s.latencyMs;
+    if (s.inFlight !== undefined) c.inFlight = s.inFlight;
     byName.set(s.name, u);
   }
   fleet.head = fleetHead;
-  return { fleet, byName };
+  return { fleet, byName, clients };
 }
 
 const names = (r: Upstream[] | string): string[] | string => (typeof r === 'string' ? r : r.map((u) => u.name).sort());
@@ -55,12 +64,15 @@ function seq(...values: number[]): () => number {
 }
 
 t.test('eligibility reasons', async (t) => {
-  t.test('none healthy: down, quarantined, connecting, breaker open, retiring', async (t) => {
-    const { fleet, byName } = fleetOf(t, [{ name: 'a', state: 'down' }, { name: 'b', state: 'quarantined' }, { name: 'c', state: 'connecting' }, { name: 'd' }, { name: 'e' }], 10);
+  t.test('none healthy: down, quarantined, breaker open', async (t) => {
+    const { fleet, byName } = fleetOf(t, [{ name: 'a', state: 'down' }, { name: 'b', state: 'quarantined' }, { name: 'd' }], 10);
     const d = byName.get('d')!;
     for (let i = 0; i < 5; i++) d.breaker.failure();
-    byName.get('e')!.retiring = true;
     t.equal(eligible(fleet, {}, none), 'none healthy');
+    const c = new FakeClient(upstreamConfig('x'));
+    t.notOk(new Upstream(c, freshStatus()).available, 'connecting is not routable');
+    t.notOk(new Upstream(c, { ...freshStatus(), state: 'healthy', head: 10, retiring: true }).available, 'retiring is not routable');
+    t.ok(new Upstream(c, { ...freshStatus(), state: 'healthy', head: 10 }).available);
     t.equal(eligible(fleet, { minHead: 0 }, none), 'none healthy', 'even for a block everyone has');
   });
 
@@ -106,12 +118,12 @@ t.test('eligibility reasons', async (t) => {
 });
 
 t.test('power of two choices prefers the cheaper node', async (t) => {
-  const { fleet, byName } = fleetOf(t, [{ name: 'fast', latencyMs: 2 }, { name: 'slow', latencyMs: 50 }], 10);
+  const { fleet, byName, clients } = fleetOf(t, [{ name: 'fast', latencyMs: 2 }, { name: 'slow', latencyMs: 50 }], 10);
   const pool = fleet.upstreams;
   // Whatever order the two draws come in, the cheaper one wins.
   for (const r of [seq(0, 0), seq(0.99, 0), seq(0.5, 0.5), seq(0.1, 0.9)]) t.equal(choose(pool, undefined, r).name, 'fast');
   // In-flight work makes the fast node dearer: cost = (inFlight + 1) x latency / weight.
-  byName.get('fast')!.inFlight = 30; // (31 x 2) = 62 > (1 x 50)
+  clients.get('fast')!.inFlight = 30; // (31 x 2) = 62 > (1 x 50)
   t.equal(choose(pool, undefined, seq(0, 0)).name, 'slow', 'a busy fast node loses to an idle slow one');
   t.equal(cost(byName.get('fast')!), 62);
   t.equal(cost(byName.get('slow')!), 50);
@@ -148,29 +160,28 @@ t.test('power of two choices prefers the cheaper node', async (t) => {
 });
 
 t.test('weight scales the cost', async (t) => {
-  const { fleet, byName } = fleetOf(t, [{ name: 'light', latencyMs: 10, weight: 1 }, { name: 'heavy', latencyMs: 15, weight: 2 }], 10);
+  const { fleet, byName, clients } = fleetOf(t, [{ name: 'light', latencyMs: 10, weight: 1 }, { name: 'heavy', latencyMs: 15, weight: 2 }], 10);
   t.equal(cost(byName.get('light')!), 10);
   t.equal(cost(byName.get('heavy')!), 7.5, '15 / 2');
   t.equal(choose(fleet.upstreams, undefined, seq(0, 0)).name, 'heavy', 'a slower node with twice the weight is cheaper');
-  byName.get('heavy')!.inFlight = 1; // 2 x 15 / 2 = 15 > 10
+  clients.get('heavy')!.inFlight = 1; // 2 x 15 / 2 = 15 > 10
   t.equal(choose(fleet.upstreams, undefined, seq(0, 0)).name, 'light');
   t.test('weight is read from the config', async (t) => {
-    const u = new Upstream(upstreamConfig('w', { weight: 4 }));
-    t.teardown(() => u.close());
-    u.latencyMs = 8;
-    t.equal(cost(u), 2);
+    const c = new FakeClient(upstreamConfig('w', { weight: 4 }));
+    c.latencyMs = 8;
+    t.equal(cost(new Upstream(c, { ...freshStatus(), state: 'healthy' })), 2);
   });
 });
 
 t.test('sticky keys', async (t) => {
-  const { fleet } = fleetOf(t, [{ name: 'n0' }, { name: 'n1' }, { name: 'n2' }, { name: 'n3' }], 10);
+  const { fleet, clients } = fleetOf(t, [{ name: 'n0' }, { name: 'n1' }, { name: 'n2' }, { name: 'n3' }], 10);
   const pool = fleet.upstreams;
   const keys = Array.from({ length: 200 }, (_, i) => `10.0.${i >> 8}.${i & 255}`);
   const first = keys.map((k) => choose(pool, k).name);
   // Stable: the same key gets the same node, whatever the random source or the candidate order,
   // and whatever the nodes' costs are (pending state must come from one node).
   const reversed = [...pool].reverse();
-  pool[0]!.inFlight = 1000;
+  clients.get(pool[0]!.name)!.inFlight = 1000;
   const again = keys.map((k) => choose(reversed, k, () => 0.7).name);
   t.same(again, first, 'same key, same node, in any candidate order and any load');
   // Spread: different keys do not all land on one node.

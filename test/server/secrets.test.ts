@@ -95,7 +95,7 @@ t.test('an upstream URL with credentials and a secret path leaks nowhere', async
     file,
     [
       'chainId: 0xba',
-      'server: { host: 127.0.0.1, port: 0, wsPort: null }',
+      'server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }',
       'admin: { host: 127.0.0.1, port: 0 }',
       'upstreams:',
       `  - name: node-a`,

@@ -9,14 +9,15 @@ import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { createLogger } from '../../src/log/logger.js';
 import { eligible } from '../../src/routing/select.js';
-import { upstreamSchema, type UpstreamConfig } from '../../src/config/schema.js';
+import type { UpstreamConfig } from '../../src/config/schema.js';
+import { upstreamConfig } from '../helpers/fake-client.js';
 import { startFakeNode } from '../helpers/fake-node.js';
 import { waitFor } from '../helpers/wait.js';
 
 const OPTS: FleetOptions = { chainId: 186, headPollMs: 100, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
 const HEADER = { number: '0x7', hash: `0x${'11'.repeat(32)}`, parentHash: `0x${'22'.repeat(32)}` };
 
-const cfg = (name: string, url: string, weight = 1): UpstreamConfig => upstreamSchema.parse({ name, url, weight, maxConnections: 4 });
+const cfg = (name: string, url: string, weight = 1): UpstreamConfig => upstreamConfig(name, { url, weight, maxConnections: 4 });
 
 t.test('re-weighting keeps the node routable and its metrics', async (t) => {
   const script = (method: string) => (method === 'eth_getBlockByNumber' ? { result: HEADER } : undefined);

@@ -138,7 +138,7 @@ t.test('a store file that cannot be used: logged naming uptime.store, kept in me
 
   // The same through the real process: it serves, it does not exit.
   const config = join(dir, 'switchyard.yaml');
-  writeFileSync(config, `server: { host: 127.0.0.1, port: 0, wsPort: null }\nadmin: { host: 127.0.0.1, port: 0 }\nupstreams: [{ name: solo, url: "${node.url}" }]\nuptime: { store: ${JSON.stringify(dir)} }\n`);
+  writeFileSync(config, `server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }\nadmin: { host: 127.0.0.1, port: 0 }\nupstreams: [{ name: solo, url: "${node.url}" }]\nuptime: { store: ${JSON.stringify(dir)} }\n`);
   const cli = runCli(t, ['--config', config]);
   const ports = await waitFor('the process listening', () => listeningPorts(cli.stdout()), { timeoutMs: 20_000 });
   t.match(cli.stdout(), /uptime\.store cannot be used/, 'a folder as the store: the same logged fallback');

@@ -1,0 +1,187 @@
+/**
+ * The upstream client: transport to one node, nothing else. Owns the undici Pool, the
+ * micro-batcher (calls made in the same event-loop turn leave as one JSON-RPC batch), the
+ * classification of every answer (classify.ts), and the figures that come from answers alone:
+ * in-flight count, calls, failures, latency moving average and the passive-health breaker.
+ * Refuses: any idea of heads, up/down or retiring; that state is the fleet's (fleet.ts).
+ * The URL stays inside this object: only `name` leaves.
+ *
+ * Deadlines: every call has its own timer. A call batched with slower or longer-deadline calls
+ * is answered with a `timeout` verdict when its own deadline passes; the exchange carries on for
+ * the others until the last member's deadline (exchange.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { Pool, type Dispatcher } from 'undici';
+import type { UpstreamConfig } from '../config/schema.js';
+import { classifyBatch, classifyHttp, classifyTransport, type Verdict } from './classify.js';
+import { postJson } from './exchange.js';
+import { Breaker } from './health.js';
+
+export interface CallTiming {
+  verdict: Verdict;
+  ms: number;
+}
+
+/** What the rest of Switchyard needs from a transport to one node (fakes implement it in tests). */
+export interface UpstreamClient {
+  readonly name: string;
+  readonly config: UpstreamConfig;
+  readonly breaker: Breaker;
+  readonly inFlight: number;
+  /** Moving average of answer latency in ms. */
+  readonly latencyMs: number;
+  readonly calls: number;
+  readonly failures: number;
+  /**
+   * Sends one call; `paramsJson` is the JSON text of the params array. Never throws.
+   * `probe`: the fleet's own polls; they leave the breaker alone (it is passive health from routed
+   * traffic: a node that answers polls but fails every routed call must stay open until cooldown).
+   */
+  call(method: string, paramsJson: string, timeoutMs: number, opts?: { probe?: boolean }): Promise<CallTiming>;
+  close(): Promise<void>;
+}
+
+export interface ClientOptions {
+  dispatcher?: Dispatcher;
+  breaker?: Breaker;
+  /** Starting latency average (a node replaced on reload keeps its figure). */
+  latencyMs?: number;
+}
+
+interface Pending {
+  id: number;
+  method: string;
+  paramsJson: string;
+  passive: boolean;
+  started: number;
+  /** performance.now() by which this call is answered, whatever its batch does. */
+  deadline: number;
+  timer: NodeJS.Timeout | null;
+  done: boolean;
+  resolve: (t: CallTiming) => void;
+}
+
+function requestText(p: Pending): string {
+  return `{"jsonrpc":"2.0","id":${p.id},"method":${JSON.stringify(p.method)},"params":${p.paramsJson}}`;
+}
+
+/** A batch answer that left a call out. */
+const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
+const TIMED_OUT: Verdict = { kind: 'retry', reason: 'timeout', health: true };
+
+/** Weight of the newest latency sample in the moving average. */
+const EWMA_ALPHA = 0.2;
+
+export class HttpUpstreamClient implements UpstreamClient {
+  readonly name: string;
+  readonly breaker: Breaker;
+  inFlight = 0;
+  /** Starts optimistic so new nodes get tried. */
+  latencyMs = 5;
+  calls = 0;
+  failures = 0;
+  private nextId = 1;
+  private queue: Pending[] = [];
+  private readonly headers: Record<string, string>;
+  private readonly url: URL;
+  private readonly target: { origin: string; path: string; headers: Record<string, string> };
+  private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+
+  constructor(
+    readonly config: UpstreamConfig,
+    opts: ClientOptions = {},
+  ) {
+    this.name = config.name;
+    this.url = new URL(config.url);
+    this.breaker = opts.breaker ?? new Breaker();
+    if (opts.latencyMs !== undefined) this.latencyMs = opts.latencyMs;
+    // Static headers first: Switchyard's own content-type, and a Basic header from URL credentials, win.
+    this.headers = { ...config.headers, 'content-type': 'application/json' };
+    // Credentials in the URL (https://user:key@host) become a Basic header, never a log line.
+    if (this.url.username !== '') {
+      const user = decodeURIComponent(this.url.username);
+      const pass = decodeURIComponent(this.url.password);
+      this.headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+    }
+    this.target = { origin: this.url.origin, path: this.url.pathname + this.url.search, headers: this.headers };
+    this.ownsDispatcher = opts.dispatcher === undefined;
+    this.dispatcher =
+      opts.dispatcher ??
+      new Pool(this.url.origin, {
+        connections: config.maxConnections,
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+        connectTimeout: 5_000,
+        // A node (or a hostile one) must not make Switchyard buffer an unbounded answer.
+        maxResponseSize: config.maxResponseBytes,
+        ...(config.caFile ? { connect: { ca: readFileSync(config.caFile) } } : {}),
+      });
+  }
+
+  call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
+    return new Promise((resolve) => {
+      const passive = opts.probe !== true;
+      const started = performance.now();
+      const p: Pending = { id: this.nextId++, method, paramsJson, passive, started, deadline: started + timeoutMs, timer: null, done: false, resolve };
+      p.timer = setTimeout(() => this.finish(p, TIMED_OUT), Math.max(1, timeoutMs));
+      this.inFlight++;
+      this.calls++;
+      if (passive) this.breaker.begin();
+      this.queue.push(p);
+      if (this.queue.length === 1) setImmediate(this.flush);
+    });
+  }
+
+  private readonly flush = (): void => {
+    const queue = this.queue.filter((p) => !p.done);
+    this.queue = [];
+    const size = this.config.maxBatchSize;
+    for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
+  };
+
+  private async send(batch: Pending[]): Promise<void> {
+    const single = batch.length === 1;
+    const body = single ? requestText(batch[0]!) : `[${batch.map(requestText).join(',')}]`;
+    // Each member is answered by its own timer; the exchange lasts until the last one's deadline.
+    const now = performance.now();
+    let timeoutMs = 1;
+    for (const p of batch) timeoutMs = Math.max(timeoutMs, p.deadline - now);
+    let verdicts: Map<number, Verdict> | Verdict | null;
+    try {
+      const { status, text } = await postJson(this.dispatcher, this.target, body, timeoutMs);
+      verdicts = single ? classifyHttp(status, text) : classifyBatch(status, text);
+    } catch (err) {
+      verdicts = classifyTransport(err);
+    }
+    if (verdicts === null) {
+      // The node does not take batches (or not this one): the calls still waiting go one by one.
+      for (const p of batch) if (!p.done) void this.send([p]);
+      return;
+    }
+    for (const p of batch) {
+      const v = verdicts instanceof Map ? (verdicts.get(p.id) ?? MISSING) : verdicts;
+      this.finish(p, v);
+    }
+  }
+
+  private finish(p: Pending, verdict: Verdict): void {
+    if (p.done) return;
+    p.done = true;
+    if (p.timer !== null) clearTimeout(p.timer);
+    this.inFlight--;
+    const ms = performance.now() - p.started;
+    if (verdict.kind === 'retry' && verdict.health) {
+      this.failures++;
+      if (p.passive) this.breaker.failure();
+    } else {
+      this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
+      if (p.passive) this.breaker.success();
+    }
+    p.resolve({ verdict, ms });
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * forward() as a table: nodes with scripted verdicts (fake clients, no network) behind a real
+ * Fleet, one row per routing decision: the answer returned and the nodes asked, in order.
+ * Two nodes with different latencies, so power-of-two choices always asks `a` first.
+ */
+import t from 'tap';
+import { forward, type ForwardCall } from '../../src/routing/forward.js';
+import type { RpcError } from '../../src/jsonrpc/errors.js';
+import type { Outcome } from '../../src/jsonrpc/response.js';
+import { Metrics } from '../../src/metrics/registry.js';
+import { createLogger } from '../../src/log/logger.js';
+import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
+import type { Verdict } from '../../src/upstream/classify.js';
+import type { Requirement } from '../../src/routing/select.js';
+import { FakeClient, upstreamConfig } from '../helpers/fake-client.js';
+
+const OPTS: FleetOptions = { chainId: 186, headPollMs: 1000, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
+const RAW = '0x02f8';
+const ok = (result: string): Verdict => ({ kind: 'result', result });
+const revert: Verdict = { kind: 'node-error', error: '{"code":3,"message":"execution reverted"}', code: 3, message: 'execution reverted' };
+const known: Verdict = { kind: 'node-error', error: '{"code":-32000,"message":"already known"}', code: -32000, message: 'already known' };
+const transport: Verdict = { kind: 'retry', reason: 'transport', health: true };
+const http5xx: Verdict = { kind: 'retry', reason: 'http_5xx', health: true };
+const tooLarge: Verdict = { kind: 'retry', reason: 'response_too_large', health: false };
+const missing: Verdict = { kind: 'retry', reason: 'node_missing_block', health: false, error: '{"code":-32000,"message":"header not found"}' };
+
+interface Row {
+  name: string;
+  a: Verdict[];
+  b: Verdict[];
+  heads?: [number, number];
+  down?: ('a' | 'b')[];
+  requirement?: Requirement;
+  call?: Partial<ForwardCall>;
+  /** Runs once the call is under way (a node reaching a block while the call waits). */
+  meanwhile?: (fleet: Fleet) => void;
+  expect: string;
+  trail: string[];
+}
+
+function summary(o: Outcome): string {
+  if (o.result !== undefined) return `result ${o.result}`;
+  if ('nodeError' in o) return `nodeError ${o.nodeError}`;
+  const { reason, ...data } = (o.error as RpcError).data;
+  return `error ${String(reason)} ${JSON.stringify(data)}`;
+}
+
+const ROWS: Row[] = [
+  { name: 'first answer returned', a: [ok('"0x1"')], b: [ok('"0x2"')], expect: 'result "0x1"', trail: ['a'] },
+  { name: 'transport failure fails over', a: [transport], b: [ok('"0x2"')], expect: 'result "0x2"', trail: ['a', 'b'] },
+  { name: 'a revert is the answer, verbatim, no failover', a: [revert], b: [ok('"0x2"')], expect: `nodeError ${revert.kind === 'node-error' ? revert.error : ''}`, trail: ['a'] },
+  { name: 'every attempt failed: -32002 with the last reason', a: [transport], b: [http5xx], expect: 'error UPSTREAM_FAILED {"attempts":2,"last":"http_5xx"}', trail: ['a', 'b'] },
+  { name: 'a node error seen on the way is returned when no node answers', a: [missing], b: [transport], expect: `nodeError ${missing.kind === 'retry' ? missing.error : ''}`, trail: ['a', 'b'] },
+  { name: 'too large: no failover', a: [tooLarge], b: [ok('"0x2"')], expect: 'error RESPONSE_TOO_LARGE {}', trail: ['a'] },
+  { name: 'null that may lag: asks another node', a: [ok('null')], b: [ok('"0x2"')], call: { nullMayLag: true }, expect: 'result "0x2"', trail: ['a', 'b'] },
+  { name: 'null from both: null', a: [ok('null')], b: [ok('null')], call: { nullMayLag: true }, expect: 'result null', trail: ['a', 'b'] },
+  { name: 'null then a node error: the null stands', a: [ok('null')], b: [revert], call: { nullMayLag: true }, expect: 'result null', trail: ['a', 'b'] },
+  { name: 'null where null is final', a: [ok('null')], b: [ok('"0x2"')], expect: 'result null', trail: ['a'] },
+  { name: 'no routable node', a: [], b: [], down: ['a', 'b'], expect: 'error NO_UPSTREAM {"why":"none healthy"}', trail: [] },
+  { name: 'no node has the block and none can catch up', a: [], b: [], heads: [10, 10], requirement: { minHead: 12 }, call: { deadline: 0 }, expect: 'error UPSTREAM_FAILED {"attempts":0,"last":"timeout"}', trail: [] },
+  {
+    name: 'waits for a head: b reaches the block meanwhile',
+    a: [ok('"0x1"')],
+    b: [ok('"0xb"')],
+    heads: [10, 10],
+    requirement: { minHead: 11 },
+    meanwhile: (fleet) => fleet.observeHeader(fleet.upstreams[1]!, { number: 11, hash: '0x0b', parentHash: '0x0a' }),
+    expect: 'result "0xb"',
+    trail: ['b'],
+  },
+  { name: 'a resent transaction "already known" answers its hash', a: [transport], b: [known], call: { rawTransaction: RAW }, expect: 'result "0x0ddf8a6da315d4ef30b0aade0a1c088e835829dec13e448b619da0dd383a1e70"', trail: ['a', 'b'] },
+  { name: '"already known" on the first attempt is a node error', a: [known], b: [ok('"0x2"')], call: { rawTransaction: RAW }, expect: `nodeError ${known.kind === 'node-error' ? known.error : ''}`, trail: ['a'] },
+];
+
+for (const row of ROWS) {
+  t.test(row.name, async (t) => {
+    const clients = new Map<string, FakeClient>();
+    const fleet = new Fleet(OPTS, [upstreamConfig('a'), upstreamConfig('b')], new Metrics({ processMetrics: false }), createLogger('silent'), (c) => {
+      const f = new FakeClient(c);
+      f.latencyMs = c.name === 'a' ? 1 : 10;
+      f.answers = c.name === 'a' ? row.a : row.b;
+      clients.set(c.name, f);
+      return f;
+    });
+    t.teardown(() => fleet.stop());
+    const heads = row.heads ?? [10, 10];
+    for (const [i, u] of fleet.upstreams.entries()) {
+      fleet.markUp(u);
+      fleet.observeHeader(u, { number: heads[i]!, hash: `0x${i}`, parentHash: '0x0' });
+      if (row.down?.includes(u.name as 'a' | 'b')) fleet.markDown(u);
+    }
+    const call: ForwardCall = { method: 'eth_call', label: 'eth_call', paramsJson: '[]', requirement: row.requirement ?? {}, deadline: Date.now() + 30_000, trail: [], ...row.call };
+    const pending = forward({ fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 }, call);
+    if (row.meanwhile) setImmediate(() => row.meanwhile!(fleet));
+    const got = await pending;
+    t.equal(summary(got.outcome), row.expect);
+    t.same(call.trail, row.trail, 'nodes asked');
+    for (const [name, c] of clients) t.equal(c.sent.length, call.trail.filter((n) => n === name).length, `${name} got exactly the calls in the trail`);
+  });
+}
