@@ -21,6 +21,9 @@ import { Front, type FrontDeps } from './server/front.js';
 import { createHttpServer, type HttpDeps } from './server/http.js';
 import { Fleet, fleetOptions } from './upstream/fleet.js';
 import { Uptime } from './uptime/index.js';
+import { ChainFeed, type FeedSettings } from './subscriptions/chain.js';
+import { PendingFeed } from './subscriptions/pending.js';
+import { WsFront, type WsDeps } from './subscriptions/server.js';
 import { VERSION } from './version.js';
 
 export interface AppOptions {
@@ -36,6 +39,8 @@ export type ReloadResult = { ok: true } | { ok: false; problems: string[] };
 
 export interface Ports {
   http: number;
+  /** The separate WebSocket port (null when server.wsPort is null). */
+  ws: number | null;
   admin: number;
 }
 
@@ -58,6 +63,10 @@ export class App {
   private httpDeps: HttpDeps;
   private readonly http: Server;
   private readonly admin: Server;
+  private readonly wsHttp: Server | null;
+  private readonly feed: ChainFeed;
+  private readonly pending: PendingFeed;
+  private readonly ws: WsFront;
 
   private constructor(config: Config, opts: AppOptions) {
     this.config = config;
@@ -75,11 +84,41 @@ export class App {
     this.httpDeps = this.makeHttpDeps(config);
     this.http = createHttpServer(() => this.httpDeps, config.server);
     this.admin = createAdminServer(() => this.adminDeps());
+    this.feed = new ChainFeed(this.fleet, this.feedSettings(config), this.metrics, this.log.child({ room: 'subscriptions' }));
+    this.pending = new PendingFeed(this.fleet, this.log.child({ room: 'subscriptions' }));
+    this.ws = new WsFront(this.makeWsDeps(config));
+    this.ws.attach(this.http);
+    // The WebSocket port serves the same HTTP as server.port, and upgrades.
+    this.wsHttp = config.server.wsPort === null ? null : createHttpServer(() => this.httpDeps, config.server);
+    if (this.wsHttp) this.ws.attach(this.wsHttp);
+  }
+
+  private feedSettings(c: Config): FeedSettings {
+    return { backfillBlocks: c.subscriptions.backfillBlocks, reorgDepth: c.subscriptions.reorgDepth, maxAttempts: c.routing.maxAttempts, upstreamTimeoutMs: c.routing.upstreamTimeoutMs };
+  }
+
+  private makeWsDeps(c: Config): WsDeps {
+    return {
+      front: this.front,
+      clientIp: new ClientIp(c.server.trustedProxies),
+      metrics: this.metrics,
+      log: this.log,
+      feed: this.feed,
+      pending: this.pending,
+      maxPerConnection: c.subscriptions.maxPerConnection,
+      maxConnectionsPerIp: c.subscriptions.maxConnectionsPerIp,
+      maxMessageBytes: c.subscriptions.maxMessageBytes,
+      maxBufferBytes: c.subscriptions.maxBufferBytes,
+      pingIntervalMs: c.subscriptions.pingIntervalMs,
+      isDraining: () => this.draining,
+      knowsKey: (key) => this.rateLimits.knowsKey(key),
+    };
   }
 
   static async start(config: Config, opts: AppOptions = {}): Promise<App> {
     const app = new App(config, opts);
     app.fleet.start();
+    app.feed.start();
     app.uptime?.start();
     await app.listen();
     return app;
@@ -120,7 +159,7 @@ export class App {
       maxLagBlocks: this.config.routing.maxLagBlocks,
       isDraining: () => this.stopping,
       version: VERSION,
-      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null }),
+      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null, websocket: this.ws.status() }),
       reload: () => this.reloadFile(),
       collect: () => {
         this.cache.collect();
@@ -156,12 +195,13 @@ export class App {
     const c = this.config;
     this.http.listen(c.server.port, c.server.host);
     this.admin.listen(c.admin.port, c.admin.host);
-    await Promise.all([once(this.http, 'listening'), once(this.admin, 'listening')]);
+    this.wsHttp?.listen(c.server.wsPort ?? 0, c.server.host);
+    await Promise.all([once(this.http, 'listening'), once(this.admin, 'listening'), ...(this.wsHttp ? [once(this.wsHttp, 'listening')] : [])]);
     this.log.info({ ports: this.ports, chainId: c.chainId, upstreams: c.upstreams.map((u) => u.name) }, 'switchyard listening');
   }
 
   get ports(): Ports {
-    return { http: (this.http.address() as AddressInfo).port, admin: (this.admin.address() as AddressInfo).port };
+    return { http: (this.http.address() as AddressInfo).port, admin: (this.admin.address() as AddressInfo).port, ws: this.wsHttp ? (this.wsHttp.address() as AddressInfo).port : null };
   }
 
   get ready(): boolean {
@@ -224,7 +264,10 @@ export class App {
     this.pipeline.update(this.pipelineDeps(next));
     this.front.update(this.frontDeps(next));
     this.httpDeps = this.makeHttpDeps(next);
+    this.feed.update(this.feedSettings(next));
+    this.ws.update(this.makeWsDeps(next));
     await this.fleet.reconfigure(fleetOptions(next), next.upstreams);
+    this.pending.reconfigure();
     const changed = Object.keys(next).filter((k) => JSON.stringify(prev[k as keyof Config]) !== JSON.stringify(next[k as keyof Config]));
     this.log.debug({ changed }, 'reload: sections changed');
     this.log.info({ upstreams: next.upstreams.map((u) => u.name) }, 'configuration reloaded');
@@ -247,6 +290,9 @@ export class App {
     this.log.info({ graceMs, inFlightCalls: this.concurrency.inFlight }, 'draining');
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.http.closeIdleConnections();
+    this.wsHttp?.close();
+    this.wsHttp?.closeIdleConnections();
+    await this.ws.close(1001);
     const deadline = Date.now() + graceMs;
     while (this.concurrency.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     this.http.closeAllConnections();
@@ -257,7 +303,14 @@ export class App {
   async close(): Promise<void> {
     this.stopping = true;
     this.draining = true;
+    this.feed.stop();
+    this.pending.stop();
+    await this.ws.close(1001);
     this.http.closeAllConnections();
+    if (this.wsHttp) {
+      this.wsHttp.closeAllConnections();
+      await new Promise<void>((r) => this.wsHttp!.close(() => r()));
+    }
     await Promise.all([
       new Promise<void>((r) => this.http.close(() => r())),
       new Promise<void>((r) => {

@@ -213,6 +213,16 @@ export const configSchema = z
       .strictObject({
         maxPerConnection: positiveInt.default(100),
         maxConnectionsPerIp: positiveInt.default(20),
+        /** Largest incoming WebSocket frame; a bigger one closes the socket with 1009. */
+        maxMessageBytes: positiveInt.default(5 * 1024 * 1024),
+        /** Unsent bytes Switchyard holds for one client; a reader this far behind is closed with 1013. */
+        maxBufferBytes: positiveInt.default(4 * 1024 * 1024),
+        /** After a gap in the fleet head, at most this many missed heads are fetched and sent. */
+        backfillBlocks: positiveInt.default(128),
+        /** Deepest reorg whose logs are re-sent with removed: true (blocks kept in the chain window). */
+        reorgDepth: positiveInt.default(64),
+        /** Every socket is pinged this often; one that has not answered the previous ping is closed. */
+        pingIntervalMs: positiveInt.default(30_000),
       })
       .prefault({}),
     /** The public uptime page (SPEC 12): GET /uptime, /uptime.json, /uptime/badge.svg on server.port. */

@@ -35,6 +35,8 @@ export const CATALOGUE = {
   NO_UPSTREAM: { code: -32002, http: 200, message: 'no upstream available', doc: 'no upstream is eligible for the call (`data.why`: none healthy, none in sync, none has the block, none has the capability)' },
   UPSTREAM_FAILED: { code: -32002, http: 200, message: 'upstream request failed', doc: 'every attempt failed in transport, with a bad answer, or timed out (`data.attempts`)' },
   FILTER_NOT_FOUND: { code: -32000, http: 200, message: 'filter not found', doc: 'a filter id that was never issued, or whose node is gone' },
+  SUBSCRIPTIONS_NEED_WS: { code: -32601, http: 200, message: 'subscriptions need a WebSocket connection (ws://, server.wsPort or an upgrade on server.port)', doc: '`eth_subscribe`/`eth_unsubscribe` sent over plain HTTP' },
+  TOO_MANY_SUBSCRIPTIONS: { code: -32005, http: 200, message: 'too many subscriptions on this connection', doc: 'the connection already holds `subscriptions.maxPerConnection` subscriptions; the socket stays open' },
   RESPONSE_TOO_LARGE: { code: -32005, http: 200, message: 'response too large: narrow the request', doc: "the node's answer is over `upstreams[].maxResponseBytes` (e.g. an eth_getLogs over too many logs); not retried on another node" },
 } as const satisfies Record<string, CatalogueEntry>;
 

@@ -64,6 +64,10 @@ export class Metrics {
   private readonly rateLimited = new Counter({ name: 'switchyard_rate_limited_calls_total', help: 'Calls refused by a limit, by reason (rate, ip_concurrency, overloaded)', labelNames: ['reason'], registers: [this.registry] });
   private readonly rateLimitFallback = new Counter({ name: 'switchyard_rate_limit_fallback_total', help: 'Requests whose rate limits were applied from local memory because the shared Redis was unreachable', registers: [this.registry] });
   readonly inFlight = new Gauge({ name: 'switchyard_in_flight_calls', help: 'Calls being worked on', registers: [this.registry] });
+  readonly wsConnections = new Gauge({ name: 'switchyard_ws_connections', help: 'Open WebSocket connections', registers: [this.registry] });
+  readonly wsSubscriptions = new Gauge({ name: 'switchyard_ws_subscriptions', help: 'Active subscriptions, by kind (newHeads, logs, newPendingTransactions)', labelNames: ['kind'], registers: [this.registry] });
+  readonly wsNotifications = new Counter({ name: 'switchyard_ws_notifications_total', help: 'Subscription notifications sent to WebSocket clients, by kind', labelNames: ['kind'], registers: [this.registry] });
+  readonly wsCloses = new Counter({ name: 'switchyard_ws_closes_total', help: 'WebSocket connections closed by Switchyard, by reason (slow_reader, too_large, dead_peer, shutdown)', labelNames: ['reason'], registers: [this.registry] });
   private readonly uptimeProbes = new Counter({ name: 'switchyard_uptime_probes_total', help: 'Uptime page probes by check (reachable, advancing) and result (ok, fail)', labelNames: ['check', 'result'], registers: [this.registry] });
   readonly uptimeIncidentOpen = new Gauge({ name: 'switchyard_uptime_incident_open', help: '1 while an uptime incident of this kind (unreachable, stalled) is open on the public uptime page', labelNames: ['kind'], registers: [this.registry] });
   readonly uptimeHeadAge = new Gauge({ name: 'switchyard_uptime_head_age_seconds', help: 'Seconds since the fleet head last rose, as the uptime page reports it', registers: [this.registry] });
@@ -84,6 +88,11 @@ export class Metrics {
   private readonly cacheLookupChildren = new Children((cls, result) => new BoundCounter(this.cacheLookups, { class: cls, result }));
 
   constructor(opts: { processMetrics?: boolean; version?: string; chainId?: number } = {}) {
+    for (const kind of ['newHeads', 'logs', 'newPendingTransactions']) {
+      this.wsSubscriptions.set({ kind }, 0);
+      this.wsNotifications.inc({ kind }, 0);
+    }
+    for (const reason of ['slow_reader', 'too_large', 'dead_peer', 'shutdown']) this.wsCloses.inc({ reason }, 0);
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
     this.buildInfo.set({ version: opts.version ?? 'unknown', chain_id: `0x${(opts.chainId ?? 0).toString(16)}` }, 1);
     for (const result of RELOAD_RESULTS) this.reloads.inc({ result }, 0);

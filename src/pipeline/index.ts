@@ -27,6 +27,13 @@ export interface RequestContext {
   deadline: number;
   trail: string[];
   log: Logger;
+  /** The WebSocket connection's subscriptions; absent over HTTP. */
+  session?: SubscriptionSession;
+}
+
+/** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
+export interface SubscriptionSession {
+  call(call: Call): Outcome | Promise<Outcome>;
 }
 
 export interface PipelineDeps extends ForwardDeps {
@@ -57,8 +64,8 @@ export class Pipeline {
   }
 
   /** A snapshot of the fleet head for one request: every call in it sees this block as `latest`. */
-  context(clientIp: string, timeoutMs: number, log: Logger): RequestContext {
-    return { clientIp, head: this.deps.fleet.blockNumber(), deadline: Date.now() + timeoutMs, trail: [], log };
+  context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
+    return { clientIp, head: this.deps.fleet.blockNumber(), deadline: Date.now() + timeoutMs, trail: [], log, session };
   }
 
   /**
@@ -107,7 +114,7 @@ export class Pipeline {
       case 'local':
         return answerLocally(call.method, d.chainId, d.fleet);
       case 'subscription':
-        return { error: rpcErrors.methodNotFound(call.method) };
+        return ctx.session ? ctx.session.call(call) : { error: new RpcError('SUBSCRIPTIONS_NEED_WS') };
       case 'filter-use':
         return this.useFilter(ctx, call, label);
       default:

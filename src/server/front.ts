@@ -10,7 +10,7 @@ import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/res
 import type { Concurrency } from '../limits/concurrency.js';
 import type { Admission, Identity, RateLimits } from '../limits/rate.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
-import type { Pipeline } from '../pipeline/index.js';
+import type { Pipeline, SubscriptionSession } from '../pipeline/index.js';
 
 export interface FrontResult {
   status: number;
@@ -23,6 +23,11 @@ export interface FrontResult {
   /** Calls (or the whole body) answered with an error, ours or a node's: the log line's outcome. */
   errors: number;
   retryAfter?: number;
+}
+
+/** Who sent a body; a WebSocket connection also brings its subscriptions (eth_subscribe works only there). */
+export interface Caller extends Identity {
+  session?: SubscriptionSession;
 }
 
 export interface FrontDeps {
@@ -49,7 +54,7 @@ export class Front {
    * (local answers, memory cache hits, refusals): each promise and microtask hop is a measurable
    * share of a cached answer's cost.
    */
-  process(text: string, who: Identity, log: Logger): FrontResult | Promise<FrontResult> {
+  process(text: string, who: Caller, log: Logger): FrontResult | Promise<FrontResult> {
     const d = this.deps;
     const parsed = parseBody(text, d.maxBatchSize);
     if (parsed.kind === 'error') {
@@ -67,7 +72,7 @@ export class Front {
     return admitting.then((a) => this.admitted(d, parsed.batch, parsed.slots, who, log, a));
   }
 
-  private admitted(d: FrontDeps, batch: boolean, slots: Slot[], who: Identity, log: Logger, admissions: readonly Admission[]): FrontResult | Promise<FrontResult> {
+  private admitted(d: FrontDeps, batch: boolean, slots: Slot[], who: Caller, log: Logger, admissions: readonly Admission[]): FrontResult | Promise<FrontResult> {
     const methods = (): string[] => slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
     // admissions[i] belongs to the i-th valid call; refused maps slot index -> seconds to wait.
     let refused: Map<number, number> | null = null;
@@ -99,7 +104,7 @@ export class Front {
       released = true;
     };
     try {
-      const ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log);
+      const ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
       const outcomes: (Outcome | Promise<Outcome> | undefined)[] = new Array(slots.length);
       let waiting = false;
       for (let i = 0; i < slots.length; i++) {

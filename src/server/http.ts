@@ -39,7 +39,7 @@ export interface HttpDeps {
 }
 
 /** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
-function rpcTarget(req: IncomingMessage): { apiKey?: string } | null {
+export function rpcTarget(req: IncomingMessage): { apiKey?: string } | null {
   const path = (req.url ?? '/').split('?', 1)[0]!;
   const header = req.headers['x-api-key'];
   const headerKey = typeof header === 'string' && header !== '' ? header : undefined;

@@ -1,0 +1,198 @@
+/**
+ * The WebSocket front: upgrades on server.port and server.wsPort (any path HTTP serves), one
+ * Session per socket, every text or binary frame worked on by the transport-neutral Front exactly
+ * like an HTTP body (one frame = one request or batch). Limits: sockets per client IP (upgrade
+ * refused with 429), frame size (close 1009, by the ws library's maxPayload), unsent bytes per
+ * client (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
+ * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (server/front.ts), the feeds.
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { WebSocketServer, WebSocket } from 'ws';
+import { RpcError } from '../jsonrpc/errors.js';
+import { errorText } from '../jsonrpc/response.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { ClientIp } from '../server/client-ip.js';
+import type { Front, FrontResult } from '../server/front.js';
+import { rpcTarget } from '../server/http.js';
+import type { ChainFeed } from './chain.js';
+import type { PendingFeed } from './pending.js';
+import { Session } from './session.js';
+
+export interface WsDeps {
+  front: Front;
+  clientIp: ClientIp;
+  metrics: Metrics;
+  log: Logger;
+  feed: ChainFeed;
+  pending: PendingFeed;
+  maxPerConnection: number;
+  maxConnectionsPerIp: number;
+  maxMessageBytes: number;
+  maxBufferBytes: number;
+  pingIntervalMs: number;
+  isDraining: () => boolean;
+  knowsKey: (key: string) => boolean;
+}
+
+/** A slow reader's socket gets this long to take the close frame before it is cut. */
+const CLOSE_GRACE_MS = 5_000;
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+interface Client {
+  ip: string;
+  alive: boolean;
+  session: Session;
+}
+
+export class WsFront {
+  private readonly wss: WebSocketServer;
+  private readonly clients = new Map<WebSocket, Client>();
+  private readonly perIp = new Map<string, number>();
+  private pinger: NodeJS.Timeout | null = null;
+
+  constructor(private deps: WsDeps) {
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxMessageBytes, perMessageDeflate: false, clientTracking: false });
+    this.schedulePing();
+  }
+
+  update(deps: WsDeps): void {
+    const ping = deps.pingIntervalMs !== this.deps.pingIntervalMs;
+    this.deps = deps;
+    // Read by the library for each new socket: existing sockets keep the cap they started with.
+    this.wss.options.maxPayload = deps.maxMessageBytes;
+    if (ping) this.schedulePing();
+  }
+
+  get connections(): number {
+    return this.clients.size;
+  }
+
+  attach(server: Server): void {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
+  }
+
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const d = this.deps;
+    socket.on('error', () => socket.destroy());
+    const refuse = (status: string, reason: 'SHUTTING_DOWN' | 'NOT_FOUND' | 'INVALID_API_KEY' | 'RATE_LIMITED'): void => {
+      const body = errorText('null', new RpcError(reason));
+      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    };
+    if (d.isDraining()) return refuse('503 Service Unavailable', 'SHUTTING_DOWN');
+    const target = rpcTarget(req);
+    if (target === null) return refuse('404 Not Found', 'NOT_FOUND');
+    if (target.apiKey !== undefined && !d.knowsKey(target.apiKey)) return refuse('401 Unauthorized', 'INVALID_API_KEY');
+    const ip = d.clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    if ((this.perIp.get(ip) ?? 0) >= d.maxConnectionsPerIp) return refuse('429 Too Many Requests', 'RATE_LIMITED');
+    this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1);
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.connection(ws, ip, target.apiKey));
+  }
+
+  private connection(ws: WebSocket, ip: string, apiKey: string | undefined): void {
+    const d = this.deps;
+    const session = new Session({
+      feed: d.feed,
+      pending: d.pending,
+      metrics: d.metrics,
+      maxPerConnection: () => this.deps.maxPerConnection,
+      send: (text) => this.send(ws, text),
+    });
+    const client: Client = { ip, alive: true, session };
+    this.clients.set(ws, client);
+    d.metrics.wsConnections.set(this.clients.size);
+    const log = d.log.child({ ws: ip });
+    ws.on('pong', () => (client.alive = true));
+    ws.on('error', (err: Error & { code?: string }) => {
+      if (err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.deps.metrics.wsCloses.inc({ reason: 'too_large' });
+    });
+    ws.on('close', () => {
+      session.close();
+      this.clients.delete(ws);
+      const n = (this.perIp.get(ip) ?? 1) - 1;
+      if (n <= 0) this.perIp.delete(ip);
+      else this.perIp.set(ip, n);
+      this.deps.metrics.wsConnections.set(this.clients.size);
+    });
+    ws.on('message', (data: WebSocket.RawData) => {
+      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+      let text: string;
+      try {
+        text = decoder.decode(bytes);
+      } catch {
+        this.send(ws, errorText('null', new RpcError('PARSE_ERROR')));
+        return;
+      }
+      const deliver = (r: FrontResult): void => {
+        if (r.body !== '') this.send(ws, r.body);
+        session.flush();
+      };
+      try {
+        const out = this.deps.front.process(text, { ip, apiKey, session }, log);
+        if (out instanceof Promise) out.then(deliver, (err: unknown) => this.crashed(ws, err));
+        else deliver(out);
+      } catch (err) {
+        this.crashed(ws, err);
+      }
+    });
+  }
+
+  private crashed(ws: WebSocket, err: unknown): void {
+    this.deps.log.error({ err: (err as Error).message }, 'websocket handler crashed');
+    this.send(ws, errorText('null', new RpcError('INTERNAL_ERROR')));
+  }
+
+  /** Writes one frame unless the client already holds maxBufferBytes unsent: then it is closed with 1013. */
+  private send(ws: WebSocket, text: string): void {
+    if (ws.readyState !== WebSocket.OPEN) return;
+    if (ws.bufferedAmount + Buffer.byteLength(text) > this.deps.maxBufferBytes) {
+      this.deps.metrics.wsCloses.inc({ reason: 'slow_reader' });
+      this.clients.get(ws)?.session.close();
+      ws.close(1013, 'slow reader: too much unsent data');
+      setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+      return;
+    }
+    ws.send(text);
+  }
+
+  private schedulePing(): void {
+    if (this.pinger) clearInterval(this.pinger);
+    this.pinger = setInterval(() => {
+      for (const [ws, c] of this.clients) {
+        if (!c.alive) {
+          this.deps.metrics.wsCloses.inc({ reason: 'dead_peer' });
+          ws.terminate();
+          continue;
+        }
+        c.alive = false;
+        ws.ping();
+      }
+    }, this.deps.pingIntervalMs);
+    this.pinger.unref();
+  }
+
+  /** SIGTERM: every socket is closed with 1001 (going away); sockets that do not answer are cut. */
+  async close(code = 1001): Promise<void> {
+    if (this.pinger) clearInterval(this.pinger);
+    const all = [...this.clients.keys()];
+    if (all.length > 0 && code === 1001) this.deps.metrics.wsCloses.inc({ reason: 'shutdown' }, all.length);
+    await Promise.all(
+      all.map(
+        (ws) =>
+          new Promise<void>((resolve) => {
+            if (ws.readyState === WebSocket.CLOSED) return resolve();
+            ws.once('close', () => resolve());
+            ws.close(code, 'server shutting down');
+            setTimeout(() => ws.terminate(), 2_000).unref();
+          }),
+      ),
+    );
+  }
+
+  status(): { connections: number; subscriptions: number } {
+    let subscriptions = 0;
+    for (const c of this.clients.values()) subscriptions += c.session.size;
+    return { connections: this.clients.size, subscriptions };
+  }
+}
