@@ -258,6 +258,11 @@ export const configSchema = z
       })
       .nullable()
       .default(null),
+    /**
+     * The default Redis for cache.redis and rateLimit.redis: a section's own URL wins, a section's
+     * null (or absent) takes this one.
+     */
+    redis: redisUrl.default(null),
   })
   .superRefine((cfg, ctx) => {
     const keys = new Set<string>();
@@ -272,7 +277,12 @@ export const configSchema = z
       }
       seen.add(u.name);
     });
-  });
+  })
+  .transform((cfg) => ({
+    ...cfg,
+    cache: { ...cfg.cache, redis: cfg.cache.redis ?? cfg.redis },
+    rateLimit: { ...cfg.rateLimit, redis: cfg.rateLimit.redis ?? cfg.redis },
+  }));
 
 export type ConfigInput = z.input<typeof configSchema>;
 export type Config = z.output<typeof configSchema>;

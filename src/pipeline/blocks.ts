@@ -3,6 +3,8 @@
  * `latest` (or a missing block on a state read) is pinned to the request's head snapshot, so every
  * call of a batch sees the same block and the answer agrees with eth_blockNumber. A number needs a
  * node that has it; `pending` sticks to one node per client; `earliest` prefers archive nodes.
+ * Every block parameter takes the same forms: a number, a tag, a block hash, or an EIP-1898 object
+ * ({blockHash} / {blockNumber}); a method that takes fewer forms gets the node's own answer.
  */
 import { rpcErrors, type RpcError } from '../jsonrpc/errors.js';
 import { MAX_BLOCK_COUNT, type MethodSpec } from '../methods/table.js';
@@ -34,14 +36,16 @@ function readBlockRef(v: unknown, where: string): BlockRef | RpcError {
     if (v === 'latest') return { kind: 'latest' };
     if (TAGS.has(v)) return { kind: 'tag', tag: v };
     if (QUANTITY.test(v)) return { kind: 'number', n: Number.parseInt(v, 16) };
-    return rpcErrors.invalidParams(`${where}: expected a block number or tag, got ${JSON.stringify(v.slice(0, 80))}`);
+    // A bare block hash (execution-apis BlockNumberOrTagOrHash; geth reads it as {blockHash}).
+    if (HASH.test(v)) return { kind: 'hash' };
+    return rpcErrors.invalidParams(`${where}: expected a block number, tag or hash, got ${JSON.stringify(v.slice(0, 80))}`);
   }
   if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
     const o = v as { blockHash?: unknown; blockNumber?: unknown };
     if (typeof o.blockHash === 'string' && HASH.test(o.blockHash)) return { kind: 'hash' };
     if (o.blockNumber !== undefined) return readBlockRef(o.blockNumber, where);
   }
-  return rpcErrors.invalidParams(`${where}: expected a block number, tag or {blockHash}`);
+  return rpcErrors.invalidParams(`${where}: expected a block number, tag, hash or {blockHash}`);
 }
 
 function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {

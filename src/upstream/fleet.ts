@@ -15,8 +15,7 @@
  *   retire (reconfigure)          the node is being removed: no new calls, its head stops counting
  * Only a healthy, non-retiring node moves the head (node.ts `movesHead`, checked in `counts`).
  * Events: 'upstream-head' (u) when a node's head or state changes, 'head' (n) when the fleet head
- * rises, 'header' (h) for each new canonical head header, 'reorg' (height) when blocks from that
- * height changed.
+ * rises, 'reorg' (height) when blocks from that height changed.
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
@@ -62,8 +61,6 @@ export class Fleet extends EventEmitter {
   /** The writable state of every upstream, current and retiring: the fleet's alone. */
   private readonly status = new WeakMap<Upstream, NodeStatus>();
   private readonly canon = new Canon();
-  /** Highest header announced to listeners (newHeads feed). */
-  private announced = -1;
 
   constructor(
     private opts: FleetOptions,
@@ -193,10 +190,6 @@ export class Fleet extends EventEmitter {
         this.metrics.recordReorg();
         this.log.warn({ upstream: u.name, fork, head: header.number }, 'reorg: blocks from this height changed');
         this.emit('reorg', fork);
-      }
-      if (header.number > this.announced || fork !== null) {
-        this.announced = header.number;
-        this.emit('header', header);
       }
     }
     this.emit('upstream-head', u);

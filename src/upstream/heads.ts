@@ -34,10 +34,6 @@ export class Canon {
 
   constructor(private readonly window = 512) {}
 
-  hashAt(n: number): string | undefined {
-    return this.hashes.get(n);
-  }
-
   /** Records a header from the fleet head; returns the first height whose block changed, or null. */
   observe(h: Header): number | null {
     let fork: number | null = null;

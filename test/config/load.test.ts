@@ -150,3 +150,21 @@ t.test('config/example.yaml parses with NODE_B_KEY set', async (t) => {
   t.strictSame(c.log, defaults.log);
   t.strictSame(problemsOf(() => parseConfigText(text, {})), ['upstreams[1].url: environment variable NODE_B_KEY is not set']);
 });
+
+t.test('top-level redis is the default for cache.redis and rateLimit.redis; a section\'s own URL wins', async (t) => {
+  t.has(parseConfigText(MINIMAL, {}), { redis: null, cache: { redis: null }, rateLimit: { redis: null } }, 'none by default');
+  const shared = parseConfigText(`${MINIMAL}redis: redis://shared:6379\n`, {});
+  t.equal(shared.cache.redis, 'redis://shared:6379', 'cache inherits');
+  t.equal(shared.rateLimit.redis, 'redis://shared:6379', 'rateLimit inherits');
+  const own = parseConfigText(`${MINIMAL}redis: redis://shared:6379\ncache: { redis: "redis://cache:6379" }\nrateLimit: { redis: null }\n`, {});
+  t.equal(own.cache.redis, 'redis://cache:6379', "the section's own URL wins");
+  t.equal(own.rateLimit.redis, 'redis://shared:6379', "the section's null inherits");
+  t.match(problemsOf(() => parseConfigText(`${MINIMAL}redis: http://x\n`, {})), [/^redis: expected a redis:\/\/ URL/], 'a bad URL names the key');
+});
+
+t.test('SIGTERM defaults: delay + grace stay under the 30 s Kubernetes termination period', async (t) => {
+  const c = parseConfigText(MINIMAL, {});
+  t.equal(c.server.shutdownDelayMs, 5_000);
+  t.equal(c.server.shutdownGraceMs, 20_000);
+  t.ok(c.server.shutdownDelayMs + c.server.shutdownGraceMs < 30_000, 'headroom under 30 s');
+});

@@ -1,0 +1,97 @@
+/**
+ * Table tests for three pure deciders: the reorg detector (Canon), what a node's error means for
+ * routing (classifyNodeError), and how a call's block parameter becomes a routing requirement
+ * (resolveBlocks). No network.
+ */
+import t from 'tap';
+import { Canon, type Header } from '../../src/upstream/heads.js';
+import { classifyNodeError } from '../../src/upstream/classify.js';
+import { resolveBlocks, type BlockContext } from '../../src/pipeline/blocks.js';
+import { METHODS } from '../../src/methods/table.js';
+
+const h = (number: number, hash: string, parentHash: string): Header => ({ number, hash, parentHash });
+
+t.test('Canon: the first changed height, or null', async (t) => {
+  const rows: { name: string; feed: Header[]; forks: (number | null)[] }[] = [
+    { name: 'a straight chain', feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(3, 'a3', 'a2')], forks: [null, null, null] },
+    { name: 'the same header twice', feed: [h(1, 'a1', 'a0'), h(1, 'a1', 'a0')], forks: [null, null] },
+    { name: 'another hash at a known height', feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(2, 'b2', 'a1')], forks: [null, null, 2] },
+    { name: 'a parent that is not the block we knew', feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(3, 'b3', 'b2')], forks: [null, null, 2] },
+    { name: 'a lower head than the top we knew', feed: [h(5, 'a5', 'a4'), h(6, 'a6', 'a5'), h(3, 'c3', 'c2')], forks: [null, null, 3] },
+    { name: 'a gap forward is no reorg', feed: [h(1, 'a1', 'a0'), h(9, 'a9', 'a8')], forks: [null, null] },
+    { name: 'after a reorg the new branch is the chain', feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(2, 'b2', 'a1'), h(3, 'b3', 'b2')], forks: [null, null, 2, null] },
+  ];
+  for (const row of rows) {
+    const canon = new Canon();
+    t.same(row.feed.map((x) => canon.observe(x)), row.forks, row.name);
+  }
+});
+
+t.test('classifyNodeError: answer, or retry elsewhere and why', async (t) => {
+  const rows: [code: number, message: string, expected: string][] = [
+    [3, 'execution reverted', 'node-error'],
+    [-32000, 'nonce too low', 'node-error'],
+    [-32602, 'invalid argument 0: hex string without 0x prefix', 'node-error'],
+    [-32005, 'limit exceeded', 'retry node_limit health'],
+    [-32000, 'Too Many Requests', 'retry node_limit health'],
+    [-32016, 'rate limit reached', 'retry node_limit health'],
+    [-32601, 'the method eth_foo does not exist', 'retry node_method_missing'],
+    [-32000, 'header not found', 'retry node_missing_block'],
+    [-32000, 'unknown block', 'retry node_missing_block'],
+    [-32001, 'BlockOutOfRange: block 9 is beyond 8', 'retry node_missing_block'],
+    [-32000, 'missing trie node abc (path )', 'retry node_missing_block'],
+  ];
+  for (const [code, message, expected] of rows) {
+    const error = JSON.stringify({ code, message });
+    const v = classifyNodeError(error, code, message);
+    const got = v.kind === 'retry' ? `retry ${v.reason}${v.health ? ' health' : ''}` : v.kind;
+    t.equal(got, expected, `${code} ${message}`);
+    t.equal(v.kind === 'result' ? undefined : v.error, error, 'the node error text travels with the verdict');
+  }
+});
+
+t.test('resolveBlocks: block parameter to requirement', async (t) => {
+  const ctx: BlockContext = { head: 1000, maxLagBlocks: 5, clientKey: '10.0.0.1', recentBlocks: 128 };
+  const HASH = `0x${'ab'.repeat(32)}`;
+  const rows: { method: string; params: unknown[]; requirement?: object; params2?: unknown[]; error?: RegExp }[] = [
+    { method: 'eth_getBalance', params: ['0x0', 'latest'], requirement: { minHead: 1000 }, params2: ['0x0', '0x3e8'] },
+    { method: 'eth_getBalance', params: ['0x0'], requirement: { minHead: 1000 } },
+    { method: 'eth_getBalance', params: ['0x0', '0x3e0'], requirement: { minHead: 992 } },
+    { method: 'eth_getBalance', params: ['0x0', '0x10'], requirement: { minHead: 16, capability: 'archive' } },
+    { method: 'eth_getBalance', params: ['0x0', '0x7d0'], requirement: { minHead: 1000 } },
+    { method: 'eth_getBalance', params: ['0x0', 'pending'], requirement: { minHead: 1000, stickyKey: '10.0.0.1' } },
+    { method: 'eth_getBalance', params: ['0x0', 'earliest'], requirement: { capability: 'archive' } },
+    { method: 'eth_getBalance', params: ['0x0', 'safe'], requirement: { maxLag: 5 } },
+    { method: 'eth_getBalance', params: ['0x0', 'finalized'], requirement: { maxLag: 5 } },
+    { method: 'eth_getBalance', params: ['0x0', HASH], requirement: { maxLag: 5 } },
+    { method: 'eth_getBalance', params: ['0x0', { blockHash: HASH }], requirement: { maxLag: 5 } },
+    { method: 'eth_getBalance', params: ['0x0', { blockNumber: '0x3e0' }], requirement: { minHead: 992 } },
+    { method: 'eth_getBlockReceipts', params: [HASH], requirement: { maxLag: 5 } },
+    { method: 'eth_getBalance', params: ['0x0', '0x01'], error: /expected a block number, tag or hash/ },
+    { method: 'eth_getBalance', params: ['0x0', 'newest'], error: /expected a block number/ },
+    { method: 'eth_getBalance', params: ['0x0', { blockHash: '0x12' }], error: /expected a block number, tag, hash or \{blockHash\}/ },
+    { method: 'eth_feeHistory', params: ['0x0', 'latest', []], error: /block count from 1 to 1024/ },
+    { method: 'eth_feeHistory', params: ['0x401', 'latest', []], error: /block count/ },
+    { method: 'eth_getLogs', params: [{ fromBlock: '0x3e0', toBlock: 'latest' }], requirement: { minHead: 1000 }, params2: [{ fromBlock: '0x3e0', toBlock: '0x3e8' }] },
+    { method: 'eth_getLogs', params: [{ blockHash: HASH }], requirement: { maxLag: 5 } },
+    { method: 'eth_getLogs', params: [{ fromBlock: '0x3e0' }], requirement: { minHead: 992, maxLag: 5 } },
+    { method: 'eth_getLogs', params: ['x'], error: /expected a filter object/ },
+    { method: 'eth_sendRawTransaction', params: ['0x02'], requirement: { minHead: 1000, stickyKey: '10.0.0.1' } },
+    { method: 'eth_gasPrice', params: [], requirement: { maxLag: 5 } },
+  ];
+  for (const row of rows) {
+    const r = resolveBlocks(METHODS[row.method]!, row.params, ctx);
+    const name = `${row.method} ${JSON.stringify(row.params)}`;
+    if (row.error) {
+      t.ok('code' in r && r.code === -32602 && row.error.test(r.message), `${name}: -32602 ${'code' in r ? r.message : 'no error'}`);
+      continue;
+    }
+    if ('code' in r) {
+      t.fail(`${name}: ${r.message}`);
+      continue;
+    }
+    t.same(r.requirement, row.requirement, name);
+    t.same(r.params, row.params2 ?? row.params, `${name}: params`);
+    t.equal(r.rewritten, row.params2 !== undefined, `${name}: rewritten`);
+  }
+});
