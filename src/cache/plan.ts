@@ -13,6 +13,12 @@ export type CacheClass = 'immutable' | 'head' | 'tx';
 export interface CachePlan {
   key: string;
   cls: CacheClass;
+  /**
+   * Identical calls in flight share one upstream call under this key. It leaves the head out
+   * whenever the params name a fixed block (a number at or below the head, a hash): the answer does
+   * not change when the head moves, so calls asked across a head change still share one call.
+   */
+  shareKey: string;
 }
 
 export interface ChainView {
@@ -65,6 +71,8 @@ function classOfLogs(filter: unknown, view: ChainView): 'immutable' | 'head' | n
 
 export function planCache(method: string, spec: MethodSpec, params: readonly unknown[], view: ChainView): CachePlan | null {
   let cls: CacheClass | null;
+  /** The answer depends on the head itself (not only on a block the params name). */
+  let headBound = false;
   switch (spec.cache) {
     case 'hash':
       cls = 'immutable';
@@ -74,6 +82,7 @@ export function planCache(method: string, spec: MethodSpec, params: readonly unk
       break;
     case 'head':
       cls = 'head';
+      headBound = true;
       break;
     case 'logs':
       cls = classOfLogs(params[spec.filterObject ?? 0], view);
@@ -82,14 +91,16 @@ export function planCache(method: string, spec: MethodSpec, params: readonly unk
       const ref = params[spec.block ?? 0];
       // An optional block left out (eth_estimateGas, eth_call) means the node's latest: head-scoped.
       cls = ref === undefined ? 'head' : classOfBlock(ref, view);
+      headBound = ref === undefined;
       break;
     }
     default:
       return null;
   }
   if (cls === null) return null;
-  const prefix = cls === 'head' ? `${method}@${view.head}` : method;
-  return { key: `${prefix}:${canonical(params)}`, cls };
+  const text = canonical(params);
+  const key = cls === 'head' ? `${method}@${view.head}:${text}` : `${method}:${text}`;
+  return { key, cls, shareKey: headBound ? key : `${method}:${text}` };
 }
 
 /** For `tx` answers: the block the transaction is in (null while pending). */

@@ -174,7 +174,7 @@ export class Pipeline {
     if (!cacheable) return this.afterForward(spec, await send(), proves);
     const gen = d.cache.generation;
     // Identical reads in flight at once share one upstream call; per-client (sticky) ones per client.
-    const key = plan?.key ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
+    const key = plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
     const attempted = await d.cache.coalesce(key, send);
     if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
     return this.afterForward(spec, attempted, proves);

@@ -39,6 +39,12 @@ t.test('block numbers: finalized is immutable, unfinalized <= head is head-scope
   t.match(head.key, /@100:/, 'a head-scoped key carries the head it was filled under');
   const later = plan('eth_getBlockByNumber', ['0x5b', false], { head: 101, finalized: 90 })!;
   t.not(later.key, head.key, 'so the next head looks for another entry');
+  t.equal(later.shareKey, head.shareKey, 'but calls in flight for that block share one upstream call across the head change');
+  t.notMatch(head.shareKey, /@/);
+  const gas = plan('eth_gasPrice', [])!;
+  t.not(gas.shareKey, plan('eth_gasPrice', [], { head: 101, finalized: 90 })!.shareKey, 'an answer that follows the head is shared per head');
+  const noBlock = plan('eth_estimateGas', [{ to: ADDR }])!;
+  t.equal(noBlock.shareKey, noBlock.key, "a left-out block is the node's latest: shared per head");
   const fin = plan('eth_getBlockByNumber', ['0x5a', false])!;
   t.equal(fin.key, plan('eth_getBlockByNumber', ['0x5a', false], { head: 500, finalized: 400 })!.key, 'an immutable key does not depend on the head');
   t.notMatch(fin.key, /@/, 'immutable keys carry no head');
