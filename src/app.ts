@@ -164,7 +164,7 @@ export class App {
       maxLagBlocks: this.config.routing.maxLagBlocks,
       isDraining: () => this.stopping,
       version: VERSION,
-      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null, websocket: this.ws.status() }),
+      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, limits: { rate: this.rateLimits.stats(), concurrency: this.concurrency.stats() }, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null, websocket: this.ws.status() }),
       reload: () => this.reloadFile(),
       collect: () => {
         this.cache.collect();
