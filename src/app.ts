@@ -11,7 +11,7 @@ import { ConfigError, loadConfigFile } from './config/load.js';
 import { ResponseCache } from './cache/index.js';
 import { Concurrency } from './limits/concurrency.js';
 import { RateLimits } from './limits/rate.js';
-import { createLogger } from './log/logger.js';
+import { createLogger, redactUrls } from './log/logger.js';
 import { MethodPolicy } from './methods/policy.js';
 import { Metrics } from './metrics/registry.js';
 import { Pipeline, type PipelineDeps } from './pipeline/index.js';
@@ -20,6 +20,7 @@ import { ClientIp } from './server/client-ip.js';
 import { Front, type FrontDeps } from './server/front.js';
 import { createHttpServer, type HttpDeps } from './server/http.js';
 import { Fleet, fleetOptions } from './upstream/fleet.js';
+import { SharedHeads } from './replicas/shared-heads.js';
 import { Uptime } from './uptime/index.js';
 import { ChainFeed, type FeedSettings } from './subscriptions/chain.js';
 import { PendingFeed } from './subscriptions/pending.js';
@@ -55,6 +56,8 @@ export class App {
   private readonly metrics: Metrics;
   private readonly fleet: Fleet;
   private readonly uptime: Uptime | null;
+  /** Heads shared with the other replicas through the top-level redis (null without one). */
+  private readonly sharedHeads: SharedHeads | null;
   private readonly concurrency: Concurrency;
   private readonly cache: ResponseCache;
   private rateLimits: RateLimits;
@@ -78,6 +81,7 @@ export class App {
     this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log);
     this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log);
     this.fleet.on('reorg', () => this.cache.onReorg());
+    this.sharedHeads = config.redis === null ? null : new SharedHeads(config.redis, config.chainId, this.fleet, this.metrics, this.log.child({ room: 'replicas' }), Math.min(config.routing.headPollMs, 1_000));
     this.uptime = config.uptime.enabled ? new Uptime(config.uptime, { chainId: config.chainId, fleet: this.fleet, metrics: this.metrics, log: this.log, upstreamTimeoutMs: config.routing.upstreamTimeoutMs }) : null;
     this.pipeline = new Pipeline(this.pipelineDeps(config));
     this.front = new Front(this.frontDeps(config));
@@ -118,6 +122,7 @@ export class App {
   static async start(config: Config, opts: AppOptions = {}): Promise<App> {
     const app = new App(config, opts);
     app.fleet.start();
+    app.sharedHeads?.start();
     app.feed.start();
     app.uptime?.start();
     await app.listen();
@@ -159,7 +164,7 @@ export class App {
       maxLagBlocks: this.config.routing.maxLagBlocks,
       isDraining: () => this.stopping,
       version: VERSION,
-      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null, websocket: this.ws.status() }),
+      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, limits: { rate: this.rateLimits.stats(), concurrency: this.concurrency.stats() }, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null, websocket: this.ws.status() }),
       reload: () => this.reloadFile(),
       collect: () => {
         this.cache.collect();
@@ -220,7 +225,7 @@ export class App {
     } catch (err) {
       const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
       this.metrics.recordReload(false);
-      this.log.error({ problems }, 'new configuration refused; the running configuration stays');
+      this.log.error({ problems: problems.map(redactUrls) }, 'new configuration refused; the running configuration stays');
       return { ok: false, problems };
     }
     try {
@@ -247,6 +252,7 @@ export class App {
     if (prev.server.port !== next.server.port || prev.server.host !== next.server.host || prev.server.wsPort !== next.server.wsPort) fixed.push('server.host/port/wsPort');
     if (prev.admin.port !== next.admin.port || prev.admin.host !== next.admin.host) fixed.push('admin');
     if (prev.chainId !== next.chainId) fixed.push('chainId');
+    if (prev.redis !== next.redis) fixed.push('redis');
     if (prev.uptime.enabled !== next.uptime.enabled || prev.uptime.store !== next.uptime.store) fixed.push('uptime.enabled/store');
     if (fixed.length > 0) this.log.warn({ settings: fixed }, 'these settings cannot change on reload; restart to apply them');
     if (prev.log.level !== next.log.level) this.log.level = next.log.level;
@@ -319,6 +325,7 @@ export class App {
       }),
     ]);
     await this.uptime?.close();
+    await this.sharedHeads?.close();
     await this.fleet.stop();
     await this.cache.close();
     await this.rateLimits.close();

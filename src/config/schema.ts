@@ -260,7 +260,7 @@ export const configSchema = z
       .default(null),
     /**
      * The default Redis for cache.redis and rateLimit.redis: a section's own URL wins, a section's
-     * null (or absent) takes this one.
+     * null (or absent) takes this one. Replicas share heads through it (src/replicas/shared-heads.ts).
      */
     redis: redisUrl.default(null),
   })
