@@ -11,7 +11,7 @@ import { ConfigError, loadConfigFile } from './config/load.js';
 import { ResponseCache } from './cache/index.js';
 import { Concurrency } from './limits/concurrency.js';
 import { RateLimits } from './limits/rate.js';
-import { createLogger } from './log/logger.js';
+import { createLogger, redactUrls } from './log/logger.js';
 import { MethodPolicy } from './methods/policy.js';
 import { Metrics } from './metrics/registry.js';
 import { Pipeline, type PipelineDeps } from './pipeline/index.js';
@@ -164,7 +164,7 @@ export class App {
       maxLagBlocks: this.config.routing.maxLagBlocks,
       isDraining: () => this.stopping,
       version: VERSION,
-      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null, websocket: this.ws.status() }),
+      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, limits: { rate: this.rateLimits.stats(), concurrency: this.concurrency.stats() }, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null, websocket: this.ws.status() }),
       reload: () => this.reloadFile(),
       collect: () => {
         this.cache.collect();
@@ -225,7 +225,7 @@ export class App {
     } catch (err) {
       const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
       this.metrics.recordReload(false);
-      this.log.error({ problems }, 'new configuration refused; the running configuration stays');
+      this.log.error({ problems: problems.map(redactUrls) }, 'new configuration refused; the running configuration stays');
       return { ok: false, problems };
     }
     try {

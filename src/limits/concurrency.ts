@@ -7,6 +7,8 @@ export type Admission = 'ok' | 'overloaded' | 'ip';
 export class Concurrency {
   private total = 0;
   private readonly perIp = new Map<string, number>();
+  /** Calls shed since start, by the bound that refused them. */
+  private readonly shed = { overloaded: 0, ip: 0 };
 
   constructor(
     private maxTotal: number,
@@ -22,11 +24,22 @@ export class Concurrency {
     return this.total;
   }
 
+  /** Figures for /status: calls in flight against both bounds, clients holding slots, calls shed. */
+  stats(): { inFlight: number; maxInFlight: number; maxPerIp: number; clients: number; shed: { overloaded: number; ip: number } } {
+    return { inFlight: this.total, maxInFlight: this.maxTotal, maxPerIp: this.maxPerIp, clients: this.perIp.size, shed: { ...this.shed } };
+  }
+
   /** Takes `n` slots for `ip`, or says which bound refused them (and takes nothing). */
   acquire(ip: string, n: number): Admission {
-    if (this.total + n > this.maxTotal) return 'overloaded';
+    if (this.total + n > this.maxTotal) {
+      this.shed.overloaded += n;
+      return 'overloaded';
+    }
     const mine = this.perIp.get(ip) ?? 0;
-    if (mine + n > this.maxPerIp) return 'ip';
+    if (mine + n > this.maxPerIp) {
+      this.shed.ip += n;
+      return 'ip';
+    }
     this.total += n;
     this.perIp.set(ip, mine + n);
     return 'ok';

@@ -102,9 +102,11 @@ export class RateLimits {
   private redisDown = false;
   /** Until then, limits are applied from local memory without asking Redis. */
   private sharedDownUntil = 0;
+  /** Calls refused for rate since start. */
+  private refused = 0;
 
   constructor(
-    cfg: RateLimitConfig,
+    private readonly cfg: RateLimitConfig,
     private readonly metrics: Metrics,
     private readonly log: Logger,
   ) {
@@ -218,8 +220,23 @@ export class RateLimits {
     if (fellBack()) this.metrics.recordRateLimitFallback();
     else if (sharedWorked && this.redisDown) this.noteRedis(true);
     const refused = out.filter((a) => a !== null).length;
-    if (refused > 0) this.metrics.recordRateLimited('rate', refused);
+    if (refused > 0) {
+      this.refused += refused;
+      this.metrics.recordRateLimited('rate', refused);
+    }
     return out;
+  }
+
+  /** Figures for /status: the limits in force (never a key itself), where budgets live, calls refused. */
+  stats(): Record<string, unknown> {
+    const rate = (r: Rate): Record<string, number> => ({ ratePerSec: r.ratePerSec, burst: r.burst, burstWindowSec: r.burstWindowSec });
+    return {
+      perIp: this.cfg.perIp === null ? null : rate(this.cfg.perIp),
+      apiKeys: this.cfg.apiKeys.map((k) => ({ name: k.name, ...rate(k) })),
+      exemptRanges: this.cfg.exempt.length,
+      shared: this.redis === null ? null : { usable: this.sharedUsable() },
+      refused: this.refused,
+    };
   }
 
   async close(): Promise<void> {

@@ -2,6 +2,7 @@
  * The root pino logger. JSON lines, level from config. Anything that could carry an upstream URL
  * or credential is redacted by path, and URLs that slip into free text are scrubbed by
  * `redactUrls` before they are logged (node errors can quote the address they failed to reach).
+ * Every logged error goes under `err` (never its bare message), so it passes this serializer.
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
 

@@ -114,7 +114,7 @@ export class ChainFeed extends EventEmitter {
           await this.advance();
         } while (this.again && !this.stopped);
       } catch (err) {
-        this.log.error({ err: (err as Error).message }, 'chain feed failed; retrying');
+        this.log.error({ err }, 'chain feed failed; retrying');
       } finally {
         this.running = false;
       }

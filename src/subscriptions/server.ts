@@ -139,7 +139,7 @@ export class WsFront {
   }
 
   private crashed(ws: WebSocket, err: unknown): void {
-    this.deps.log.error({ err: (err as Error).message }, 'websocket handler crashed');
+    this.deps.log.error({ err }, 'websocket handler crashed');
     this.send(ws, errorText('null', new RpcError('INTERNAL_ERROR')));
   }
 

@@ -16,7 +16,7 @@ import type { Metrics } from '../metrics/registry.js';
 import { HeadWatch, confirmChain, type FleetView } from './checks.js';
 import { WINDOWS, fraction, hex, history, incidentLines, iso, uptimeWindows, type UptimeReport } from './report.js';
 import type { UptimePages } from './routes.js';
-import { FLUSH_EVERY, StoreError, UptimeStore, type Incident, type IncidentKind } from './store.js';
+import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
 
 export interface UptimeSettings {
@@ -101,8 +101,7 @@ export class Uptime implements UptimePages {
       this.log.info({ store: file }, 'uptime history kept in uptime.store');
       return store;
     } catch (err) {
-      const reason = err instanceof StoreError ? err.message : (err as Error).message;
-      this.log.error({ store: file, err: reason }, 'uptime.store cannot be used; uptime history is kept in memory only (the file is left as it is)');
+      this.log.error({ store: file, err }, 'uptime.store cannot be used; uptime history is kept in memory only (the file is left as it is)');
       return UptimeStore.memory();
     }
   }
@@ -118,7 +117,7 @@ export class Uptime implements UptimePages {
     this.timer = setTimeout(() => {
       const started = this.clock.now();
       this.probe()
-        .catch((err: unknown) => this.log.error({ err: (err as Error).message }, 'uptime probe failed'))
+        .catch((err: unknown) => this.log.error({ err }, 'uptime probe failed'))
         .finally(() => this.schedule(Math.max(0, started + this.settings.probeIntervalMs - this.clock.now())));
     }, delayMs);
   }
@@ -176,17 +175,17 @@ export class Uptime implements UptimePages {
       return op();
     } catch (err) {
       if (!this.store.persistent) {
-        this.log.error({ err: (err as Error).message }, 'uptime store operation failed');
+        this.log.error({ err }, 'uptime store operation failed');
         return undefined;
       }
       const file = this.store.path;
       const kept = this.store.toMemory();
       this.deps.metrics.uptimeStorePersistent.set(0);
-      this.log.error({ store: file, err: (err as Error).message, historyKept: kept }, 'uptime.store failed; uptime history is kept in memory only from now on');
+      this.log.error({ store: file, err, historyKept: kept }, 'uptime.store failed; uptime history is kept in memory only from now on');
       try {
         return op();
       } catch (again) {
-        this.log.error({ err: (again as Error).message }, 'uptime store operation failed');
+        this.log.error({ err: again }, 'uptime store operation failed');
         return undefined;
       }
     }
@@ -271,7 +270,7 @@ export class Uptime implements UptimePages {
     try {
       this.store.close(now);
     } catch (err) {
-      this.log.error({ store: this.store.path, err: (err as Error).message }, 'uptime.store: the last probes could not be written');
+      this.log.error({ store: this.store.path, err }, 'uptime.store: the last probes could not be written');
     }
   }
 }

@@ -130,7 +130,7 @@ t.test('a store file that cannot be used: logged naming uptime.store, kept in me
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'solo', url: node.url }], uptime: { probeIntervalMs: 100, store: file }, log: { level: 'info' } }, { logger });
   const line = lines.find((l) => String(l.msg).includes('uptime.store'));
   t.match(line, { level: 'error', store: file, msg: /uptime\.store cannot be used; uptime history is kept in memory/ }, 'one clear line naming the option and the file');
-  t.match(line?.err, /not a usable SQLite database|not a database/);
+  t.match(line?.err, { message: /not a usable SQLite database|not a database/ }, 'the error through the err serializer');
   const r = await waitFor('the page works from memory', () => report(sy.url));
   t.equal(r.state, 'operational');
   t.same(metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_uptime_store_persistent'), [0], 'the metric says it is not persistent');
