@@ -1,0 +1,60 @@
+/**
+ * deploy/kubernetes agrees with the config schema: the ConfigMap's config is valid, the container
+ * ports are the configured ports, the probes hit /health and /ready on the admin port, the
+ * termination period leaves room for shutdownDelayMs + shutdownGraceMs, selectors match, and the
+ * kustomization lists every manifest.
+ */
+import t from 'tap';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse, parseAllDocuments } from 'yaml';
+import { parseConfigText } from '../../src/config/load.js';
+
+const DIR = fileURLToPath(new URL('../../deploy/kubernetes/', import.meta.url));
+const docs: any[] = readdirSync(DIR)
+  .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+  .flatMap((f) => parseAllDocuments(readFileSync(join(DIR, f), 'utf8')).map((d) => d.toJS()));
+const find = (kind: string, name: string): any => docs.find((d) => d.kind === kind && d.metadata.name === name);
+
+t.test('the kustomization lists every manifest', async (t) => {
+  const k = parse(readFileSync(join(DIR, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
+  const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+  t.same([...k.resources].sort(), files.sort());
+});
+
+t.test('the manifests agree with the configuration they ship', async (t) => {
+  const cm = find('ConfigMap', 'switchyard-config');
+  const config = parseConfigText(cm.data['config.yaml'], {});
+  const dep = find('Deployment', 'switchyard');
+  t.equal(dep.spec.replicas, 2, 'two replicas');
+  const pod = dep.spec.template.spec;
+  const c = pod.containers[0];
+  const port = (name: string): number => c.ports.find((p: any) => p.name === name).containerPort;
+  t.equal(port('rpc'), config.server.port, 'rpc port = server.port');
+  t.equal(port('ws'), config.server.wsPort, 'ws port = server.wsPort');
+  t.equal(port('admin'), config.admin.port, 'admin port = admin.port');
+  t.equal(config.admin.host, '0.0.0.0', 'the admin port is reachable by the kubelet and Prometheus');
+  t.same(c.livenessProbe.httpGet, { path: '/health', port: 'admin' });
+  t.same(c.readinessProbe.httpGet, { path: '/ready', port: 'admin' });
+  t.ok(pod.terminationGracePeriodSeconds * 1000 > config.server.shutdownDelayMs + config.server.shutdownGraceMs, 'delay + grace < termination period');
+  t.ok(c.readinessProbe.periodSeconds * 1000 * c.readinessProbe.failureThreshold < config.server.shutdownDelayMs, 'the readiness probe fails within the shutdown delay');
+  const configArg = c.args[c.args.indexOf('--config') + 1];
+  const mount = c.volumeMounts.find((m: any) => m.name === 'config');
+  t.equal(configArg, `${mount.mountPath}/config.yaml`, 'the config path is the mounted ConfigMap');
+  t.equal(pod.volumes.find((v: any) => v.name === 'config').configMap.name, 'switchyard-config');
+  const ann = dep.spec.template.metadata.annotations;
+  t.equal(Number(ann['prometheus.io/port']), config.admin.port, 'scraped on the admin port');
+  t.equal(ann['prometheus.io/path'], '/metrics');
+
+  const labels = dep.spec.template.metadata.labels;
+  for (const svc of [find('Service', 'switchyard'), find('Service', 'switchyard-admin')]) {
+    t.has(labels, svc.spec.selector, `${svc.metadata.name} selects the pods`);
+    for (const p of svc.spec.ports) t.ok(c.ports.some((cp: any) => cp.name === p.targetPort), `${svc.metadata.name} targets ${p.targetPort}`);
+  }
+  t.has(labels, find('PodDisruptionBudget', 'switchyard').spec.selector.matchLabels, 'the PDB selects the pods');
+
+  const redisSvc = find('Service', 'switchyard-redis');
+  t.equal(config.redis, `redis://${redisSvc.metadata.name}:${redisSvc.spec.ports[0].port}`, 'redis is the example Redis Service');
+  t.has(find('Deployment', 'switchyard-redis').spec.template.metadata.labels, redisSvc.spec.selector, 'the Redis Service selects Redis');
+});
