@@ -1,11 +1,15 @@
 # syntax=docker/dockerfile:1
-# Switchyard image: the proxy (`--config FILE`) and, from the same image, the devnet (`devnet ...`).
-#   docker build -t switchyard .
-#   docker run -v $PWD/my.yaml:/etc/switchyard/config.yaml:ro -p 8545:8545 switchyard
+# Switchyard images. Two targets:
+#   runtime (the default): the proxy alone, no anvil inside.
+#     docker build --build-arg VERSION=$(node -p "require('./package.json').version") -t switchyard .
+#     docker run -v $PWD/my.yaml:/etc/switchyard/config.yaml:ro -p 8545:8545 switchyard
+#   devnet: the same plus the anvil binary, for `devnet ...` and `start` (local fleets, compose).
+#     docker build --target devnet -t switchyard-devnet .
 # The config file is not baked in: mount one at /etc/switchyard/config.yaml (or pass --config).
-# linux/amd64 only: package-lock.json pins the anvil binary package for linux-amd64 (the devnet).
+# Node 22 is a maintained LTS line (the code itself supports Node >= 20.18 for development).
+# The devnet target is linux/amd64 only: package-lock.json pins anvil's linux-amd64 binary package.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:22-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
@@ -22,10 +26,18 @@ RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
 COPY tsconfig.json ./
 COPY src ./src
 RUN npx tsc -p tsconfig.json
-# What the runtime stage copies: production dependencies, the compiled addon among them.
-RUN npm prune --omit=dev && npm cache clean --force
+# anvil (an optional dependency) is set aside for the devnet target; the runtime stage copies
+# production dependencies without it, the compiled addon among them.
+RUN mkdir -p /devnet/node_modules/@foundry-rs \
+  && cp -r node_modules/@foundry-rs/anvil-linux-amd64 /devnet/node_modules/@foundry-rs/ \
+  && npm prune --omit=dev --omit=optional && npm cache clean --force
 
-FROM ${NODE_IMAGE} AS runtime
+FROM ${NODE_IMAGE} AS app
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="switchyard" \
+      org.opencontainers.image.description="Ethereum JSON-RPC load balancer: one endpoint in front of a fleet of nodes of one chain" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="MIT"
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -47,3 +59,11 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.SWITCHYARD_ADMIN_PORT||9545)+'/health',{signal:AbortSignal.timeout(2500)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 ENTRYPOINT ["node", "dist/main.js"]
 CMD ["--config", "/etc/switchyard/config.yaml"]
+
+# The devnet: the app plus the anvil binary package (`devnet --host 0.0.0.0 ...`, see compose.yaml).
+FROM app AS devnet
+COPY --from=build /devnet/node_modules/@foundry-rs ./node_modules/@foundry-rs
+CMD ["devnet", "--host", "0.0.0.0"]
+
+# Last, so a plain `docker build` makes it: the proxy alone.
+FROM app AS runtime
