@@ -61,42 +61,42 @@ export function recordFromHeader(header: RpcBlockHeader, rawTxs: string[]): Bloc
 }
 
 export class ChainRecord {
-  readonly #blocks: BlockRecord[];
-  readonly #txs = new Set<string>();
-  readonly #stepSeconds: number;
+  private readonly blocks: BlockRecord[];
+  private readonly txs = new Set<string>();
+  private readonly stepSeconds: number;
 
   /** `stepSeconds` is the timestamp distance between blocks; it is at least 1 because anvil refuses a
    * timestamp that does not move forward. */
   constructor(genesis: BlockRecord, stepSeconds: number) {
     if (genesis.number !== 0) throw new Error(`expected genesis block 0, got block ${genesis.number}`);
-    this.#blocks = [genesis];
-    this.#stepSeconds = Math.max(1, Math.floor(stepSeconds));
+    this.blocks = [genesis];
+    this.stepSeconds = Math.max(1, Math.floor(stepSeconds));
   }
 
   get head(): BlockRecord {
-    return this.#blocks[this.#blocks.length - 1]!;
+    return this.blocks[this.blocks.length - 1]!;
   }
 
   get headNumber(): number {
-    return this.#blocks.length - 1;
+    return this.blocks.length - 1;
   }
 
   get genesis(): BlockRecord {
-    return this.#blocks[0]!;
+    return this.blocks[0]!;
   }
 
   block(n: number): BlockRecord | undefined {
-    return this.#blocks[n];
+    return this.blocks[n];
   }
 
   hasTx(hash: string): boolean {
-    return this.#txs.has(hash.toLowerCase());
+    return this.txs.has(hash.toLowerCase());
   }
 
   /** The schedule is a pure function of the height, so a node rebuilt from genesis gets the same
    * timestamps without any clock being involved. */
   timestampFor(n: number): number {
-    return this.genesis.timestamp + n * this.#stepSeconds;
+    return this.genesis.timestamp + n * this.stepSeconds;
   }
 
   append(block: BlockRecord): void {
@@ -106,7 +106,7 @@ export class ChainRecord {
         `block ${block.number} (parent ${block.parentHash}) does not extend head ${head.number} (${head.hash})`,
       );
     }
-    this.#blocks.push(block);
-    for (const h of block.txHashes) this.#txs.add(h);
+    this.blocks.push(block);
+    for (const h of block.txHashes) this.txs.add(h);
   }
 }

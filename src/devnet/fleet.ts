@@ -44,33 +44,33 @@ function validate(o: DevnetOptions): void {
 class Fleet implements Devnet {
   readonly chainId: number;
   controlUrl: string | null = null;
-  readonly #members: Member[];
-  readonly #ctx: ReplicaContext;
-  readonly #agent: Agent;
-  readonly #blockTimeMs: number;
-  readonly #log: Logger;
-  #queue: Promise<unknown> = Promise.resolve();
-  #timer: NodeJS.Timeout | null = null;
-  #control: ControlServer | null = null;
-  #stopping: Promise<void> | null = null;
+  private readonly members: Member[];
+  private readonly ctx: ReplicaContext;
+  private readonly agent: Agent;
+  private readonly blockTimeMs: number;
+  private readonly log: Logger;
+  private queue: Promise<unknown> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
+  private control: ControlServer | null = null;
+  private stopping: Promise<void> | null = null;
 
   constructor(opts: DevnetOptions, nodes: AnvilNode[], chain: ChainRecord, agent: Agent, log: Logger) {
     this.chainId = opts.chainId;
-    this.#blockTimeMs = opts.blockTimeMs;
-    this.#members = nodes.map((node) => ({ node, mode: FOLLOW, head: 0, restarting: false }));
-    this.#ctx = { chain, strays: new Map(), logger: log };
-    this.#agent = agent;
-    this.#log = log;
+    this.blockTimeMs = opts.blockTimeMs;
+    this.members = nodes.map((node) => ({ node, mode: FOLLOW, head: 0, restarting: false }));
+    this.ctx = { chain, strays: new Map(), logger: log };
+    this.agent = agent;
+    this.log = log;
   }
 
   async listen(host: string, port: number): Promise<void> {
-    this.#control = await startControlServer(this, host, port, this.#log);
-    this.controlUrl = this.#control.url;
+    this.control = await startControlServer(this, host, port, this.log);
+    this.controlUrl = this.control.url;
   }
 
   nodes(): DevnetNodeInfo[] {
-    const head = this.#ctx.chain.headNumber;
-    return this.#members.map(({ node, mode, head: nodeHead, restarting }) => ({
+    const head = this.ctx.chain.headNumber;
+    return this.members.map(({ node, mode, head: nodeHead, restarting }) => ({
       index: node.index,
       name: node.name,
       url: node.url,
@@ -84,45 +84,45 @@ class Fleet implements Devnet {
 
   async mine(count = 1): Promise<number> {
     check(isInt(count, 1, MAX_MINE_COUNT), 'mine count', `an integer from 1 to ${MAX_MINE_COUNT}`, count);
-    return this.#serial(async () => {
-      for (let i = 0; i < count; i++) await this.#produce();
-      return this.#ctx.chain.headNumber;
+    return this.serial(async () => {
+      for (let i = 0; i < count; i++) await this.produce();
+      return this.ctx.chain.headNumber;
     });
   }
 
   async lag(index: number, blocks: number): Promise<void> {
     check(isInt(blocks, 0), 'lag blocks', 'an integer >= 0', blocks);
-    return this.#setMode(index, blocks === 0 ? FOLLOW : { kind: 'lag', blocks });
+    return this.setMode(index, blocks === 0 ? FOLLOW : { kind: 'lag', blocks });
   }
 
   async stall(index: number): Promise<void> {
-    return this.#setMode(index, { kind: 'stall' });
+    return this.setMode(index, { kind: 'stall' });
   }
 
   async resume(index: number): Promise<void> {
-    return this.#setMode(index, FOLLOW);
+    return this.setMode(index, FOLLOW);
   }
 
   async kill(index: number): Promise<void> {
-    const m = this.#member(index);
-    return this.#serial(() => m.node.kill());
+    const m = this.member(index);
+    return this.serial(() => m.node.kill());
   }
 
   async restart(index: number): Promise<void> {
-    const m = this.#member(index);
+    const m = this.member(index);
     if (m.restarting) throw new Error(`${m.node.name} is already restarting`);
     m.restarting = true;
     try {
-      await this.#serial(() => m.node.kill());
-      if (this.#stopping) throw new Error('devnet is stopped');
+      await this.serial(() => m.node.kill());
+      if (this.stopping) throw new Error('devnet is stopped');
       await m.node.start();
       m.head = 0;
       // The bulk of the replay runs outside the lock so block production goes on meanwhile; the
       // record only grows, and no tick touches a restarting node.
-      m.head = await syncNode(this.#ctx, m.node, this.#ctx.chain.headNumber);
-      await this.#serial(async () => {
+      m.head = await syncNode(this.ctx, m.node, this.ctx.chain.headNumber);
+      await this.serial(async () => {
         m.mode = FOLLOW;
-        m.head = await syncNode(this.#ctx, m.node, this.#ctx.chain.headNumber);
+        m.head = await syncNode(this.ctx, m.node, this.ctx.chain.headNumber);
       });
     } finally {
       m.restarting = false;
@@ -130,75 +130,75 @@ class Fleet implements Devnet {
   }
 
   stop(): Promise<void> {
-    this.#stopping ??= (async () => {
-      if (this.#timer) clearTimeout(this.#timer);
-      this.#timer = null;
-      await this.#control?.close();
+    this.stopping ??= (async () => {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+      await this.control?.close();
       // Killing first makes any in-flight request fail at once instead of running to its timeout.
-      await Promise.all(this.#members.map((m) => m.node.kill()));
-      await this.#queue.catch(() => undefined);
-      await this.#agent.destroy();
+      await Promise.all(this.members.map((m) => m.node.kill()));
+      await this.queue.catch(() => undefined);
+      await this.agent.destroy();
     })();
-    return this.#stopping;
+    return this.stopping;
   }
 
   startTimer(): void {
-    if (this.#blockTimeMs > 0) this.#schedule(Date.now() + this.#blockTimeMs);
+    if (this.blockTimeMs > 0) this.schedule(Date.now() + this.blockTimeMs);
   }
 
   /** Keeps the cadence (due times advance by the block time) but never queues a burst after a slow
    * tick, and never overlaps with mine() because the tick goes through the same lock. */
-  #schedule(due: number): void {
-    if (this.#stopping) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      this.#serial(() => this.#produce())
+  private schedule(due: number): void {
+    if (this.stopping) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.serial(() => this.produce())
         .catch((err: unknown) => {
-          if (!this.#stopping) this.#log.warn({ err: String(err) }, 'devnet block not produced; retrying next tick');
+          if (!this.stopping) this.log.warn({ err: String(err) }, 'devnet block not produced; retrying next tick');
         })
-        .finally(() => this.#schedule(Math.max(due + this.#blockTimeMs, Date.now())));
+        .finally(() => this.schedule(Math.max(due + this.blockTimeMs, Date.now())));
     }, Math.max(0, due - Date.now()));
   }
 
-  #serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(() => {
-      if (this.#stopping) throw new Error('devnet is stopped');
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(() => {
+      if (this.stopping) throw new Error('devnet is stopped');
       return fn();
     });
-    this.#queue = run.catch(() => undefined);
+    this.queue = run.catch(() => undefined);
     return run;
   }
 
-  #member(index: number): Member {
-    const m = this.#members[index];
+  private member(index: number): Member {
+    const m = this.members[index];
     if (!Number.isInteger(index) || !m) {
-      throw new RangeError(`devnet node index: expected 0..${this.#members.length - 1}, got ${JSON.stringify(index)}`);
+      throw new RangeError(`devnet node index: expected 0..${this.members.length - 1}, got ${JSON.stringify(index)}`);
     }
     return m;
   }
 
-  async #setMode(index: number, mode: Mode): Promise<void> {
-    const m = this.#member(index);
-    return this.#serial(async () => {
+  private async setMode(index: number, mode: Mode): Promise<void> {
+    const m = this.member(index);
+    return this.serial(async () => {
       if (!m.node.alive || m.restarting) throw new Error(`${m.node.name} is not running; restart it first`);
       m.mode = mode;
-      await this.#keepUp(m);
+      await this.keepUp(m);
     });
   }
 
   /** Moves a non-leading node to where its mode puts it relative to the recorded head. */
-  async #keepUp(m: Member): Promise<void> {
-    const head = this.#ctx.chain.headNumber;
+  private async keepUp(m: Member): Promise<void> {
+    const head = this.ctx.chain.headNumber;
     if (m.mode.kind === 'stall') return;
     const target = m.mode.kind === 'lag' ? head - m.mode.blocks : head;
-    m.head = await syncNode(this.#ctx, m.node, target);
+    m.head = await syncNode(this.ctx, m.node, target);
   }
 
   /** One block: the first live following node that is verifiably at the recorded head leads (so
    * killing node 0 only moves the lead), then every other live node is brought along. */
-  async #produce(): Promise<number> {
-    const { chain } = this.#ctx;
-    const alive = this.#members.filter((m) => m.node.alive && !m.restarting);
+  private async produce(): Promise<number> {
+    const { chain } = this.ctx;
+    const alive = this.members.filter((m) => m.node.alive && !m.restarting);
     // A node that does not answer (SIGSTOPped, overloaded) sits this block out instead of holding
     // every other node's blocks back; it catches up once it answers again.
     const answers = await Promise.all(alive.map((m) => m.node.responsive()));
@@ -207,23 +207,23 @@ class Fleet implements Devnet {
     for (const m of live) {
       if (m.mode.kind !== 'follow') continue;
       try {
-        m.head = await syncNode(this.#ctx, m.node, chain.headNumber);
+        m.head = await syncNode(this.ctx, m.node, chain.headNumber);
         if (m.head === chain.headNumber) {
           leader = m;
           break;
         }
       } catch (err) {
-        this.#log.warn({ node: m.node.name, err: String(err) }, 'node cannot lead');
+        this.log.warn({ node: m.node.name, err: String(err) }, 'node cannot lead');
       }
     }
     if (!leader) throw new Error('no live node follows the chain; cannot produce a block');
     const others = live.filter((m) => m !== leader);
-    await produceBlock(this.#ctx, leader.node, others.map((m) => m.node));
+    await produceBlock(this.ctx, leader.node, others.map((m) => m.node));
     leader.head = chain.headNumber;
     await Promise.all(
       others.map((m) =>
-        this.#keepUp(m).catch((err: unknown) => {
-          this.#log.warn({ node: m.node.name, err: String(err) }, 'node not brought along; retrying next block');
+        this.keepUp(m).catch((err: unknown) => {
+          this.log.warn({ node: m.node.name, err: String(err) }, 'node not brought along; retrying next block');
         }),
       ),
     );

@@ -68,43 +68,43 @@ export function anvilBinary(): string {
 export class AnvilNode {
   readonly index: number;
   readonly name: string;
-  #port: number;
-  #child: ChildProcess | null = null;
-  #id = 0;
-  readonly #opts: AnvilNodeOptions;
-  readonly #log: Logger;
+  private boundPort: number;
+  private child: ChildProcess | null = null;
+  private id = 0;
+  private readonly opts: AnvilNodeOptions;
+  private readonly log: Logger;
 
   constructor(opts: AnvilNodeOptions) {
-    this.#opts = opts;
+    this.opts = opts;
     this.index = opts.index;
     this.name = `node-${opts.index}`;
-    this.#port = opts.port;
-    this.#log = opts.logger.child({ node: this.name });
+    this.boundPort = opts.port;
+    this.log = opts.logger.child({ node: this.name });
   }
 
   get port(): number {
-    return this.#port;
+    return this.boundPort;
   }
   get url(): string {
-    return `http://${this.#opts.host}:${this.#port}`;
+    return `http://${this.opts.host}:${this.boundPort}`;
   }
   get wsUrl(): string {
-    return `ws://${this.#opts.host}:${this.#port}`;
+    return `ws://${this.opts.host}:${this.boundPort}`;
   }
   get pid(): number | null {
-    return this.#child?.pid ?? null;
+    return this.child?.pid ?? null;
   }
   get alive(): boolean {
-    return this.#child !== null;
+    return this.child !== null;
   }
 
   /** Spawns anvil and resolves once it answers eth_chainId with the expected id. */
   async start(): Promise<void> {
-    if (this.#child) throw new Error(`${this.name} is already running (pid ${this.pid})`);
-    const o = this.#opts;
+    if (this.child) throw new Error(`${this.name} is already running (pid ${this.pid})`);
+    const o = this.opts;
     const args = [
       '--host', o.host,
-      '--port', String(this.#port),
+      '--port', String(this.boundPort),
       '--chain-id', String(o.chainId),
       '--timestamp', String(o.genesisTimestamp),
       '--no-mining',
@@ -113,24 +113,24 @@ export class AnvilNode {
     ];
     const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
     track(child);
-    this.#child = child;
+    this.child = child;
     child.once('exit', (code, signal) => {
-      if (this.#child === child) this.#child = null;
-      this.#log.debug({ code, signal }, 'anvil exited');
+      if (this.child === child) this.child = null;
+      this.log.debug({ code, signal }, 'anvil exited');
     });
     try {
-      await this.#waitListening(child);
-      await this.#waitAnswering(child);
+      await this.waitListening(child);
+      await this.waitAnswering(child);
     } catch (err) {
       await this.kill();
       throw err;
     }
-    this.#log.debug({ anvilPid: child.pid, url: this.url }, 'anvil ready');
+    this.log.debug({ anvilPid: child.pid, url: this.url }, 'anvil ready');
   }
 
   /** The startup banner lists the dev accounts' private keys, so it is dropped, not logged; what
    * follows is one line per RPC method and goes to debug. */
-  #waitListening(child: ChildProcess): Promise<void> {
+  private waitListening(child: ChildProcess): Promise<void> {
     return new Promise((resolve, reject) => {
       const errTail: string[] = [];
       let listening = false;
@@ -145,14 +145,14 @@ export class AnvilNode {
       child.once('exit', onExit);
       createInterface({ input: child.stderr! }).on('line', (line) => {
         if (!listening && errTail.push(line) > 4) errTail.shift();
-        this.#log.debug({ stream: 'stderr' }, line);
+        this.log.debug({ stream: 'stderr' }, line);
       });
       createInterface({ input: child.stdout! }).on('line', (line) => {
-        if (listening) return void this.#log.debug({ stream: 'stdout' }, line);
+        if (listening) return void this.log.debug({ stream: 'stdout' }, line);
         const m = /^Listening on .*:(\d+)\s*$/.exec(line);
         if (!m) return;
         listening = true;
-        this.#port = Number(m[1]);
+        this.boundPort = Number(m[1]);
         clearTimeout(timer);
         child.off('exit', onExit);
         resolve();
@@ -160,14 +160,14 @@ export class AnvilNode {
     });
   }
 
-  async #waitAnswering(child: ChildProcess): Promise<void> {
+  private async waitAnswering(child: ChildProcess): Promise<void> {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
-      if (this.#child !== child) throw new Error(`${this.name}: anvil exited while starting`);
+      if (this.child !== child) throw new Error(`${this.name}: anvil exited while starting`);
       const answer = await this.call<string>('eth_chainId').catch(() => null);
       if (answer !== null) {
         const id = Number(BigInt(answer));
-        if (id !== this.#opts.chainId) throw new Error(`${this.name}: expected chain id ${this.#opts.chainId}, got ${id}`);
+        if (id !== this.opts.chainId) throw new Error(`${this.name}: expected chain id ${this.opts.chainId}, got ${id}`);
         return;
       }
       if (Date.now() > deadline) throw new Error(`${this.name}: no answer to eth_chainId within ${READY_TIMEOUT_MS} ms`);
@@ -177,11 +177,11 @@ export class AnvilNode {
 
   /** SIGKILL by pid, resolving when the process is gone. Idempotent. */
   kill(): Promise<void> {
-    const child = this.#child;
+    const child = this.child;
     if (!child) return Promise.resolve();
     return new Promise((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) {
-        if (this.#child === child) this.#child = null;
+        if (this.child === child) this.child = null;
         return resolve();
       }
       child.once('exit', () => resolve());
@@ -199,12 +199,12 @@ export class AnvilNode {
   }
 
   async call<T = unknown>(method: string, params: unknown[] = [], timeoutMs = RPC_TIMEOUT_MS): Promise<T> {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: ++this.#id, method, params });
+    const body = JSON.stringify({ jsonrpc: '2.0', id: ++this.id, method, params });
     const res = await request(this.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body,
-      dispatcher: this.#opts.dispatcher,
+      dispatcher: this.opts.dispatcher,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });

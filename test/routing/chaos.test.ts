@@ -7,7 +7,7 @@
 import t from 'tap';
 import { startStack } from '../helpers/stack.js';
 import { DEV_ADDRESS } from '../helpers/anvil.js';
-import { get, post } from '../helpers/rpc.js';
+import { get, post, type RawResponse } from '../helpers/rpc.js';
 import { waitFor } from '../helpers/wait.js';
 
 interface Answer {
@@ -69,7 +69,7 @@ t.test('kill, stop and restart nodes under load', async (t) => {
       });
       const reqs = ids.map((id, j) => ({ jsonrpc: '2.0', id, ...pick(i + j + c, head, seq) }));
       const started = performance.now();
-      let res;
+      let res: RawResponse;
       try {
         res = await post(sy.url, size === 0 ? reqs[0]! : reqs);
       } catch (err) {
