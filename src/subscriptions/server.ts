@@ -115,26 +115,32 @@ export class WsFront {
       else this.perIp.set(ip, n);
       this.deps.metrics.wsConnections.set(this.clients.size);
     });
+    let tail: Promise<void> = Promise.resolve();
+    let waiting = 0;
     ws.on('message', (data: WebSocket.RawData) => {
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
       let text: string;
       try {
         text = decoder.decode(bytes);
       } catch {
-        this.send(ws, errorText('null', new RpcError('PARSE_ERROR')));
-        return;
+        text = '\u0000'; // not JSON: the front answers it with -32700, in its turn
       }
       const deliver = (r: FrontResult): void => {
         if (r.body !== '') this.send(ws, r.body);
         session.flush();
       };
+      // Frames are worked on concurrently but answered in the order they arrived, as requests on
+      // one HTTP connection are: a client that sends two frames reads the answers in that order.
+      let out: FrontResult | Promise<FrontResult>;
       try {
-        const out = this.deps.front.process(text, { ip, apiKey, session }, log);
-        if (out instanceof Promise) out.then(deliver, (err: unknown) => this.crashed(ws, err));
-        else deliver(out);
+        out = this.deps.front.process(text, { ip, apiKey, session }, log);
       } catch (err) {
-        this.crashed(ws, err);
+        out = Promise.reject(err);
       }
+      if (!(out instanceof Promise) && waiting === 0) return deliver(out);
+      waiting++;
+      const answer = Promise.resolve(out);
+      tail = tail.then(() => answer.then(deliver, (err: unknown) => this.crashed(ws, err))).finally(() => waiting--);
     });
   }
 
