@@ -7,6 +7,7 @@
  *   tx:        looked up like immutable; stored only if the answer's block is finalized
  */
 import type { MethodSpec } from '../methods/table.js';
+import { isHash } from '../jsonrpc/hex.js';
 
 export type CacheClass = 'immutable' | 'head' | 'tx';
 
@@ -28,7 +29,6 @@ export interface ChainView {
 
 const HEX = /^0x[0-9a-fA-F]*$/;
 const QUANTITY = /^0x[0-9a-fA-F]{1,16}$/;
-const HASH = /^0x[0-9a-fA-F]{64}$/;
 
 /** JSON with sorted keys and lower-cased hex, so equivalent calls share one entry. */
 export function canonical(v: unknown): string {
@@ -52,7 +52,7 @@ function classOfBlock(ref: unknown, view: ChainView): 'immutable' | 'head' | nul
   }
   if (ref !== null && typeof ref === 'object' && !Array.isArray(ref)) {
     const o = ref as { blockHash?: unknown; blockNumber?: unknown };
-    if (typeof o.blockHash === 'string') return HASH.test(o.blockHash) ? 'immutable' : null;
+    if (typeof o.blockHash === 'string') return isHash(o.blockHash) ? 'immutable' : null;
     return classOfBlock(o.blockNumber, view);
   }
   return null;
@@ -61,7 +61,7 @@ function classOfBlock(ref: unknown, view: ChainView): 'immutable' | 'head' | nul
 function classOfLogs(filter: unknown, view: ChainView): 'immutable' | 'head' | null {
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) return null;
   const f = filter as { blockHash?: unknown; fromBlock?: unknown; toBlock?: unknown };
-  if (f.blockHash !== undefined) return typeof f.blockHash === 'string' && HASH.test(f.blockHash) ? 'immutable' : null;
+  if (f.blockHash !== undefined) return isHash(f.blockHash) ? 'immutable' : null;
   // A missing end means `latest` at the node: not a fixed range.
   const from = classOfBlock(f.fromBlock, view);
   const to = classOfBlock(f.toBlock, view);

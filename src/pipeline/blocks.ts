@@ -9,6 +9,7 @@
 import { rpcErrors, type RpcError } from '../jsonrpc/errors.js';
 import { MAX_BLOCK_COUNT, type MethodSpec } from '../methods/table.js';
 import type { Requirement } from '../routing/select.js';
+import { isHash } from '../jsonrpc/hex.js';
 
 export interface Resolution {
   params: unknown[];
@@ -26,7 +27,6 @@ export interface BlockContext {
 }
 
 const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,15})$/;
-const HASH = /^0x[0-9a-fA-F]{64}$/;
 const TAGS = new Set(['latest', 'pending', 'earliest', 'safe', 'finalized']);
 
 type BlockRef = { kind: 'latest' } | { kind: 'tag'; tag: string } | { kind: 'number'; n: number } | { kind: 'hash' };
@@ -37,12 +37,12 @@ function readBlockRef(v: unknown, where: string): BlockRef | RpcError {
     if (TAGS.has(v)) return { kind: 'tag', tag: v };
     if (QUANTITY.test(v)) return { kind: 'number', n: Number.parseInt(v, 16) };
     // A bare block hash (execution-apis BlockNumberOrTagOrHash; geth reads it as {blockHash}).
-    if (HASH.test(v)) return { kind: 'hash' };
+    if (isHash(v)) return { kind: 'hash' };
     return rpcErrors.invalidParams(`${where}: expected a block number, tag or hash, got ${JSON.stringify(v.slice(0, 80))}`);
   }
   if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
     const o = v as { blockHash?: unknown; blockNumber?: unknown };
-    if (typeof o.blockHash === 'string' && HASH.test(o.blockHash)) return { kind: 'hash' };
+    if (isHash(o.blockHash)) return { kind: 'hash' };
     if (o.blockNumber !== undefined) return readBlockRef(o.blockNumber, where);
   }
   return rpcErrors.invalidParams(`${where}: expected a block number, tag, hash or {blockHash}`);

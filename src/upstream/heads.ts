@@ -4,6 +4,7 @@
  * Only headers from upstreams at the fleet head are fed in: a lagging node on a stale fork is not
  * the chain. Consumers (the cache) only need the first height that changed.
  */
+import { heightOf } from '../jsonrpc/hex.js';
 
 export interface Header {
   number: number;
@@ -24,8 +25,9 @@ export function parseHeader(raw: string | unknown): Header | null {
   if (v === null || typeof v !== 'object') return null;
   const o = v as { number?: unknown; hash?: unknown; parentHash?: unknown };
   if (typeof o.number !== 'string' || typeof o.hash !== 'string' || typeof o.parentHash !== 'string') return null;
-  if (!/^0x[0-9a-fA-F]{1,13}$/.test(o.number)) return null;
-  return { number: Number.parseInt(o.number, 16), hash: o.hash.toLowerCase(), parentHash: o.parentHash.toLowerCase() };
+  const number = heightOf(o.number);
+  if (number === null) return null;
+  return { number, hash: o.hash.toLowerCase(), parentHash: o.parentHash.toLowerCase() };
 }
 
 export class Canon {

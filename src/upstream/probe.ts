@@ -7,6 +7,7 @@
 import type { Header } from './heads.js';
 import { parseHeader } from './heads.js';
 import type { Upstream } from './node.js';
+import { parseQuantity } from '../jsonrpc/hex.js';
 import { WsHeads } from './ws-heads.js';
 
 export interface ProbeSettings {
@@ -105,8 +106,4 @@ export class Probe {
   }
 }
 
-/** A JSON quantity result ("0x1a") as a number, or null when it is not one. */
-export function parseQuantity(raw: string): number | null {
-  const m = /^"0x([0-9a-fA-F]{1,13})"$/.exec(raw.trim());
-  return m ? Number.parseInt(m[1]!, 16) : null;
-}
+export { parseQuantity } from '../jsonrpc/hex.js';
