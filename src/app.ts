@@ -81,8 +81,13 @@ export class App {
     this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log);
     this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log);
     this.fleet.on('reorg', () => this.cache.onReorg());
-    this.sharedHeads = config.redis === null ? null : new SharedHeads(config.redis, config.chainId, this.fleet, this.metrics, this.log.child({ room: 'replicas' }), Math.min(config.routing.headPollMs, 1_000));
-    this.uptime = config.uptime.enabled ? new Uptime(config.uptime, { chainId: config.chainId, fleet: this.fleet, metrics: this.metrics, log: this.log, upstreamTimeoutMs: config.routing.upstreamTimeoutMs }) : null;
+    this.sharedHeads =
+      config.redis === null
+        ? null
+        : new SharedHeads(config.redis, config.chainId, this.fleet, this.metrics, this.log.child({ room: 'replicas' }), Math.min(config.routing.headPollMs, 1_000));
+    this.uptime = config.uptime.enabled
+      ? new Uptime(config.uptime, { chainId: config.chainId, fleet: this.fleet, metrics: this.metrics, log: this.log, upstreamTimeoutMs: config.routing.upstreamTimeoutMs })
+      : null;
     this.pipeline = new Pipeline(this.pipelineDeps(config));
     this.front = new Front(this.frontDeps(config));
     this.httpDeps = this.makeHttpDeps(config);
@@ -98,7 +103,12 @@ export class App {
   }
 
   private feedSettings(c: Config): FeedSettings {
-    return { backfillBlocks: c.subscriptions.backfillBlocks, reorgDepth: c.subscriptions.reorgDepth, maxAttempts: c.routing.maxAttempts, upstreamTimeoutMs: c.routing.upstreamTimeoutMs };
+    return {
+      backfillBlocks: c.subscriptions.backfillBlocks,
+      reorgDepth: c.subscriptions.reorgDepth,
+      maxAttempts: c.routing.maxAttempts,
+      upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
+    };
   }
 
   private makeWsDeps(c: Config): WsDeps {
@@ -164,7 +174,13 @@ export class App {
       maxLagBlocks: this.config.routing.maxLagBlocks,
       isDraining: () => this.stopping,
       version: VERSION,
-      extraStatus: () => ({ inFlightCalls: this.concurrency.inFlight, limits: { rate: this.rateLimits.stats(), concurrency: this.concurrency.stats() }, cache: this.cache.stats(), uptime: this.uptime?.status() ?? null, websocket: this.ws.status() }),
+      extraStatus: () => ({
+        inFlightCalls: this.concurrency.inFlight,
+        limits: { rate: this.rateLimits.stats(), concurrency: this.concurrency.stats() },
+        cache: this.cache.stats(),
+        uptime: this.uptime?.status() ?? null,
+        websocket: this.ws.status(),
+      }),
       reload: () => this.reloadFile(),
       collect: () => {
         this.cache.collect();
@@ -206,7 +222,11 @@ export class App {
   }
 
   get ports(): Ports {
-    return { http: (this.http.address() as AddressInfo).port, admin: (this.admin.address() as AddressInfo).port, ws: this.wsHttp ? (this.wsHttp.address() as AddressInfo).port : null };
+    return {
+      http: (this.http.address() as AddressInfo).port,
+      admin: (this.admin.address() as AddressInfo).port,
+      ws: this.wsHttp ? (this.wsHttp.address() as AddressInfo).port : null,
+    };
   }
 
   get ready(): boolean {

@@ -42,7 +42,10 @@ async function main(argv: string[]): Promise<number> {
   }
   let values: { config?: string; help?: boolean; version?: boolean; print?: boolean };
   try {
-    ({ values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' }, print: { type: 'boolean' } } }));
+    ({ values } = parseArgs({
+      args: rest,
+      options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' }, print: { type: 'boolean' } },
+    }));
     if (values.print && command !== 'check') throw new Error('--print is an option of `switchyard check`');
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n\n${HELP}\n`);
@@ -74,7 +77,15 @@ async function main(argv: string[]): Promise<number> {
   let devnet: Devnet | null = null;
   if (command === 'start' && config.devnet !== null) {
     const d = config.devnet;
-    devnet = await startDevnet({ nodes: d.nodes, chainId: config.chainId, blockTimeMs: Math.round(d.blockTime * 1000), basePort: d.basePort, controlPort: d.controlPort, slotsInAnEpoch: d.slotsInAnEpoch, logger: log.child({ room: 'devnet' }) });
+    devnet = await startDevnet({
+      nodes: d.nodes,
+      chainId: config.chainId,
+      blockTimeMs: Math.round(d.blockTime * 1000),
+      basePort: d.basePort,
+      controlPort: d.controlPort,
+      slotsInAnEpoch: d.slotsInAnEpoch,
+      logger: log.child({ room: 'devnet' }),
+    });
     log.info({ nodes: devnet.nodes().map((n) => n.name), control: devnet.controlUrl }, 'devnet started');
   }
   let app: App;

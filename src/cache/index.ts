@@ -87,7 +87,12 @@ export class ResponseCache {
   }
 
   stats(): Record<string, unknown> {
-    return { ...this.memory.stats(), inFlightShared: this.coalescer.size, coalesced: this.coalescer.joined, redis: this.redis === null ? null : { ready: this.redis.ready, errors: this.redis.errors } };
+    return {
+      ...this.memory.stats(),
+      inFlightShared: this.coalescer.size,
+      coalesced: this.coalescer.joined,
+      redis: this.redis === null ? null : { ready: this.redis.ready, errors: this.redis.errors },
+    };
   }
 
   async close(): Promise<void> {

@@ -18,7 +18,11 @@ export class RedisLevel {
   private readonly prefix: string;
 
   /** `chainId` goes into every key: an entry of one chain is never an answer for another. */
-  constructor(url: string, private readonly log: Logger, chainId?: number) {
+  constructor(
+    url: string,
+    private readonly log: Logger,
+    chainId?: number,
+  ) {
     this.prefix = chainId === undefined ? KEY_PREFIX : `${KEY_PREFIX}${chainId}:`;
     this.client = new Redis(url, {
       enableOfflineQueue: false,

@@ -81,8 +81,7 @@ export function startControlServer(devnet: Devnet, host: string, port: number, l
       (err: unknown) => {
         // The fleet throws TypeError/RangeError for bad arguments; anything else it refuses (a node
         // that is not running, no node to mine on) conflicts with its current state.
-        const status =
-          err instanceof HttpError ? err.status : err instanceof TypeError || err instanceof RangeError ? 400 : 409;
+        const status = err instanceof HttpError ? err.status : err instanceof TypeError || err instanceof RangeError ? 400 : 409;
         const message = err instanceof Error ? err.message : String(err);
         log.debug({ method: req.method, path: url.pathname, status, err: message }, 'control request refused');
         send(res, status, { error: message });

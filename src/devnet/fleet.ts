@@ -27,8 +27,7 @@ const MAX_MINE_COUNT = 10_000;
 function check(ok: boolean, key: string, expected: string, got: unknown): void {
   if (!ok) throw new TypeError(`devnet ${key}: expected ${expected}, got ${JSON.stringify(got)}`);
 }
-const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): boolean =>
-  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): boolean => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 
 function validate(o: DevnetOptions): void {
   check(isInt(o.nodes, 1, 64), 'nodes', 'an integer from 1 to 64', o.nodes);
@@ -150,14 +149,17 @@ class Fleet implements Devnet {
    * tick, and never overlaps with mine() because the tick goes through the same lock. */
   private schedule(due: number): void {
     if (this.stopping) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.serial(() => this.produce())
-        .catch((err: unknown) => {
-          if (!this.stopping) this.log.warn({ err: String(err) }, 'devnet block not produced; retrying next tick');
-        })
-        .finally(() => this.schedule(Math.max(due + this.blockTimeMs, Date.now())));
-    }, Math.max(0, due - Date.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.serial(() => this.produce())
+          .catch((err: unknown) => {
+            if (!this.stopping) this.log.warn({ err: String(err) }, 'devnet block not produced; retrying next tick');
+          })
+          .finally(() => this.schedule(Math.max(due + this.blockTimeMs, Date.now())));
+      },
+      Math.max(0, due - Date.now()),
+    );
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -218,7 +220,11 @@ class Fleet implements Devnet {
     }
     if (!leader) throw new Error('no live node follows the chain; cannot produce a block');
     const others = live.filter((m) => m !== leader);
-    await produceBlock(this.ctx, leader.node, others.map((m) => m.node));
+    await produceBlock(
+      this.ctx,
+      leader.node,
+      others.map((m) => m.node),
+    );
     leader.head = chain.headNumber;
     await Promise.all(
       others.map((m) =>

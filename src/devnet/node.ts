@@ -103,13 +103,19 @@ export class AnvilNode {
     if (this.child) throw new Error(`${this.name} is already running (pid ${this.pid})`);
     const o = this.opts;
     const args = [
-      '--host', o.host,
-      '--port', String(this.boundPort),
-      '--chain-id', String(o.chainId),
-      '--timestamp', String(o.genesisTimestamp),
+      '--host',
+      o.host,
+      '--port',
+      String(this.boundPort),
+      '--chain-id',
+      String(o.chainId),
+      '--timestamp',
+      String(o.genesisTimestamp),
       '--no-mining',
-      '--order', 'fifo',
-      '--slots-in-an-epoch', String(o.slotsInAnEpoch),
+      '--order',
+      'fifo',
+      '--slots-in-an-epoch',
+      String(o.slotsInAnEpoch),
     ];
     const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
     track(child);

@@ -16,15 +16,30 @@ export interface CatalogueEntry {
 
 export const CATALOGUE = {
   PARSE_ERROR: { code: -32700, http: 200, message: 'parse error', doc: 'the body is not valid JSON (or not valid UTF-8)' },
-  INVALID_REQUEST: { code: -32600, http: 200, message: 'invalid request', doc: 'an element is not a JSON-RPC 2.0 request object (jsonrpc "2.0", string method, id string/number/null)' },
+  INVALID_REQUEST: {
+    code: -32600,
+    http: 200,
+    message: 'invalid request',
+    doc: 'an element is not a JSON-RPC 2.0 request object (jsonrpc "2.0", string method, id string/number/null)',
+  },
   EMPTY_BATCH: { code: -32600, http: 200, message: 'empty batch', doc: 'the body is `[]`' },
-  TOO_DEEP: { code: -32600, http: 200, message: 'invalid request: JSON nested too deeply', doc: 'a request object nests arrays/objects deeper than 64 levels (the request itself is level 1; a batch array does not count)' },
+  TOO_DEEP: {
+    code: -32600,
+    http: 200,
+    message: 'invalid request: JSON nested too deeply',
+    doc: 'a request object nests arrays/objects deeper than 64 levels (the request itself is level 1; a batch array does not count)',
+  },
   BATCH_TOO_LARGE: { code: -32600, http: 413, message: 'batch too large', doc: 'a batch holds more than `server.maxBatchSize` calls' },
   BODY_TOO_LARGE: { code: -32600, http: 413, message: 'request body too large', doc: 'the body is over `server.maxBodyBytes` (counted as bytes arrive)' },
   BAD_CONTENT_TYPE: { code: -32600, http: 415, message: 'unsupported content type: expected application/json', doc: 'POST without a JSON content type' },
   BAD_HTTP_METHOD: { code: -32600, http: 405, message: 'HTTP method not allowed: use POST', doc: 'an HTTP method other than POST, GET, OPTIONS' },
   NOT_FOUND: { code: -32600, http: 404, message: 'not found: JSON-RPC is served at /', doc: 'a path other than `/`' },
-  METHOD_NOT_FOUND: { code: -32601, http: 200, message: 'the method does not exist/is not available', doc: 'unknown method, or one the method policy denies (geth wording, with the method name)' },
+  METHOD_NOT_FOUND: {
+    code: -32601,
+    http: 200,
+    message: 'the method does not exist/is not available',
+    doc: 'unknown method, or one the method policy denies (geth wording, with the method name)',
+  },
   INVALID_PARAMS: { code: -32602, http: 200, message: 'invalid params', doc: '`params` is not an array, or a block parameter Switchyard must read is malformed' },
   INTERNAL_ERROR: { code: -32603, http: 200, message: 'internal error', doc: 'a Switchyard bug; never carries a stack trace or an upstream URL' },
   INVALID_API_KEY: { code: -32001, http: 401, message: 'invalid API key', doc: 'an `X-Api-Key` header or `/key/<key>` path with a key the configuration does not list' },
@@ -32,12 +47,32 @@ export const CATALOGUE = {
   IP_CONCURRENCY: { code: -32005, http: 429, message: 'too many concurrent calls from this client', doc: 'the client IP has `server.maxInFlightPerIp` calls being worked on' },
   OVERLOADED: { code: -32005, http: 503, message: 'server overloaded', doc: '`server.maxInFlight` calls are being worked on; shed at once' },
   SHUTTING_DOWN: { code: -32005, http: 503, message: 'server is shutting down', doc: 'SIGTERM received; retry on another replica' },
-  NO_UPSTREAM: { code: -32002, http: 200, message: 'no upstream available', doc: 'no upstream is eligible for the call (`data.why`: none healthy, none in sync, none has the block, none has the capability)' },
+  NO_UPSTREAM: {
+    code: -32002,
+    http: 200,
+    message: 'no upstream available',
+    doc: 'no upstream is eligible for the call (`data.why`: none healthy, none in sync, none has the block, none has the capability)',
+  },
   UPSTREAM_FAILED: { code: -32002, http: 200, message: 'upstream request failed', doc: 'every attempt failed in transport, with a bad answer, or timed out (`data.attempts`)' },
   FILTER_NOT_FOUND: { code: -32000, http: 200, message: 'filter not found', doc: 'a filter id that was never issued, or whose node is gone' },
-  SUBSCRIPTIONS_NEED_WS: { code: -32601, http: 200, message: 'subscriptions need a WebSocket connection (ws://, server.wsPort or an upgrade on server.port)', doc: '`eth_subscribe`/`eth_unsubscribe` sent over plain HTTP' },
-  TOO_MANY_SUBSCRIPTIONS: { code: -32005, http: 200, message: 'too many subscriptions on this connection', doc: 'the connection already holds `subscriptions.maxPerConnection` subscriptions; the socket stays open' },
-  RESPONSE_TOO_LARGE: { code: -32005, http: 200, message: 'response too large: narrow the request', doc: "the node's answer is over `upstreams[].maxResponseBytes` (e.g. an eth_getLogs over too many logs); not retried on another node" },
+  SUBSCRIPTIONS_NEED_WS: {
+    code: -32601,
+    http: 200,
+    message: 'subscriptions need a WebSocket connection (ws://, server.wsPort or an upgrade on server.port)',
+    doc: '`eth_subscribe`/`eth_unsubscribe` sent over plain HTTP',
+  },
+  TOO_MANY_SUBSCRIPTIONS: {
+    code: -32005,
+    http: 200,
+    message: 'too many subscriptions on this connection',
+    doc: 'the connection already holds `subscriptions.maxPerConnection` subscriptions; the socket stays open',
+  },
+  RESPONSE_TOO_LARGE: {
+    code: -32005,
+    http: 200,
+    message: 'response too large: narrow the request',
+    doc: "the node's answer is over `upstreams[].maxResponseBytes` (e.g. an eth_getLogs over too many logs); not retried on another node",
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorName = keyof typeof CATALOGUE;
@@ -77,10 +112,8 @@ export class RpcError extends Error {
 }
 
 export const rpcErrors = {
-  methodNotFound: (method: string) =>
-    new RpcError('METHOD_NOT_FOUND', { message: `the method ${method} does not exist/is not available` }),
+  methodNotFound: (method: string) => new RpcError('METHOD_NOT_FOUND', { message: `the method ${method} does not exist/is not available` }),
   invalidParams: (why: string) => new RpcError('INVALID_PARAMS', { message: `invalid params: ${why}` }),
-  batchTooLarge: (n: number, max: number) =>
-    new RpcError('BATCH_TOO_LARGE', { message: `batch too large: ${n} calls, at most ${max} allowed` }),
+  batchTooLarge: (n: number, max: number) => new RpcError('BATCH_TOO_LARGE', { message: `batch too large: ${n} calls, at most ${max} allowed` }),
   noUpstream: (why: string) => new RpcError('NO_UPSTREAM', { message: `no upstream available: ${why}`, data: { why } }),
 };

@@ -137,7 +137,10 @@ export class RateLimits {
     return {
       // rate-limiter-flexible's insurance limiter would hide a failure from us, so the memory
       // fallback is chosen here instead (see SHARED_RETRY_MS).
-      shared: redis === null ? null : windows((name, points, duration) => new RateLimiterRedis({ storeClient: redis, keyPrefix: keyPrefix(name), points, duration, rejectIfRedisNotReady: true })),
+      shared:
+        redis === null
+          ? null
+          : windows((name, points, duration) => new RateLimiterRedis({ storeClient: redis, keyPrefix: keyPrefix(name), points, duration, rejectIfRedisNotReady: true })),
       local: windows((name, points, duration) => new RateLimiterMemory({ keyPrefix: keyPrefix(name), points, duration })),
     };
   }

@@ -93,7 +93,12 @@ export class BoundHistogram {
       found = findSeries<HistogramRecord>(internals, this.labels);
     }
     const r = found?.record;
-    const usable = r !== undefined && typeof r.sum === 'number' && typeof r.count === 'number' && this.bucketKeys.length > 0 && this.bucketKeys.every((k) => typeof r.bucketValues?.[k] === 'number');
+    const usable =
+      r !== undefined &&
+      typeof r.sum === 'number' &&
+      typeof r.count === 'number' &&
+      this.bucketKeys.length > 0 &&
+      this.bucketKeys.every((k) => typeof r.bucketValues?.[k] === 'number');
     this.key = found?.key ?? '';
     this.record = usable ? r : null;
   }

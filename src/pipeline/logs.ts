@@ -59,7 +59,8 @@ export function mergeLogs(parts: readonly Outcome[]): Outcome {
   for (const p of parts) {
     if (p.result === undefined) return p;
     const inner = p.result.trim();
-    if (!inner.startsWith('[') || !inner.endsWith(']')) return { error: new RpcError('UPSTREAM_FAILED', { data: { why: 'eth_getLogs chunk answered with something other than an array' } }) };
+    if (!inner.startsWith('[') || !inner.endsWith(']'))
+      return { error: new RpcError('UPSTREAM_FAILED', { data: { why: 'eth_getLogs chunk answered with something other than an array' } }) };
     const body = inner.slice(1, -1).trim();
     if (body !== '') items.push(body);
   }

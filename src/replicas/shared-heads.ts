@@ -67,7 +67,11 @@ export class SharedHeads {
     this.key = `switchyard:${chainId}:heads`;
     this.channel = `switchyard:${chainId}:heads:rose`;
     this.upGauge = new Gauge({ name: 'switchyard_redis_up', help: '1 while the shared-heads Redis (top-level redis) is reachable', registers: [metrics.registry] });
-    this.failures = new Counter({ name: 'switchyard_shared_heads_failures_total', help: 'Shared-head exchanges with Redis that failed (the replica went on with its own view)', registers: [metrics.registry] });
+    this.failures = new Counter({
+      name: 'switchyard_shared_heads_failures_total',
+      help: 'Shared-head exchanges with Redis that failed (the replica went on with its own view)',
+      registers: [metrics.registry],
+    });
     this.client = new Redis(url, OPTIONS);
     this.sub = new Redis(url, { ...OPTIONS, enableOfflineQueue: true });
     this.client.on('ready', () => this.note(true));
@@ -89,7 +93,7 @@ export class SharedHeads {
     this.up = up;
     this.upGauge.set(up ? 1 : 0);
     if (up) this.log.info('redis reachable: heads shared with the other replicas');
-    else this.log.warn('redis unreachable: heads are this replica\'s own view until it is back');
+    else this.log.warn("redis unreachable: heads are this replica's own view until it is back");
     if (up) this.publish();
   }
 

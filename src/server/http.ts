@@ -117,7 +117,15 @@ function acceptsGzip(header: string | undefined): boolean {
  * accepts it (fast level: large answers are repetitive JSON, and the proxy's CPU is the cost).
  * Compression runs on the thread pool, not the event loop.
  */
-function sendLarge(res: ServerResponse, req: IncomingMessage, status: number, body: string, reqId: string, cors: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>>): void {
+function sendLarge(
+  res: ServerResponse,
+  req: IncomingMessage,
+  status: number,
+  body: string,
+  reqId: string,
+  cors: Readonly<Record<string, string>>,
+  extra: Readonly<Record<string, string>>,
+): void {
   const vary = { vary: [cors.vary, extra.vary, 'Accept-Encoding'].filter((v) => v !== undefined).join(', ') };
   if (!acceptsGzip(req.headers['accept-encoding'])) return send(res, status, body, reqId, cors, { ...extra, ...vary });
   gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
@@ -195,7 +203,20 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
     const errors = info.errors ?? (status === 200 ? 0 : 1);
     if (mode === 'all' || errors > 0 || status >= 400) {
       const key = apiKey === undefined ? undefined : (deps.keyName?.(apiKey) ?? 'unknown');
-      log.info({ ip: clientIp, status, calls: info.calls ?? 0, errors, methods: info.methods?.(), upstreams: info.upstreams, ms: Math.round(performance.now() - started), ua: userAgentOf(req), apiKey: key }, 'request');
+      log.info(
+        {
+          ip: clientIp,
+          status,
+          calls: info.calls ?? 0,
+          errors,
+          methods: info.methods?.(),
+          upstreams: info.upstreams,
+          ms: Math.round(performance.now() - started),
+          ua: userAgentOf(req),
+          apiKey: key,
+        },
+        'request',
+      );
     }
   };
   const reject = (reason: Rejection, extra: Readonly<Record<string, string>> = NO_HEADERS): void => {

@@ -48,7 +48,9 @@ export class PendingFeed {
   }
 
   private open(): void {
-    this.feeds = this.fleet.upstreams.filter((u) => u.config.ws !== undefined).map((u) => ({ name: u.name, url: u.config.ws!, socket: null, lastAt: 0, openedAt: 0, backoff: 500, timer: null }));
+    this.feeds = this.fleet.upstreams
+      .filter((u) => u.config.ws !== undefined)
+      .map((u) => ({ name: u.name, url: u.config.ws!, socket: null, lastAt: 0, openedAt: 0, backoff: 500, timer: null }));
     for (const f of this.feeds) this.connect(f);
     this.watchdog = setInterval(() => this.checkSilent(), 1_000);
     this.watchdog.unref();

@@ -96,12 +96,7 @@ export function classifyNodeError(error: string, code: number, message: string):
 export function classifyTransport(err: unknown): Verdict {
   const name = (err as { name?: string; code?: string } | null)?.name ?? '';
   const code = (err as { code?: string } | null)?.code ?? '';
-  const timedOut =
-    name === 'TimeoutError' ||
-    name === 'AbortError' ||
-    code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    code === 'UND_ERR_BODY_TIMEOUT' ||
-    code === 'UND_ERR_CONNECT_TIMEOUT';
+  const timedOut = name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT';
   // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (forward.ts stops).
   if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { kind: 'retry', reason: 'response_too_large', health: false };
   return { kind: 'retry', reason: timedOut ? 'timeout' : 'transport', health: true };

@@ -20,12 +20,7 @@ export function timeoutError(): Error {
   return err;
 }
 
-export function postJson(
-  dispatcher: Dispatcher,
-  target: { origin: string; path: string; headers: Record<string, string> },
-  body: string,
-  timeoutMs: number,
-): Promise<Answer> {
+export function postJson(dispatcher: Dispatcher, target: { origin: string; path: string; headers: Record<string, string> }, body: string, timeoutMs: number): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     let settled = false;
     let controller: Controller | null = null;

@@ -49,7 +49,6 @@ export function fleetOptions(cfg: Config): FleetOptions {
   };
 }
 
-
 export class Fleet extends EventEmitter {
   upstreams: Upstream[] = [];
   /** Highest plausible head among healthy upstreams; -1 until one is known. */
@@ -240,7 +239,10 @@ export class Fleet extends EventEmitter {
 
   /** Fleet head = highest head among healthy upstreams, ignoring one that claims an implausible lead. */
   private recompute(): void {
-    const heads = this.upstreams.filter((u) => this.counts(u)).map((u) => u.head).sort((a, b) => b - a);
+    const heads = this.upstreams
+      .filter((u) => this.counts(u))
+      .map((u) => u.head)
+      .sort((a, b) => b - a);
     let head = heads[0] ?? -1;
     // With two or more nodes, a head far beyond the runner-up is a broken or hostile node, not progress.
     if (heads.length >= 2 && head - heads[1]! > this.opts.maxHeadJumpBlocks) head = heads[1]!;

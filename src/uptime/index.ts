@@ -143,7 +143,15 @@ export class Uptime implements UptimePages {
     const advancing = judged.advancing ?? true;
     this.store.add({ t, reachable, advancing });
     metrics.recordUptimeProbe(reachable, advancing);
-    for (const change of incidentChanges(new Set(this.open.keys()), { t, reachable, reachableForMs: reachable ? t - this.reachableSince : 0, advancing: judged.advancing, head: judged.head, stallAfterSeconds: s.stallAfterSeconds, chainId })) {
+    for (const change of incidentChanges(new Set(this.open.keys()), {
+      t,
+      reachable,
+      reachableForMs: reachable ? t - this.reachableSince : 0,
+      advancing: judged.advancing,
+      head: judged.head,
+      stallAfterSeconds: s.stallAfterSeconds,
+      chainId,
+    })) {
       if ('open' in change) {
         const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
         if (incident) this.open.set(change.open, incident);

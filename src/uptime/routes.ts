@@ -59,7 +59,12 @@ export function uptimeAnswer(pages: UptimePages, path: string, accept: string | 
     return {
       status: 200,
       body: renderBadge(pages.uptime30d()),
-      headers: { ...COMMON, 'content-type': 'image/svg+xml; charset=utf-8', 'cache-control': 'public, max-age=300', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'" },
+      headers: {
+        ...COMMON,
+        'content-type': 'image/svg+xml; charset=utf-8',
+        'cache-control': 'public, max-age=300',
+        'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+      },
     };
   }
   return null;

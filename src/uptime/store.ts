@@ -259,7 +259,9 @@ export class UptimeStore {
 
   /** Opens an incident now (with the buffered probes, in one transaction) and returns it with its id. */
   openIncident(kind: IncidentKind, startedAt: number, summary: string, now: number): Incident {
-    const id = this.write(now, () => Number(this.db.prepare('INSERT INTO incidents (kind, started_at, ended_at, summary) VALUES (?, ?, NULL, ?)').run(kind, startedAt, summary).lastInsertRowid));
+    const id = this.write(now, () =>
+      Number(this.db.prepare('INSERT INTO incidents (kind, started_at, ended_at, summary) VALUES (?, ?, NULL, ?)').run(kind, startedAt, summary).lastInsertRowid),
+    );
     return { id, kind, startedAt, endedAt: null, summary };
   }
 

@@ -54,7 +54,16 @@ async function main(): Promise<void> {
   let clientCalls = 0;
   const sender = (async () => {
     while (!stop) {
-      const raw = await wallet.signTransaction({ to: ADDRESSES[nonce % ADDRESSES.length], value: 1n, nonce, gasLimit: 21000, maxFeePerGas: 10n ** 10n, maxPriorityFeePerGas: 1n, chainId: 186, type: 2 });
+      const raw = await wallet.signTransaction({
+        to: ADDRESSES[nonce % ADDRESSES.length],
+        value: 1n,
+        nonce,
+        gasLimit: 21000,
+        maxFeePerGas: 10n ** 10n,
+        maxPriorityFeePerGas: 1n,
+        chainId: 186,
+        type: 2,
+      });
       nonce++;
       const r = await post({ jsonrpc: '2.0', id: 1, method: 'eth_sendRawTransaction', params: [raw] });
       if (typeof r.result === 'string') recent.unshift(r.result);

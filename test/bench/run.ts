@@ -32,8 +32,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  cpuSeconds, distBuilt, ensureTools, luaScript, rpc, rssMb, startBareNode, startHaproxy, startPassthrough, startQuietAnvil, startSwitchyardProcess,
-  wrk, writeScript, type WrkResult,
+  cpuSeconds,
+  distBuilt,
+  ensureTools,
+  luaScript,
+  rpc,
+  rssMb,
+  startBareNode,
+  startHaproxy,
+  startPassthrough,
+  startQuietAnvil,
+  startSwitchyardProcess,
+  wrk,
+  writeScript,
+  type WrkResult,
 } from './tools.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -62,9 +74,23 @@ function switchyardConfig(anvilUrl: string, extra: Record<string, unknown> = {})
   };
 }
 
-interface Scenario { label: string; target: string; url: string; script: string; callsPerRequest: number; pid: number }
-interface Run { r: WrkResult; cpu: number; usPerReq: number }
-interface Row extends Scenario { runs: Run[]; median: Run }
+interface Scenario {
+  label: string;
+  target: string;
+  url: string;
+  script: string;
+  callsPerRequest: number;
+  pid: number;
+}
+interface Run {
+  r: WrkResult;
+  cpu: number;
+  usPerReq: number;
+}
+interface Row extends Scenario {
+  runs: Run[];
+  median: Run;
+}
 
 async function measure(s: Scenario): Promise<Run> {
   await wrk(s.url, s.script, { connections: CONNECTIONS, seconds: WARMUP_SECONDS });
@@ -75,7 +101,9 @@ async function measure(s: Scenario): Promise<Run> {
   const busy = cpu / ((performance.now() - started) / 1000);
   const usPerReq = r.requests > 0 ? (cpu / r.requests) * 1e6 : 0;
   const bad = r.bad + r.non2xx > 0 || r.socketErrors !== 'none' ? `  BAD: ${r.bad} bad answers of ${r.checked}, ${r.non2xx} non-2xx, socket ${r.socketErrors}` : '';
-  process.stdout.write(`  ${s.label.padEnd(12)} ${s.target.padEnd(11)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.padStart(8)}  p99 ${r.p99.padStart(8)}  cpu ${(busy * 100).toFixed(0).padStart(3)}%  ${usPerReq.toFixed(1).padStart(6)} us/req${bad}\n`);
+  process.stdout.write(
+    `  ${s.label.padEnd(12)} ${s.target.padEnd(11)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.padStart(8)}  p99 ${r.p99.padStart(8)}  cpu ${(busy * 100).toFixed(0).padStart(3)}%  ${usPerReq.toFixed(1).padStart(6)} us/req${bad}\n`,
+  );
   return { r, cpu: busy, usPerReq };
 }
 
@@ -105,7 +133,12 @@ async function openIdleConnections(url: string, n: number): Promise<Socket[]> {
   return sockets;
 }
 
-interface RssFigure { before: number; with: number; open: number; cacheMb: number }
+interface RssFigure {
+  before: number;
+  with: number;
+  open: number;
+  cacheMb: number;
+}
 
 async function rssFigure(url: string, adminUrl: string, pid: number): Promise<RssFigure> {
   const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
@@ -142,7 +175,8 @@ async function main(): Promise<number> {
     stops.push(() => pass.stop());
 
     // The hit call's answer, fetched from the node: the bare server answers exactly these bytes.
-    const genesis = (JSON.parse(await rpc(anvil.url, '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}')) as { result: { hash: string } }).result.hash;
+    const genesis = (JSON.parse(await rpc(anvil.url, '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}')) as { result: { hash: string } }).result
+      .hash;
     const hitCall = `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByHash","params":["${genesis}",false]}`;
     const hitAnswer = await rpc(anvil.url, hitCall);
     const bareHit = await startBareNode('bare-hit', hitAnswer);
@@ -256,7 +290,9 @@ async function main(): Promise<number> {
   const node = rps('miss', 'anvil');
   const haproxy = rps('miss', 'haproxy');
   if (node > 0 && haproxy > 0 && node < NODE_MARGIN * haproxy) {
-    problems.push(`the node direct (${node.toFixed(0)} req/s) is not clearly faster than HAProxy in front of it (${haproxy.toFixed(0)} req/s, needs ${NODE_MARGIN}x): the proxies are not the bottleneck (a busy machine?)`);
+    problems.push(
+      `the node direct (${node.toFixed(0)} req/s) is not clearly faster than HAProxy in front of it (${haproxy.toFixed(0)} req/s, needs ${NODE_MARGIN}x): the proxies are not the bottleneck (a busy machine?)`,
+    );
   }
   if (problems.length > 0) {
     process.stdout.write(`\nTHIS RUN DOES NOT COUNT:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);

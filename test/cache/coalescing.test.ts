@@ -60,7 +60,10 @@ t.test('1,000 concurrent identical calls for a new block reach each node at most
 
     const perNode = proxies.map((p, i) => p.count('eth_getBlockByNumber', params, marks[i]));
     const total = perNode.reduce((a, b) => a + b, 0);
-    t.ok(perNode.every((c) => c <= 1), `each node saw the call at most once (per node: ${perNode.join(', ')})`);
+    t.ok(
+      perNode.every((c) => c <= 1),
+      `each node saw the call at most once (per node: ${perNode.join(', ')})`,
+    );
     t.ok(total >= 1, 'and some node did answer it');
     let idsOk = 0;
     let blocksOk = 0;

@@ -44,7 +44,11 @@ t.test('null, errors and pending always reach a node', async (t) => {
     t.match(hash, /^0x[0-9a-f]{64}$/, 'transaction accepted (not mined: the devnet has no automatic blocks)');
 
     const pending = await twice('eth_getTransactionReceipt', [hash]);
-    t.same(pending.answers.map((a) => a.result), [null, null], 'null twice');
+    t.same(
+      pending.answers.map((a) => a.result),
+      [null, null],
+      'null twice',
+    );
     t.ok(pending.reached[0]! >= 1 && pending.reached[1]! >= 1, `each null reached a node (${pending.reached.join(', ')} node calls)`);
     t.equal(pending.hits, 0, 'no cache hit');
 
@@ -53,12 +57,20 @@ t.test('null, errors and pending always reach a node', async (t) => {
     t.ok(tx.reached[0]! >= 1 && tx.reached[1]! >= 1, 'a pending transaction is never cached');
 
     const bal = await twice('eth_getBalance', [to, 'pending']);
-    t.same(bal.answers.map((a) => a.result), ['0x4d2', '0x4d2'], 'balance at pending reflects the unmined transfer');
+    t.same(
+      bal.answers.map((a) => a.result),
+      ['0x4d2', '0x4d2'],
+      'balance at pending reflects the unmined transfer',
+    );
     t.ok(bal.reached[0]! >= 1 && bal.reached[1]! >= 1, `each pending balance reached a node (${bal.reached.join(', ')})`);
     t.equal((await rawCall(sy.url, 'eth_getBalance', [to, 'latest'])).json.result, '0x0', 'while latest does not');
 
     const nonce = await twice('eth_getTransactionCount', [sender, 'pending']);
-    t.same(nonce.answers.map((a) => a.result), ['0x1', '0x1'], 'pending nonce counts the unmined transaction');
+    t.same(
+      nonce.answers.map((a) => a.result),
+      ['0x1', '0x1'],
+      'pending nonce counts the unmined transaction',
+    );
     t.ok(nonce.reached[0]! >= 1 && nonce.reached[1]! >= 1, `each pending nonce reached a node (${nonce.reached.join(', ')})`);
     t.equal(nonce.hits, 0);
 
@@ -95,7 +107,10 @@ t.test('null, errors and pending always reach a node', async (t) => {
     t.equal(reverted.hits, 0, 'no hit');
 
     const bad = await twice('eth_getBalance', ['0x1234', fin]);
-    t.ok(bad.answers.every((a) => a.error !== undefined), 'a malformed address is a node error');
+    t.ok(
+      bad.answers.every((a) => a.error !== undefined),
+      'a malformed address is a node error',
+    );
     t.ok(bad.reached[0]! >= 1 && bad.reached[1]! >= 1, 'each node error reached a node');
   });
 
@@ -104,11 +119,19 @@ t.test('null, errors and pending always reach a node', async (t) => {
     for (const method of ['eth_getBlockByHash', 'eth_getTransactionReceipt', 'eth_getTransactionByHash']) {
       const params = method === 'eth_getBlockByHash' ? [unknown, false] : [unknown];
       const r = await twice(method, params);
-      t.same(r.answers.map((a) => a.result), [null, null], `${method}: null twice`);
+      t.same(
+        r.answers.map((a) => a.result),
+        [null, null],
+        `${method}: null twice`,
+      );
       t.ok(r.reached[0]! >= 1 && r.reached[1]! >= 1, `${method}: each null reached a node (${r.reached.join(', ')})`);
     }
     const uncle = await twice('eth_getUncleByBlockNumberAndIndex', [fin, '0x0']);
-    t.same(uncle.answers.map((a) => a.result), [null, null], 'no uncle at a finalized block: null');
+    t.same(
+      uncle.answers.map((a) => a.result),
+      [null, null],
+      'no uncle at a finalized block: null',
+    );
     t.ok(uncle.reached[0]! >= 1 && uncle.reached[1]! >= 1, 'a null at a finalized block reached a node both times');
     const control = await twice('eth_getUncleCountByBlockNumber', [fin]);
     t.equal(control.reached[1], 0, 'while a non-null answer of the same shape is a hit (control)');

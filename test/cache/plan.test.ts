@@ -113,7 +113,16 @@ t.test('methods without a cache class, extensions and unknown methods are never 
     if (spec.cache !== undefined) continue;
     t.equal(planCache(m, spec, ['0x1', '0x1', '0x1'], view), null, `${m} has no cache class`);
   }
-  for (const m of ['eth_sendRawTransaction', 'eth_newFilter', 'eth_getFilterChanges', 'eth_subscribe', 'debug_traceTransaction', 'debug_traceBlockByNumber', 'eth_syncing', 'eth_simulateV1']) {
+  for (const m of [
+    'eth_sendRawTransaction',
+    'eth_newFilter',
+    'eth_getFilterChanges',
+    'eth_subscribe',
+    'debug_traceTransaction',
+    'debug_traceBlockByNumber',
+    'eth_syncing',
+    'eth_simulateV1',
+  ]) {
     t.equal(METHODS[m]!.cache, undefined, `${m}: the table gives it no cache class`);
   }
   const policy = new MethodPolicy({ allow: ['custom_*'], deny: [], extensions: ['sapphire_*', 'eth_getBalance'] });
@@ -136,11 +145,7 @@ t.test('keys: sorted object keys and lower-cased hex, so equivalent calls share 
 
   const upper = `0x${ADDR.slice(2).toUpperCase()}`;
   t.equal(plan('eth_getBalance', [upper, '0x5'])!.key, plan('eth_getBalance', [ADDR, '0x5'])!.key, 'address case does not matter');
-  t.equal(
-    plan('eth_call', [{ to: ADDR, data: '0xABCD' }, '0x5'])!.key,
-    plan('eth_call', [{ data: '0xabcd', to: upper }, '0x5'])!.key,
-    'member order and hex case do not matter',
-  );
+  t.equal(plan('eth_call', [{ to: ADDR, data: '0xABCD' }, '0x5'])!.key, plan('eth_call', [{ data: '0xabcd', to: upper }, '0x5'])!.key, 'member order and hex case do not matter');
   t.not(plan('eth_getBalance', [ADDR, '0x5'])!.key, plan('eth_getBalance', [ADDR, '0x6'])!.key, 'another block: another entry');
   t.not(plan('eth_getBalance', [ADDR, '0x5'])!.key, plan('eth_getTransactionCount', [ADDR, '0x5'])!.key, 'another method: another entry');
   t.equal(plan('eth_getBlockByHash', [HASH.toUpperCase().replace('0X', '0x'), false])!.key, plan('eth_getBlockByHash', [HASH, false])!.key, 'block hash case');

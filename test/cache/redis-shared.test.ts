@@ -58,7 +58,10 @@ t.test('a finalized entry filled by one instance is a hit for the other; Redis d
     await redis.kill();
     const wants = new Map<number, string>();
     for (let n = 0; n <= finalized; n++) wants.set(n, rawMember((await rawCall(node, 'eth_getBlockByNumber', [hex(n), false])).text, 'result')!);
-    for (const [name, sy] of [['A', a], ['B', b]] as const) {
+    for (const [name, sy] of [
+      ['A', a],
+      ['B', b],
+    ] as const) {
       const answers = await Promise.all(
         Array.from({ length: 100 }, async (_, i) => {
           const n = i % (finalized + 1);
@@ -81,7 +84,7 @@ t.test('a finalized entry filled by one instance is a hit for the other; Redis d
     await shared(t, [hex(finalized - 1), true]);
   });
 
-  await t.test('an instance for another chain sharing the same redis never gets this chain\'s entries', async (t) => {
+  await t.test("an instance for another chain sharing the same redis never gets this chain's entries", async (t) => {
     const other = await startAnvil({ chainId: 187 });
     t.teardown(() => other.stop());
     const c = await startSwitchyard(t, { chainId: 187, upstreams: [{ name: 'other-chain', url: other.url }], cache: { redis: redis.url } });

@@ -46,12 +46,19 @@ t.test('ethers v6 works through Switchyard', async (t) => {
     await sent.wait(1, 60_000);
   }
   const events = await contract.queryFilter(contract.filters.Ping!(), 0, 'latest');
-  t.same(events.map((e) => (e as Log & { args: unknown[] }).args[0]), [7n, 42n], 'event logs read back');
-
-  const err = await contract.getFunction('fail').staticCall().then(
-    () => null,
-    (e: unknown) => e as { code?: string; reason?: string; data?: string },
+  t.same(
+    events.map((e) => (e as Log & { args: unknown[] }).args[0]),
+    [7n, 42n],
+    'event logs read back',
   );
+
+  const err = await contract
+    .getFunction('fail')
+    .staticCall()
+    .then(
+      () => null,
+      (e: unknown) => e as { code?: string; reason?: string; data?: string },
+    );
   t.equal(err?.code, 'CALL_EXCEPTION', 'reverting call rejects');
   t.equal(err?.reason, 'nope', 'revert reason decoded');
   t.equal(err?.data, NOPE_REVERT_DATA, 'revert data kept');

@@ -16,21 +16,31 @@ const API_KEY = 'partner-key-0123456789';
 
 t.test('a good file: exit 0; --print shows the effective config with secrets masked', async (t) => {
   const file = join(dir, 'good.yaml');
-  writeFileSync(file, [
-    'upstreams:',
-    '  - { name: a, url: "https://user:${NODE_PASS}@node.example/v2/${NODE_KEY}" }',
-    '  - { name: b, url: "http://10.0.0.6:8545", ws: "ws://10.0.0.6:8546" }',
-    `rateLimit: { redis: "redis://:hunter2@redis:6379", apiKeys: [{ name: partner-1, key: "${API_KEY}", ratePerSec: 5, burst: 5 }] }`,
-    '',
-  ].join('\n'));
+  writeFileSync(
+    file,
+    [
+      'upstreams:',
+      '  - { name: a, url: "https://user:${NODE_PASS}@node.example/v2/${NODE_KEY}" }',
+      '  - { name: b, url: "http://10.0.0.6:8545", ws: "ws://10.0.0.6:8546" }',
+      `rateLimit: { redis: "redis://:hunter2@redis:6379", apiKeys: [{ name: partner-1, key: "${API_KEY}", ratePerSec: 5, burst: 5 }] }`,
+      '',
+    ].join('\n'),
+  );
   const cli = runCli(t, ['check', '--config', file, '--print'], { NODE_KEY: KEY, NODE_PASS: 'pw-secret' });
   t.equal(await cli.exited, 0, 'exit 0');
-  const printed = YAML.parse(cli.stdout()) as { server: { port: number }; upstreams: { url: string; ws?: string }[]; rateLimit: { redis: string; apiKeys: { name: string; key: string }[] } };
+  const printed = YAML.parse(cli.stdout()) as {
+    server: { port: number };
+    upstreams: { url: string; ws?: string }[];
+    rateLimit: { redis: string; apiKeys: { name: string; key: string }[] };
+  };
   t.equal(printed.server.port, 8545, 'defaults are filled in');
   t.equal(printed.upstreams[0]!.url, 'https://***@node.example/***', 'credentials and path masked, host kept');
   t.equal(printed.upstreams[1]!.url, 'http://10.0.0.6:8545');
   t.equal(printed.rateLimit.redis, 'redis://***@redis:6379');
-  t.same(printed.rateLimit.apiKeys.map((k) => [k.name, k.key]), [['partner-1', '***']]);
+  t.same(
+    printed.rateLimit.apiKeys.map((k) => [k.name, k.key]),
+    [['partner-1', '***']],
+  );
   for (const secret of [KEY, API_KEY, 'pw-secret', 'hunter2']) t.notOk(cli.stdout().includes(secret) || cli.stderr().includes(secret), `${secret.slice(0, 6)}... not printed`);
   t.match(cli.stderr(), /valid \(2 upstreams\)/);
 

@@ -95,7 +95,14 @@ t.test('bad files exit 2 and name the key path', async (t) => {
     ['invalid-yaml', `${PORTS}upstreams: [ { name: a\nserver: : :\n`, /^ {2}config is not valid YAML: .+ at line \d+, column \d+/m],
   ];
   const dir = t.testdir(Object.fromEntries(cases.map(([name, yaml]) => [`${name}.yaml`, yaml])));
-  const results = await inPool(cases.map(([name]) => () => run(['--config', join(dir, `${name}.yaml`)])), 4);
+  const results = await inPool(
+    cases.map(
+      ([name]) =>
+        () =>
+          run(['--config', join(dir, `${name}.yaml`)]),
+    ),
+    4,
+  );
   for (const [i, [name, , expected]] of cases.entries()) {
     const r = results[i]!;
     t.equal(r.code, 2, `${name}: exit code`);
@@ -163,6 +170,9 @@ t.test('${NODE_URL} is expanded; --config or SWITCHYARD_CONFIG starts it; SIGTER
     child.proc.kill('SIGTERM');
     const done = await child.exited;
     t.equal(done.code, 0, `${how}: SIGTERM exits 0; stderr ${done.stderr}`);
-    t.ok(child.lines().some((l) => l.msg === 'stopped'), `${how}: logs that it stopped`);
+    t.ok(
+      child.lines().some((l) => l.msg === 'stopped'),
+      `${how}: logs that it stopped`,
+    );
   }
 });

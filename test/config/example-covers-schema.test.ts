@@ -43,7 +43,10 @@ t.test('config/example.yaml documents every schema key', async (t) => {
     if (emptyParent && commentedOut(leaf)) continue;
     missing.push(path);
   }
-  for (const path of missing) t.fail(`config/example.yaml does not document "${path}": add it there with a comment (or as a commented-out "# ${path.slice(path.lastIndexOf('.') + 1)}: ..." line under its null/empty parent)`);
+  for (const path of missing)
+    t.fail(
+      `config/example.yaml does not document "${path}": add it there with a comment (or as a commented-out "# ${path.slice(path.lastIndexOf('.') + 1)}: ..." line under its null/empty parent)`,
+    );
   t.same(missing, [], 'no schema key missing from config/example.yaml');
 });
 

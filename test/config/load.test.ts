@@ -79,7 +79,10 @@ t.test('chain id: YAML 0xba, "0xba" and 186 are all 186', async (t) => {
   t.equal(parseConfigText(`chainId: "0xBA"\n${MINIMAL}`, {}).chainId, 186);
   t.equal(parseConfigText(`chainId: 186\n${MINIMAL}`, {}).chainId, 186);
   t.equal(validateConfig({ chainId: '0x1', upstreams: [{ name: 'a', url: 'http://x' }] }).chainId, 1);
-  t.strictSame(problemsOf(() => parseConfigText(`chainId: 0\n${MINIMAL}`, {})), ['chainId: expected number to be >0, got 0']);
+  t.strictSame(
+    problemsOf(() => parseConfigText(`chainId: 0\n${MINIMAL}`, {})),
+    ['chainId: expected number to be >0, got 0'],
+  );
   t.match(problemsOf(() => parseConfigText(`chainId: "ba"\n${MINIMAL}`, {}))[0], /^chainId: /);
 });
 
@@ -98,22 +101,76 @@ t.test('the result is deeply frozen', async (t) => {
 t.test('${NAME} is expanded from the env given; unset names are errors', async (t) => {
   const c = parseConfigText('upstreams:\n  - name: a\n    url: https://${HOST}/v1/${KEY}\n', { HOST: 'node.example', KEY: 's3cret' });
   t.equal(c.upstreams[0]!.url, 'https://node.example/v1/s3cret');
-  t.strictSame(problemsOf(() => parseConfigText('upstreams:\n  - name: a\n    url: https://${HOST}/v1/${KEY}\n', { HOST: 'h' })), ['upstreams[0].url: environment variable KEY is not set']);
-  t.strictSame(problemsOf(() => parseConfigText('upstreams:\n  - name: a\n    url: ${EMPTYISH}\n', { EMPTYISH: '' })), ['upstreams[0].url: expected an http(s) URL, got ""'], 'set but empty is not unset');
+  t.strictSame(
+    problemsOf(() => parseConfigText('upstreams:\n  - name: a\n    url: https://${HOST}/v1/${KEY}\n', { HOST: 'h' })),
+    ['upstreams[0].url: environment variable KEY is not set'],
+  );
+  t.strictSame(
+    problemsOf(() => parseConfigText('upstreams:\n  - name: a\n    url: ${EMPTYISH}\n', { EMPTYISH: '' })),
+    ['upstreams[0].url: expected an http(s) URL, got ""'],
+    'set but empty is not unset',
+  );
 });
 
 t.test('validation problems name the key path, expected and got', async (t) => {
-  t.strictSame(problemsOf(() => validateConfig({ upstreams: [{ name: 'a', url: 'http://x' }, { name: 'b', url: 'foo' }] })), ['upstreams[1].url: expected an http(s) URL, got "foo"']);
-  t.strictSame(problemsOf(() => validateConfig({ server: { port: 'x' }, upstreams: [{ name: 'a', url: 'http://x' }] })), ['server.port: expected number, got "x"']);
-  t.strictSame(problemsOf(() => validateConfig({ server: { port: 70000 }, upstreams: [{ name: 'a', url: 'http://x' }] })), ['server.port: expected number to be <=65535, got 70000']);
-  t.strictSame(problemsOf(() => validateConfig({ routing: { maxAttempts: 0 }, upstreams: [{ name: 'a', url: 'http://x' }] })), ['routing.maxAttempts: expected number to be >0, got 0']);
-  t.strictSame(problemsOf(() => validateConfig({ server: { prot: 1 }, upstreams: [{ name: 'a', url: 'http://x' }] })), ['server.prot: unknown option']);
-  t.strictSame(problemsOf(() => validateConfig({ upstreams: [{ name: 'a', url: 'http://x', ws: 'http://x' }] })), ['upstreams[0].ws: expected a ws(s) URL, got "http://x"']);
-  t.strictSame(problemsOf(() => validateConfig({ upstreams: [{ name: 'a', url: 'http://x' }, { name: 'a', url: 'http://y' }] })), ['upstreams[1].name: expected a unique name, got duplicate "a"']);
-  t.strictSame(problemsOf(() => validateConfig({})), ['upstreams: expected array, got nothing']);
-  t.strictSame(problemsOf(() => parseConfigText('', {})), ['(root): expected a mapping of options']);
-  t.strictSame(problemsOf(() => parseConfigText('- a\n- b\n', {})), ['(root): expected a mapping of options']);
-  t.match(problemsOf(() => validateConfig({ upstreams: [{ name: 'a', url: 'http://x', tags: ['archive', 'turbo'] }] })), [/^upstreams\[0\]\.tags\[1\]: .*, got "turbo"$/]);
+  t.strictSame(
+    problemsOf(() =>
+      validateConfig({
+        upstreams: [
+          { name: 'a', url: 'http://x' },
+          { name: 'b', url: 'foo' },
+        ],
+      }),
+    ),
+    ['upstreams[1].url: expected an http(s) URL, got "foo"'],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig({ server: { port: 'x' }, upstreams: [{ name: 'a', url: 'http://x' }] })),
+    ['server.port: expected number, got "x"'],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig({ server: { port: 70000 }, upstreams: [{ name: 'a', url: 'http://x' }] })),
+    ['server.port: expected number to be <=65535, got 70000'],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig({ routing: { maxAttempts: 0 }, upstreams: [{ name: 'a', url: 'http://x' }] })),
+    ['routing.maxAttempts: expected number to be >0, got 0'],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig({ server: { prot: 1 }, upstreams: [{ name: 'a', url: 'http://x' }] })),
+    ['server.prot: unknown option'],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig({ upstreams: [{ name: 'a', url: 'http://x', ws: 'http://x' }] })),
+    ['upstreams[0].ws: expected a ws(s) URL, got "http://x"'],
+  );
+  t.strictSame(
+    problemsOf(() =>
+      validateConfig({
+        upstreams: [
+          { name: 'a', url: 'http://x' },
+          { name: 'a', url: 'http://y' },
+        ],
+      }),
+    ),
+    ['upstreams[1].name: expected a unique name, got duplicate "a"'],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig({})),
+    ['upstreams: expected array, got nothing'],
+  );
+  t.strictSame(
+    problemsOf(() => parseConfigText('', {})),
+    ['(root): expected a mapping of options'],
+  );
+  t.strictSame(
+    problemsOf(() => parseConfigText('- a\n- b\n', {})),
+    ['(root): expected a mapping of options'],
+  );
+  t.match(
+    problemsOf(() => validateConfig({ upstreams: [{ name: 'a', url: 'http://x', tags: ['archive', 'turbo'] }] })),
+    [/^upstreams\[0\]\.tags\[1\]: .*, got "turbo"$/],
+  );
 });
 
 t.test('every problem of a file is reported, not just the first', async (t) => {
@@ -148,10 +205,13 @@ t.test('config/example.yaml parses with NODE_B_KEY set', async (t) => {
   t.strictSame(c.methods, defaults.methods);
   t.strictSame(c.subscriptions, defaults.subscriptions);
   t.strictSame(c.log, defaults.log);
-  t.strictSame(problemsOf(() => parseConfigText(text, {})), ['upstreams[1].url: environment variable NODE_B_KEY is not set']);
+  t.strictSame(
+    problemsOf(() => parseConfigText(text, {})),
+    ['upstreams[1].url: environment variable NODE_B_KEY is not set'],
+  );
 });
 
-t.test('top-level redis is the default for cache.redis and rateLimit.redis; a section\'s own URL wins', async (t) => {
+t.test("top-level redis is the default for cache.redis and rateLimit.redis; a section's own URL wins", async (t) => {
   t.has(parseConfigText(MINIMAL, {}), { redis: null, cache: { redis: null }, rateLimit: { redis: null } }, 'none by default');
   const shared = parseConfigText(`${MINIMAL}redis: redis://shared:6379\n`, {});
   t.equal(shared.cache.redis, 'redis://shared:6379', 'cache inherits');
@@ -159,7 +219,11 @@ t.test('top-level redis is the default for cache.redis and rateLimit.redis; a se
   const own = parseConfigText(`${MINIMAL}redis: redis://shared:6379\ncache: { redis: "redis://cache:6379" }\nrateLimit: { redis: null }\n`, {});
   t.equal(own.cache.redis, 'redis://cache:6379', "the section's own URL wins");
   t.equal(own.rateLimit.redis, 'redis://shared:6379', "the section's null inherits");
-  t.match(problemsOf(() => parseConfigText(`${MINIMAL}redis: http://x\n`, {})), [/^redis: expected a redis:\/\/ URL/], 'a bad URL names the key');
+  t.match(
+    problemsOf(() => parseConfigText(`${MINIMAL}redis: http://x\n`, {})),
+    [/^redis: expected a redis:\/\/ URL/],
+    'a bad URL names the key',
+  );
 });
 
 t.test('SIGTERM defaults: delay + grace stay under the 30 s Kubernetes termination period', async (t) => {

@@ -50,7 +50,11 @@ t.test('the manifests agree with the configuration they ship', async (t) => {
   const labels = dep.spec.template.metadata.labels;
   for (const svc of [find('Service', 'switchyard'), find('Service', 'switchyard-admin')]) {
     t.has(labels, svc.spec.selector, `${svc.metadata.name} selects the pods`);
-    for (const p of svc.spec.ports) t.ok(c.ports.some((cp: any) => cp.name === p.targetPort), `${svc.metadata.name} targets ${p.targetPort}`);
+    for (const p of svc.spec.ports)
+      t.ok(
+        c.ports.some((cp: any) => cp.name === p.targetPort),
+        `${svc.metadata.name} targets ${p.targetPort}`,
+      );
   }
   t.has(labels, find('PodDisruptionBudget', 'switchyard').spec.selector.matchLabels, 'the PDB selects the pods');
 

@@ -45,7 +45,10 @@ t.test('transfers sent to random nodes are mined into the same block on every no
   t.equal(head, 3);
   for (const h of hashes) {
     const receipts = await receiptsEverywhere(urls, h);
-    t.ok(receipts.every((r) => r !== null), `${h} has a receipt on every node`);
+    t.ok(
+      receipts.every((r) => r !== null),
+      `${h} has a receipt on every node`,
+    );
     t.same(new Set(receipts.map((r) => r?.blockHash)).size, 1, `${h} is in the same block everywhere`);
     t.equal(Number(receipts[0]?.blockNumber), 1, `${h} was mined in the first block after it was sent`);
   }

@@ -9,8 +9,14 @@ import { CHAIN_ID, DEV_KEYS, assertIdentical, headOf, processGone, rpc, waitFor 
 async function transfer(url: string, nonce: number): Promise<string> {
   const wallet = new Wallet(DEV_KEYS[0]);
   const signed = await wallet.signTransaction({
-    to: '0x000000000000000000000000000000000000dEaD', value: 5n, nonce, gasLimit: 21_000n,
-    maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1n, chainId: CHAIN_ID, type: 2,
+    to: '0x000000000000000000000000000000000000dEaD',
+    value: 5n,
+    nonce,
+    gasLimit: 21_000n,
+    maxFeePerGas: 10_000_000_000n,
+    maxPriorityFeePerGas: 1n,
+    chainId: CHAIN_ID,
+    type: 2,
   });
   return rpc<string>(url, 'eth_sendRawTransaction', [signed]);
 }
@@ -47,7 +53,10 @@ t.test('kill node 0 and node 1: node 2 keeps producing; restart replays the chai
   await transfer(before[0]!.url, 2);
   await devnet.mine(2);
   t.equal(await assertIdentical(t, devnet, 'every node restarted and following'), 8);
-  t.same(devnet.nodes().map((n) => n.state), ['running', 'running', 'running']);
+  t.same(
+    devnet.nodes().map((n) => n.state),
+    ['running', 'running', 'running'],
+  );
 });
 
 t.test('with the block timer, killing node 0 does not stop the chain', async (t) => {

@@ -16,8 +16,14 @@ t.test('lag(1, 3) keeps node 1 exactly 3 blocks behind, resume catches it up', a
   // A transaction sent to the lagging node itself is still mined by the others right away.
   const wallet = new Wallet(DEV_KEYS[0]);
   const signed = await wallet.signTransaction({
-    to: wallet.address, value: 1n, nonce: 0, gasLimit: 21_000n,
-    maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1n, chainId: CHAIN_ID, type: 2,
+    to: wallet.address,
+    value: 1n,
+    nonce: 0,
+    gasLimit: 21_000n,
+    maxFeePerGas: 10_000_000_000n,
+    maxPriorityFeePerGas: 1n,
+    chainId: CHAIN_ID,
+    type: 2,
   });
   const txHash = await rpc<string>(n1!.url, 'eth_sendRawTransaction', [signed]);
   const head = await devnet.mine(5);
@@ -51,8 +57,14 @@ t.test('stall keeps a node answering at its height; resume replays every missed 
   // Sent to the stalled node: the others mine it, the stalled node only sees it after resume.
   const wallet = new Wallet(DEV_KEYS[1]);
   const signed = await wallet.signTransaction({
-    to: wallet.address, value: 1n, nonce: 0, gasLimit: 21_000n,
-    maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1n, chainId: CHAIN_ID, type: 2,
+    to: wallet.address,
+    value: 1n,
+    nonce: 0,
+    gasLimit: 21_000n,
+    maxFeePerGas: 10_000_000_000n,
+    maxPriorityFeePerGas: 1n,
+    chainId: CHAIN_ID,
+    type: 2,
   });
   const txHash = await rpc<string>(url2, 'eth_sendRawTransaction', [signed]);
   await devnet.mine(4);

@@ -49,7 +49,8 @@ export async function startFakeNode(t: Test, script: Script = () => undefined): 
     req.on('end', () => {
       const body = JSON.parse(text) as { id: unknown; method: string; params: unknown[] };
       node.calls.push({ method: body.method, params: body.params });
-      const first: FakeAnswer = node.script(body.method, body.params) ??
+      const first: FakeAnswer =
+        node.script(body.method, body.params) ??
         (body.method === 'eth_chainId'
           ? { result: `0x${node.chainId.toString(16)}` }
           : body.method === 'eth_blockNumber'

@@ -9,7 +9,6 @@ import { waitFor } from './wait.js';
 
 export { freePort };
 
-
 export interface RedisServer {
   url: string;
   port: number;
@@ -33,7 +32,11 @@ export async function startRedis(t: Test): Promise<RedisServer> {
     let out = '';
     p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     p.stderr!.resume();
-    await waitFor('redis-server ready', () => out.includes('Ready to accept connections') || (p.exitCode !== null ? Promise.reject(new Error(`redis exited: ${out.slice(-300)}`)) : false), { timeoutMs: 20_000 });
+    await waitFor(
+      'redis-server ready',
+      () => out.includes('Ready to accept connections') || (p.exitCode !== null ? Promise.reject(new Error(`redis exited: ${out.slice(-300)}`)) : false),
+      { timeoutMs: 20_000 },
+    );
   };
   const kill = async (): Promise<void> => {
     const p = proc;

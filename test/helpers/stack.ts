@@ -12,10 +12,7 @@ export interface Stack {
   sy: RunningSwitchyard;
 }
 
-export async function startStack(
-  t: Test,
-  opts: { nodes?: number; blockTimeMs?: number; config?: Partial<ConfigInput> } = {},
-): Promise<Stack> {
+export async function startStack(t: Test, opts: { nodes?: number; blockTimeMs?: number; config?: Partial<ConfigInput> } = {}): Promise<Stack> {
   const devnet = await startDevnet({ nodes: opts.nodes ?? 3, chainId: 186, blockTimeMs: opts.blockTimeMs ?? 0, basePort: 0 });
   t.teardown(() => devnet.stop());
   const upstreams = devnet.nodes().map((n) => ({ name: n.name, url: n.url }));

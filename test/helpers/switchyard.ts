@@ -30,7 +30,11 @@ export function testConfig(input: Partial<ConfigInput> & Pick<ConfigInput, 'upst
   };
 }
 
-export async function startSwitchyard(t: Test, input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>, opts: { waitReady?: boolean; logger?: Logger; configFile?: string } = {}): Promise<RunningSwitchyard> {
+export async function startSwitchyard(
+  t: Test,
+  input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>,
+  opts: { waitReady?: boolean; logger?: Logger; configFile?: string } = {},
+): Promise<RunningSwitchyard> {
   const config = validateConfig(testConfig(input));
   // `logger`: a test that reads the log lines passes its own (e.g. createLogger('info', destination)).
   // `configFile`: the file POST /-/reload reads (the test writes it).

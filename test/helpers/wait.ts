@@ -1,5 +1,9 @@
 /** Waiting on conditions with generous bounds: tests never sleep a fixed time and hope. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, opts: { timeoutMs?: number; intervalMs?: number } = {}): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  opts: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
   let last: unknown;
   for (;;) {

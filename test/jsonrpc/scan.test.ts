@@ -22,7 +22,10 @@ t.test('nesting depth ignores brackets inside strings', async (t) => {
 t.test('strings with escaped quotes and backslashes end where JSON says', async (t) => {
   const text = '["a\\\\", "b\\"]", "c\\\\\\"d", {"k\\"":"\\\\"}, 1]';
   const spans = arrayElements(text).map((s) => text.slice(s.start, s.end));
-  t.same(spans.map((s) => JSON.parse(s) as unknown), JSON.parse(text));
+  t.same(
+    spans.map((s) => JSON.parse(s) as unknown),
+    JSON.parse(text),
+  );
   t.equal(nestingDepthExceeds(`${'['.repeat(70)}"${']'.repeat(70)}"${']'.repeat(70)}`, 64), true);
   t.equal(nestingDepthExceeds(`["${'['.repeat(200)}\\\\"]`, 64), false);
 });

@@ -58,7 +58,10 @@ t.test('per-IP in-flight bound: 10 concurrent calls with maxInFlightPerIp 5', as
     shed.every((r) => r.json.error.data?.retryAfterSeconds === 1 && r.headers['retry-after'] === '1'),
     'with retryAfterSeconds 1 and Retry-After: 1',
   );
-  t.ok(shed.every((r) => r.json.error.data.reason === 'IP_CONCURRENCY'), 'reason IP_CONCURRENCY');
+  t.ok(
+    shed.every((r) => r.json.error.data.reason === 'IP_CONCURRENCY'),
+    'reason IP_CONCURRENCY',
+  );
 
   // One more slot taken leaves none: a batch of 2 needs 2 slots and is shed whole, each call its own -32005.
   const batch = await client.post([balance(20), balance(21)]);
@@ -69,7 +72,11 @@ t.test('per-IP in-flight bound: 10 concurrent calls with maxInFlightPerIp 5', as
   const other = await client.post(balance(30), { 'x-forwarded-for': '10.0.0.9' });
   t.ok(isBalance(other), 'another client IP is not affected');
 
-  t.equal(await metric(sy, 'switchyard_rate_limited_calls_total', { reason: 'ip_concurrency' }), 7, 'switchyard_rate_limited_calls_total{reason="ip_concurrency"} counts the 7 shed calls');
+  t.equal(
+    await metric(sy, 'switchyard_rate_limited_calls_total', { reason: 'ip_concurrency' }),
+    7,
+    'switchyard_rate_limited_calls_total{reason="ip_concurrency"} counts the 7 shed calls',
+  );
   hold.release();
   const held = await Promise.all(calls.filter((c) => !shed.includes(c.reply!)).map((c) => c.done));
   t.ok(held.every(isBalance), 'the 5 admitted calls are answered by the node once it answers');
@@ -94,7 +101,10 @@ t.test('global in-flight bound: maxInFlight 6 sheds a 7th call with 503 at once'
   t.equal(c.json.error?.data?.retryAfterSeconds, 1);
   t.equal(c.headers['retry-after'], '1', 'Retry-After: 1');
   t.ok(ms < 1_000, `shed fast (${Math.round(ms)} ms)`);
-  t.ok([...a, ...b].every((x) => x.reply === undefined), 'before any of the slow calls finished');
+  t.ok(
+    [...a, ...b].every((x) => x.reply === undefined),
+    'before any of the slow calls finished',
+  );
   t.equal(atNode(), 6, 'and it never reached the node');
   const notification = await client.post({ jsonrpc: '2.0', method: 'eth_getBalance', params: [address(21), 'latest'] }, { 'x-forwarded-for': '10.0.0.3' });
   t.equal(notification.status, 503, 'a notification needs a slot too: 503');

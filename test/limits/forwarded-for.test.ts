@@ -28,7 +28,11 @@ interface Fresh {
 
 async function fresh(t: Test, trustedProxies: string[]): Promise<Fresh> {
   const logs = memoryLogger('info');
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], server: { trustedProxies }, rateLimit: { perIp: { ratePerSec: BUDGET, burst: BUDGET } } }, { logger: logs.logger });
+  const sy = await startSwitchyard(
+    t,
+    { upstreams: [{ name: 'a', url: anvil.url }], server: { trustedProxies }, rateLimit: { perIp: { ratePerSec: BUDGET, burst: BUDGET } } },
+    { logger: logs.logger },
+  );
   const client = new Client(t, sy.url);
   await client.warm(40);
   const requests = (): any[] => logs.lines().filter((l) => l.msg === 'request' && l.calls > 0);
@@ -149,7 +153,10 @@ t.test('ClientIp', async (t) => {
   t.throws(() => new ClientIp(['2001:db8::/129']), /expected an IP or CIDR/, 'an IPv6 prefix over 128 too');
 
   // The configuration should refuse such a prefix before anything is built (exit 2, key path named).
-  for (const [key, section] of [['server.trustedProxies[0]', 'server'], ['rateLimit.exempt[0]', 'rateLimit']] as const) {
+  for (const [key, section] of [
+    ['server.trustedProxies[0]', 'server'],
+    ['rateLimit.exempt[0]', 'rateLimit'],
+  ] as const) {
     const value = section === 'server' ? { trustedProxies: ['10.0.0.0/33'] } : { exempt: ['10.0.0.0/33'] };
     let problems: string[] = [];
     try {

@@ -138,10 +138,7 @@ t.test('redis SIGKILLed: both keep serving with local limits, counted and logged
       return (await fallbacks(r)) > before[[a, b].indexOf(r)]!;
     });
   }
-  t.ok(
-    during.every(ok),
-    `every call answered while the replicas noticed (${during.length} calls)`,
-  );
+  t.ok(during.every(ok), `every call answered while the replicas noticed (${during.length} calls)`);
   t.ok((await fallbacks(a)) > before[0]!, 'A: switchyard_rate_limit_fallback_total > 0');
   t.ok((await fallbacks(b)) > before[1]!, 'B: switchyard_rate_limit_fallback_total > 0');
 
@@ -149,8 +146,16 @@ t.test('redis SIGKILLed: both keep serving with local limits, counted and logged
     t,
     async () => ({ who: newClient(), close: async () => undefined }),
     async ({ who }) => {
-      const viaA = await a.client.burst(15, () => rpc('eth_chainId'), () => who);
-      const viaB = await b.client.burst(15, () => rpc('eth_chainId'), () => who);
+      const viaA = await a.client.burst(
+        15,
+        () => rpc('eth_chainId'),
+        () => who,
+      );
+      const viaB = await b.client.burst(
+        15,
+        () => rpc('eth_chainId'),
+        () => who,
+      );
       return { viaA, viaB };
     },
     ({ viaA, viaB }) => {
@@ -165,12 +170,18 @@ t.test('redis SIGKILLed: both keep serving with local limits, counted and logged
       );
       t.equal(viaA.filter(ok).length, BUDGET, 'A still limits the client: 10 of 15 admitted (never "allow all")');
       t.equal(viaA.filter((r) => r.status === 429 && isRateLimited(r.json)).length, 5, 'A refuses 5 with 429 -32005');
-      t.equal(viaB.filter(ok).length, BUDGET, "B limits it too, from its own memory (budgets are per replica while redis is down)");
+      t.equal(viaB.filter(ok).length, BUDGET, 'B limits it too, from its own memory (budgets are per replica while redis is down)');
       t.equal(viaB.filter((r) => r.status === 429 && isRateLimited(r.json)).length, 5, 'B refuses 5');
     },
   );
-  for (const [name, r, mark] of [['A', a, marks[0]!], ['B', b, marks[1]!]] as const) {
-    const warns = r.logs.lines().slice(mark).filter((l) => l.level === 'warn' && /redis unreachable/.test(l.msg));
+  for (const [name, r, mark] of [
+    ['A', a, marks[0]!],
+    ['B', b, marks[1]!],
+  ] as const) {
+    const warns = r.logs
+      .lines()
+      .slice(mark)
+      .filter((l) => l.level === 'warn' && /redis unreachable/.test(l.msg));
     t.equal(warns.length, 1, `${name}: one warn line "${warns[0]?.msg}"`);
   }
 });
@@ -191,9 +202,15 @@ t.test('redis back on the same port: sharing resumes', async (t) => {
       );
     },
   );
-  for (const [name, r, mark] of [['A', a, marks[0]!], ['B', b, marks[1]!]] as const) {
+  for (const [name, r, mark] of [
+    ['A', a, marks[0]!],
+    ['B', b, marks[1]!],
+  ] as const) {
     t.ok(
-      r.logs.lines().slice(mark).some((l) => l.level === 'info' && /redis reachable again/.test(l.msg)),
+      r.logs
+        .lines()
+        .slice(mark)
+        .some((l) => l.level === 'info' && /redis reachable again/.test(l.msg)),
       `${name}: logged that redis is reachable again`,
     );
   }

@@ -50,7 +50,10 @@ t.test('a burst of 50 calls at once: exactly 30 admitted, 20 get 429 + Retry-Aft
         refused.every((r) => r.headers['retry-after'] === '1' && r.json.error.data.retryAfterSeconds === 1),
         'Retry-After: 1 (the sustained window restarts within a second) in the header and in data',
       );
-      t.ok(refused.every((r) => r.json.id !== null && r.json.error.data.reason === 'RATE_LIMITED'), 'ids echoed, reason RATE_LIMITED');
+      t.ok(
+        refused.every((r) => r.json.id !== null && r.json.error.data.reason === 'RATE_LIMITED'),
+        'ids echoed, reason RATE_LIMITED',
+      );
       t.equal(await metric(sy, 'switchyard_rate_limited_calls_total', { reason: 'rate' }), 20, 'switchyard_rate_limited_calls_total{reason="rate"} counts the 20');
     },
   );
@@ -80,7 +83,10 @@ t.test('per-method cost: eth_getLogs costs 10 units by default', async (t) => {
     ({ batch, single }) => {
       t.equal(batch.status, 200, 'a partly admitted batch is HTTP 200');
       t.equal(batch.json.length, 4);
-      t.ok(batch.json.slice(0, 3).every((o: any) => Array.isArray(o.result)), 'three eth_getLogs answered by the node');
+      t.ok(
+        batch.json.slice(0, 3).every((o: any) => Array.isArray(o.result)),
+        'three eth_getLogs answered by the node',
+      );
       t.ok(isRateLimited(batch.json[3]), 'the 31st unit is over: -32005 in its slot');
       t.equal(single.status, 429, 'and a single call after it gets 429');
     },
@@ -121,7 +127,10 @@ t.test('batch partial admission: 40 calls with 30 units left; then a batch wholl
         Array.from({ length: 40 }, (_, i) => i + 1),
         'answers in request order',
       );
-      t.ok(forty.json.slice(0, 30).every((o: any) => o.result === '0xba'), 'the first 30 calls answered');
+      t.ok(
+        forty.json.slice(0, 30).every((o: any) => o.result === '0xba'),
+        'the first 30 calls answered',
+      );
       t.ok(forty.json.slice(30).every(isRateLimited), 'the last 10 get -32005 in their slots');
       t.equal(five.status, 429, 'every call of a batch over: HTTP 429');
       t.match(five.headers['retry-after'], /^[1-9]\d*$/, 'with Retry-After');
@@ -179,7 +188,11 @@ t.test('API keys: their own budget, by header or by path; an unknown key is refu
     t,
     () => fresh(t, { apiKeys: [{ name: 'partner', key: KEY, ratePerSec: 5, burst: 5 }] }),
     async ({ client }) => {
-      const byHeader = await client.burst(4, () => rpc('eth_chainId'), () => ({ 'x-api-key': KEY }));
+      const byHeader = await client.burst(
+        4,
+        () => rpc('eth_chainId'),
+        () => ({ 'x-api-key': KEY }),
+      );
       const byPath = await Promise.all(
         Array.from({ length: 4 }, async () => {
           const r = await client.pool.request({ path: `/key/${KEY}`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('eth_chainId')) });

@@ -67,8 +67,14 @@ t.test('Switchyard answers as the node does for every block-parameter form', asy
     ['{blockHash}', { blockHash: block1.hash }],
     ['{blockNumber}', { blockNumber: '0x1' }],
   ];
-  const routedWithBlock = Object.entries(METHODS).filter(([, s]) => s.handling === 'read' && s.block !== undefined).map(([m]) => m);
-  t.same(routedWithBlock.filter((m) => !(m in WITH_BLOCK)), [], 'every routed method with a block parameter is compared');
+  const routedWithBlock = Object.entries(METHODS)
+    .filter(([, s]) => s.handling === 'read' && s.block !== undefined)
+    .map(([m]) => m);
+  t.same(
+    routedWithBlock.filter((m) => !(m in WITH_BLOCK)),
+    [],
+    'every routed method with a block parameter is compared',
+  );
   let compared = 0;
   for (const method of routedWithBlock) {
     const template = WITH_BLOCK[method]!;
@@ -105,8 +111,14 @@ t.test('Switchyard answers as the node does for every block-parameter form', asy
     debug_traceBlockByHash: [block1.hash, {}],
     debug_getRawTransaction: [txHash],
   };
-  const routedWithout = Object.entries(METHODS).filter(([, s]) => s.handling === 'read' && s.block === undefined).map(([m]) => m);
-  t.same(routedWithout.filter((m) => !(m in others)), [], 'every other routed read is compared');
+  const routedWithout = Object.entries(METHODS)
+    .filter(([, s]) => s.handling === 'read' && s.block === undefined)
+    .map(([m]) => m);
+  t.same(
+    routedWithout.filter((m) => !(m in others)),
+    [],
+    'every other routed read is compared',
+  );
   for (const method of routedWithout) {
     const params = others[method]!;
     const [viaSy, direct] = await Promise.all([call(sy.url, method, params), call(anvil.url, method, params)]);

@@ -21,8 +21,15 @@ const TESTS = join(ROOT, 'config/alerts.test.yml');
 const PROMTOOL = '/usr/bin/promtool';
 const run = promisify(execFile);
 
-interface Rule { alert: string; expr: string; annotations?: Record<string, string> }
-interface UnitTest { input_series: { series: string; values: string }[]; alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }
+interface Rule {
+  alert: string;
+  expr: string;
+  annotations?: Record<string, string>;
+}
+interface UnitTest {
+  input_series: { series: string; values: string }[];
+  alert_rule_test: { alertname: string; exp_alerts: unknown[] }[];
+}
 
 const rules = (YAML.parse(readFileSync(ALERTS, 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
 const unit = YAML.parse(readFileSync(TESTS, 'utf8')) as { rule_files: string[]; tests: UnitTest[] };
@@ -30,7 +37,14 @@ const unit = YAML.parse(readFileSync(TESTS, 'utf8')) as { rule_files: string[]; 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes. */
 function anchors(markdown: string): Set<string> {
   const out = new Set<string>();
-  for (const m of markdown.matchAll(/^#{1,6}\s+(.+)$/gm)) out.add(m[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-'));
+  for (const m of markdown.matchAll(/^#{1,6}\s+(.+)$/gm))
+    out.add(
+      m[1]!
+        .trim()
+        .toLowerCase()
+        .replace(/[^\w\- ]/g, '')
+        .replace(/ /g, '-'),
+    );
   return out;
 }
 
@@ -48,8 +62,14 @@ t.test('every rule has summary, description and a runbook_url to a README sectio
 t.test('every alert is unit-tested firing and quiet', async (t) => {
   const cases = unit.tests.flatMap((u) => u.alert_rule_test);
   for (const r of rules) {
-    t.ok(cases.some((c) => c.alertname === r.alert && c.exp_alerts.length > 0), `${r.alert} fires in a test`);
-    t.ok(cases.some((c) => c.alertname === r.alert && c.exp_alerts.length === 0), `${r.alert} stays quiet in a test`);
+    t.ok(
+      cases.some((c) => c.alertname === r.alert && c.exp_alerts.length > 0),
+      `${r.alert} fires in a test`,
+    );
+    t.ok(
+      cases.some((c) => c.alertname === r.alert && c.exp_alerts.length === 0),
+      `${r.alert} stays quiet in a test`,
+    );
   }
 });
 

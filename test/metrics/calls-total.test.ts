@@ -41,8 +41,14 @@ t.test('calls_total counts every call once, refused ones included, for a mixed b
   t.equal(res.status, 200);
   const answers = res.json() as { error?: { code: number } }[];
   t.equal(answers.length, batch.length - 1, 'one answer per non-notification element');
-  t.ok(answers.some((a) => a.error?.code === -32005), 'some calls of the batch were rate limited');
-  t.ok(answers.some((a) => a.error === undefined), 'some calls of the batch were answered');
+  t.ok(
+    answers.some((a) => a.error?.code === -32005),
+    'some calls of the batch were rate limited',
+  );
+  t.ok(
+    answers.some((a) => a.error === undefined),
+    'some calls of the batch were answered',
+  );
   // Requests refused whole count once each: bad JSON, and one over the rate limit entirely.
   t.equal((await post(sy.url, '{"jsonrpc":')).json().error.code, -32700);
   const limited = await post(sy.url, { jsonrpc: '2.0', id: 7, method: 'eth_getLogs', params: [{}] });
@@ -51,7 +57,11 @@ t.test('calls_total counts every call once, refused ones included, for a mixed b
 
   const text = await metricsText(sy.adminUrl);
   t.equal(sum(metricSamples(text, 'switchyard_calls_total')) - before, sent, `calls_total grew by exactly the ${sent} calls sent`);
-  t.equal(sum(metricSamples(text, 'switchyard_calls_total', { reason: 'RATE_LIMITED', outcome: 'client_error' })), answers.filter((a) => a.error?.code === -32005).length + 1, 'rate-limited calls are client errors with reason RATE_LIMITED');
+  t.equal(
+    sum(metricSamples(text, 'switchyard_calls_total', { reason: 'RATE_LIMITED', outcome: 'client_error' })),
+    answers.filter((a) => a.error?.code === -32005).length + 1,
+    'rate-limited calls are client errors with reason RATE_LIMITED',
+  );
   t.equal(sum(metricSamples(text, 'switchyard_calls_total', { method: 'invalid', reason: 'INVALID_REQUEST' })), 2, 'the two invalid elements');
   t.equal(sum(metricSamples(text, 'switchyard_calls_total', { method: 'invalid', reason: 'PARSE_ERROR' })), 1, 'the unparsable body');
   t.equal(sum(metricSamples(text, 'switchyard_calls_total', { reason: 'METHOD_NOT_FOUND', outcome: 'client_error' })), 1, 'the unknown method');

@@ -5,9 +5,22 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 
-interface Target { refId: string; expr: string }
-interface Override { matcher: { id: string; options: string }; properties: { id: string; value: unknown }[] }
-interface Panel { id: number; title: string; type: string; targets?: Target[]; fieldConfig?: { defaults?: { unit?: string }; overrides?: Override[] }; panels?: Panel[] }
+interface Target {
+  refId: string;
+  expr: string;
+}
+interface Override {
+  matcher: { id: string; options: string };
+  properties: { id: string; value: unknown }[];
+}
+interface Panel {
+  id: number;
+  title: string;
+  type: string;
+  targets?: Target[];
+  fieldConfig?: { defaults?: { unit?: string }; overrides?: Override[] };
+  panels?: Panel[];
+}
 const d = JSON.parse(readFileSync(new URL('../../grafana/dashboards/switchyard.json', import.meta.url), 'utf8')) as {
   panels: Panel[];
   templating: { list: { name: string }[] };
@@ -32,7 +45,11 @@ t.test('series on a bytes axis are bytes; others are not drawn in bytes', async 
     }
   }
   const size = panels.find((p) => p.title === 'Cache size')!;
-  t.same(size.targets!.map((x) => unitOf(size, x)), ['bytes', 'short'], 'cache size: bytes and entries each in their unit');
+  t.same(
+    size.targets!.map((x) => unitOf(size, x)),
+    ['bytes', 'short'],
+    'cache size: bytes and entries each in their unit',
+  );
 });
 
 t.test('reorgs are counted in their own panel, not as a rate beside calls/s', async (t) => {
@@ -43,7 +60,10 @@ t.test('reorgs are counted in their own panel, not as a rate beside calls/s', as
 });
 
 t.test('variables job, instance, upstream; panels filter on them; annotations for reorgs and reloads', async (t) => {
-  t.same(d.templating.list.map((v) => v.name).filter((n) => n !== 'datasource'), ['job', 'instance', 'upstream']);
+  t.same(
+    d.templating.list.map((v) => v.name).filter((n) => n !== 'datasource'),
+    ['job', 'instance', 'upstream'],
+  );
   for (const p of panels) {
     for (const target of p.targets ?? []) {
       if (!/switchyard_|process_|nodejs_/.test(target.expr)) continue;
@@ -51,7 +71,11 @@ t.test('variables job, instance, upstream; panels filter on them; annotations fo
       if (/switchyard_upstream_\w+\{/.test(target.expr)) t.match(target.expr, /upstream=~"\$upstream"/, `${p.title} ${target.refId} filters on upstream`);
     }
   }
-  for (const title of ['Upstreams quarantined', 'Redis', 'Config reloads']) t.ok(panels.some((p) => p.title === title), `panel ${title}`);
+  for (const title of ['Upstreams quarantined', 'Redis', 'Config reloads'])
+    t.ok(
+      panels.some((p) => p.title === title),
+      `panel ${title}`,
+    );
   const names = d.annotations.list.filter((a) => a.expr).map((a) => a.name);
   t.same(names, ['Reorgs', 'Config reloads']);
 });

@@ -31,8 +31,31 @@ const ALERTS = join(ROOT, 'config/alerts.yml');
 const run = promisify(execFile);
 
 const KEYWORDS = new Set([
-  'and', 'or', 'unless', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'offset', 'bool', 'inf', 'nan',
-  'sum', 'min', 'max', 'avg', 'count', 'stddev', 'stdvar', 'topk', 'bottomk', 'quantile', 'count_values', 'group',
+  'and',
+  'or',
+  'unless',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'offset',
+  'bool',
+  'inf',
+  'nan',
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'count',
+  'stddev',
+  'stdvar',
+  'topk',
+  'bottomk',
+  'quantile',
+  'count_values',
+  'group',
 ]);
 
 /**
@@ -79,7 +102,11 @@ interface Panel {
 }
 
 function dashboardQueries(): { where: string; expr: string }[] {
-  const d = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[]; templating?: { list: { name: string; type: string; query?: string | { query?: string } }[] }; annotations?: { list: { name: string; expr?: string }[] } };
+  const d = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+    panels: Panel[];
+    templating?: { list: { name: string; type: string; query?: string | { query?: string } }[] };
+    annotations?: { list: { name: string; expr?: string }[] };
+  };
   const out: { where: string; expr: string }[] = [];
   const walk = (panels: Panel[]): void => {
     for (const p of panels) {
@@ -97,14 +124,22 @@ function dashboardQueries(): { where: string; expr: string }[] {
   return out;
 }
 
-interface Rule { alert?: string; record?: string; expr: string; annotations?: Record<string, string> }
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  annotations?: Record<string, string>;
+}
 function alertRules(): Rule[] {
   const doc = YAML.parse(readFileSync(ALERTS, 'utf8')) as { groups: { rules: Rule[] }[] };
   return doc.groups.flatMap((g) => g.rules);
 }
 
-
-interface PromResponse<T> { status: string; data: T; error?: string }
+interface PromResponse<T> {
+  status: string;
+  data: T;
+  error?: string;
+}
 
 async function promApi<T>(base: string, path: string): Promise<T> {
   const res = await fetch(`${base}${path}`);
@@ -114,11 +149,12 @@ async function promApi<T>(base: string, path: string): Promise<T> {
 }
 
 type Vector = { metric: Record<string, string>; value: [number, string] }[];
-const query = (base: string, expr: string): Promise<Vector> =>
-  promApi<{ result: Vector }>(base, `/api/v1/query?query=${encodeURIComponent(expr)}`).then((d) => d.result);
+const query = (base: string, expr: string): Promise<Vector> => promApi<{ result: Vector }>(base, `/api/v1/query?query=${encodeURIComponent(expr)}`).then((d) => d.result);
 
 t.test('the name extractor reads PromQL the way Prometheus does', async (t) => {
-  t.same(metricNames('histogram_quantile(0.99, sum by (le, method) (rate(switchyard_call_duration_seconds_bucket{instance=~"$instance"}[$__rate_interval])))'), ['switchyard_call_duration_seconds_bucket']);
+  t.same(metricNames('histogram_quantile(0.99, sum by (le, method) (rate(switchyard_call_duration_seconds_bucket{instance=~"$instance"}[$__rate_interval])))'), [
+    'switchyard_call_duration_seconds_bucket',
+  ]);
   t.same(metricNames('sum by (instance) (rate(a_total{outcome="error"}[5m])) / sum by (instance) (rate(b_total[5m])) > 0.05'), ['a_total', 'b_total']);
   t.same(metricNames('(x > 0.1) and on (instance) sum without (reason) (y offset 5m) > 1'), ['x', 'y']);
   t.same(metricNames('up{job="switchyard"} == 0'), ['up']);
@@ -136,10 +172,12 @@ if (!existsSync(PROMETHEUS)) {
     // Process metrics on: the dashboard's process panels need them (startSwitchyard turns them off).
     // Rate limits roomy enough for the traffic below, except eth_getLogs, which costs more than the
     // whole budget: one such call is refused deterministically (switchyard_rate_limited_calls_total).
-    const config = validateConfig(testConfig({
-      upstreams: [{ name: 'node-a', url: anvil.url }],
-      rateLimit: { perIp: { ratePerSec: 10_000, burst: 10_000 }, methodCost: { eth_getLogs: 1_000_000 } },
-    }));
+    const config = validateConfig(
+      testConfig({
+        upstreams: [{ name: 'node-a', url: anvil.url }],
+        rateLimit: { perIp: { ratePerSec: 10_000, burst: 10_000 }, methodCost: { eth_getLogs: 1_000_000 } },
+      }),
+    );
     const app = await App.start(config, { logger: createLogger('silent'), processMetrics: true });
     t.teardown(() => app.close());
     const url = `http://127.0.0.1:${app.ports.http}`;
@@ -180,7 +218,10 @@ if (!existsSync(PROMETHEUS)) {
     t.equal((await call(url, 'eth_chainId')).result, '0xba');
     t.match((await call(url, 'eth_getBalance', [DEV_ADDRESS, 'latest'])).result, /^0x[0-9a-f]+$/);
     t.match((await call(url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest'])).result, /^0x[0-9a-f]+$/);
-    const batch = await post(url, [1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [DEV_ADDRESS, 'latest'] })));
+    const batch = await post(
+      url,
+      [1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [DEV_ADDRESS, 'latest'] })),
+    );
     t.equal(batch.json().length, 3);
     t.equal((await call(url, 'foo_bar')).error?.code, -32601);
     t.equal((await post(url, '{}', { 'content-type': 'text/plain' })).status, 415);
@@ -192,19 +233,37 @@ if (!existsSync(PROMETHEUS)) {
     t.match((await call(url, 'eth_gasPrice')).result, /^0x[0-9a-f]+$/);
 
     await waitFor('prometheus ready', async () => (await fetch(`${prom}/-/ready`)).ok, { timeoutMs: 20_000, intervalMs: 200 });
-    await waitFor('a scrape after the traffic', async () => (await query(prom, 'switchyard_calls_total{method="eth_gasPrice"}')).length > 0 && (await query(prom, 'switchyard_fleet_head_block_number == 3')).length > 0, { timeoutMs: 20_000, intervalMs: 250 });
+    await waitFor(
+      'a scrape after the traffic',
+      async () => (await query(prom, 'switchyard_calls_total{method="eth_gasPrice"}')).length > 0 && (await query(prom, 'switchyard_fleet_head_block_number == 3')).length > 0,
+      { timeoutMs: 20_000, intervalMs: 250 },
+    );
 
     await t.test('the metrics of SPEC section 8 reach Prometheus', async (t) => {
       const up = await query(prom, 'up{job="switchyard"}');
       t.equal(up[0]?.value[1], '1', 'the scrape job is up');
       for (const name of [
-        'switchyard_calls_total', 'switchyard_call_duration_seconds_bucket', 'switchyard_http_requests_total',
-        'switchyard_batch_size_bucket', 'switchyard_upstream_calls_total', 'switchyard_upstream_duration_seconds_bucket',
-        'switchyard_upstream_head_block_number', 'switchyard_upstream_lag_blocks', 'switchyard_upstream_healthy',
-        'switchyard_upstream_in_flight', 'switchyard_upstream_breaker_state', 'switchyard_fleet_head_block_number',
-        'switchyard_fleet_finalized_block_number', 'switchyard_failovers_total', 'switchyard_in_flight_calls',
-        'switchyard_rate_limited_calls_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds',
-        'switchyard_build_info', 'switchyard_config_last_reload_successful', 'switchyard_upstream_quarantined',
+        'switchyard_calls_total',
+        'switchyard_call_duration_seconds_bucket',
+        'switchyard_http_requests_total',
+        'switchyard_batch_size_bucket',
+        'switchyard_upstream_calls_total',
+        'switchyard_upstream_duration_seconds_bucket',
+        'switchyard_upstream_head_block_number',
+        'switchyard_upstream_lag_blocks',
+        'switchyard_upstream_healthy',
+        'switchyard_upstream_in_flight',
+        'switchyard_upstream_breaker_state',
+        'switchyard_fleet_head_block_number',
+        'switchyard_fleet_finalized_block_number',
+        'switchyard_failovers_total',
+        'switchyard_in_flight_calls',
+        'switchyard_rate_limited_calls_total',
+        'process_resident_memory_bytes',
+        'nodejs_eventloop_lag_p99_seconds',
+        'switchyard_build_info',
+        'switchyard_config_last_reload_successful',
+        'switchyard_upstream_quarantined',
         'switchyard_routing_max_lag_blocks',
       ]) {
         t.ok((await query(prom, name)).length > 0, `${name} has series`);
@@ -227,10 +286,7 @@ if (!existsSync(PROMETHEUS)) {
 
     await t.test('every metric named by a dashboard panel or an alert rule exists', async (t) => {
       const known = new Set(await promApi<string[]>(prom, '/api/v1/label/__name__/values'));
-      const uses = [
-        ...dashboardQueries(),
-        ...alertRules().map((r) => ({ where: `alert ${r.alert ?? r.record}`, expr: r.expr })),
-      ];
+      const uses = [...dashboardQueries(), ...alertRules().map((r) => ({ where: `alert ${r.alert ?? r.record}`, expr: r.expr }))];
       t.ok(uses.length >= 30, `${uses.length} expressions read`);
       const missing = new Map<string, string[]>();
       for (const { where, expr } of uses) {
@@ -248,7 +304,10 @@ if (!existsSync(PROMETHEUS)) {
         if (lv) {
           // A variable: its selector must be valid and find the label it lists.
           const found = await query(prom, expandGrafana(lv[1]!));
-          t.ok(found.some((r) => r.metric[lv[2]!] !== undefined), `${where}: ${expr} finds ${lv[2]} values`);
+          t.ok(
+            found.some((r) => r.metric[lv[2]!] !== undefined),
+            `${where}: ${expr} finds ${lv[2]} values`,
+          );
           continue;
         }
         await t.resolves(query(prom, expandGrafana(expr)), `${where}: ${expr}`);
@@ -269,13 +328,26 @@ if (!existsSync(PROMETHEUS)) {
       t.equal(rules.length, alertRules().length, 'every rule of config/alerts.yml is loaded');
       for (const r of rules) t.equal(r.health, 'ok', `${r.name} evaluates${r.lastError ? `: ${r.lastError}` : ''}`);
       const names = rules.map((r) => r.name);
-      for (const required of ['NoHealthyUpstream', 'UpstreamLagging', 'HighErrorRatio', 'RateLimitingSurge', 'UpstreamRedundancyDegraded', 'UpstreamQuarantined', 'LoadShedding', 'HighCallLatency', 'SwitchyardTargetAbsent', 'ConfigReloadFailed']) {
+      for (const required of [
+        'NoHealthyUpstream',
+        'UpstreamLagging',
+        'HighErrorRatio',
+        'RateLimitingSurge',
+        'UpstreamRedundancyDegraded',
+        'UpstreamQuarantined',
+        'LoadShedding',
+        'HighCallLatency',
+        'SwitchyardTargetAbsent',
+        'ConfigReloadFailed',
+      ]) {
         t.ok(names.includes(required), `${required} is defined`);
       }
       const alerts = await promApi<{ alerts: { labels: Record<string, string>; state: string }[] }>(prom, '/api/v1/alerts');
-      t.notOk(alerts.alerts.some((a) => a.labels.alertname === 'NoHealthyUpstream'), 'NoHealthyUpstream quiet while node-a is healthy');
+      t.notOk(
+        alerts.alerts.some((a) => a.labels.alertname === 'NoHealthyUpstream'),
+        'NoHealthyUpstream quiet while node-a is healthy',
+      );
     });
-
   });
 }
 
@@ -284,12 +356,9 @@ function promBase(port: number): string {
 }
 
 function startPrometheus(configFile: string, dir: string, port: number): ChildProcess {
-  const proc = spawn(PROMETHEUS, [
-    `--config.file=${configFile}`,
-    `--storage.tsdb.path=${join(dir, 'data')}`,
-    `--web.listen-address=127.0.0.1:${port}`,
-    '--log.level=warn',
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(PROMETHEUS, [`--config.file=${configFile}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);

@@ -29,7 +29,8 @@ t.test('a range over the cap is split and merged: the same answer as the node fo
   t.teardown(() => anvil.stop());
   // 12 logs over ~30 blocks: a ping in every block from 2 on, with empty blocks between some.
   // anvil mines each sent transaction; the receipt is awaited so the next one lands in a later block.
-  const mined = (hash: string): Promise<{ contractAddress: string | null }> => waitFor(`receipt ${hash}`, () => rpc(anvil.url, 'eth_getTransactionReceipt', [hash]).then((r) => r ?? undefined));
+  const mined = (hash: string): Promise<{ contractAddress: string | null }> =>
+    waitFor(`receipt ${hash}`, () => rpc(anvil.url, 'eth_getTransactionReceipt', [hash]).then((r) => r ?? undefined));
   const contract = (await mined(await rpc(anvil.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, data: pingBytecode() }]))).contractAddress!;
   for (let i = 0; i < 12; i++) {
     await mined(await rpc(anvil.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: contract, data: PING + i.toString(16).padStart(64, '0') }]));
@@ -46,7 +47,11 @@ t.test('a range over the cap is split and merged: the same answer as the node fo
   t.equal(resultText(via.text), resultText(direct.text), 'byte for byte what the node answers for the whole range');
   const chunks = Math.ceil((head + 1) / 4);
   const m = (await get(`${sy.adminUrl}/metrics`)).text;
-  t.equal(metricSamples(m, 'switchyard_upstream_calls_total', { method: 'eth_getLogs' }).reduce((a, b) => a + b, 0), chunks, `${chunks} chunk calls reached the node`);
+  t.equal(
+    metricSamples(m, 'switchyard_upstream_calls_total', { method: 'eth_getLogs' }).reduce((a, b) => a + b, 0),
+    chunks,
+    `${chunks} chunk calls reached the node`,
+  );
   t.same(metricSamples(m, 'switchyard_calls_total', { method: 'eth_getLogs' }), [1], 'the client made one call');
 
   // A sub-range inside the cap goes as it is.

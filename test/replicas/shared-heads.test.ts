@@ -24,10 +24,14 @@ t.test('replicas share heads through Redis', async (t) => {
   const start = await head(b.url);
   const target = start + 3;
   await waitFor('A sees three more blocks', async () => (await head(a.url)) >= target);
-  const seenB = await waitFor('B answers what A saw, through Redis', async () => {
-    const n = await head(b.url);
-    return n >= target ? n : undefined;
-  }, { timeoutMs: 15_000 });
+  const seenB = await waitFor(
+    'B answers what A saw, through Redis',
+    async () => {
+      const n = await head(b.url);
+      return n >= target ? n : undefined;
+    },
+    { timeoutMs: 15_000 },
+  );
   t.ok(seenB >= target, `B moved from ${start} to ${seenB} without polling`);
   const block = await call(b.url, 'eth_getBlockByNumber', [`0x${seenB.toString(16)}`, false]);
   t.match(block.result, { number: `0x${seenB.toString(16)}` }, 'the block B announced is readable through B');

@@ -167,10 +167,14 @@ t.test('kill, stop and restart nodes under load', async (t) => {
 
     t.comment(`t+${Date.now() - started} ms: restart node-0`);
     await devnet.restart(0);
-    await waitFor('node-0 healthy and in sync again', async () => {
-      const s = (await status())[0]!;
-      return s.state === 'healthy' && s.lag !== null && s.lag <= 2;
-    }, { timeoutMs: 30_000 });
+    await waitFor(
+      'node-0 healthy and in sync again',
+      async () => {
+        const s = (await status())[0]!;
+        return s.state === 'healthy' && s.lag !== null && s.lag <= 2;
+      },
+      { timeoutMs: 30_000 },
+    );
     t.comment(`t+${Date.now() - started} ms: node-0 back in sync`);
     await traffic(1000);
   } finally {
@@ -189,7 +193,9 @@ t.test('kill, stop and restart nodes under load', async (t) => {
     .map((l) => `${/reason="([^"]+)"/.exec(l)?.[1]}=${l.split(' ').pop()}`);
   t.comment(`upstream calls ${upstreamCalls} (the rest answered locally or from the cache); failovers: ${failovers.join(', ') || 'none'}`);
   const ratio = errors / calls;
-  t.comment(`calls ${calls}, errors ${errors}, error ratio ${(ratio * 100).toFixed(3)}%, -32603 ${internal}, max latency ${Math.round(maxLatency)} ms, ${Date.now() - started} ms in all`);
+  t.comment(
+    `calls ${calls}, errors ${errors}, error ratio ${(ratio * 100).toFixed(3)}%, -32603 ${internal}, max latency ${Math.round(maxLatency)} ms, ${Date.now() - started} ms in all`,
+  );
   for (const [k, v] of errorSamples) t.comment(`  ${v} x ${k}`);
   t.same(problems.slice(0, 10), [], `every call answered exactly once with its own id in its place (${problems.length} problems)`);
   t.ok(calls > 3000, `${calls} calls`);

@@ -76,10 +76,18 @@ t.test('filters made through one replica are polled through another', async (t) 
     await send({ to: address, data: `0x${'00'.repeat(4)}${(42).toString(16).padStart(64, '0')}` });
     await devnet.mine(1);
     const changes = (await rpc(b.url, 'eth_getFilterChanges', [fid])).result as { data: string; address: string }[];
-    t.same(changes.map((l) => BigInt(l.data)), [7n, 42n], 'both Ping logs through replica b');
+    t.same(
+      changes.map((l) => BigInt(l.data)),
+      [7n, 42n],
+      'both Ping logs through replica b',
+    );
     t.same((await rpc(b.url, 'eth_getFilterChanges', [fid])).result, [], 'and consumed');
     const all = (await rpc(a.url, 'eth_getFilterLogs', [fid])).result as { data: string }[];
-    t.same(all.map((l) => BigInt(l.data)), [7n, 42n], 'eth_getFilterLogs through replica a');
+    t.same(
+      all.map((l) => BigInt(l.data)),
+      [7n, 42n],
+      'eth_getFilterLogs through replica a',
+    );
     t.equal((await rpc(a.url, 'eth_uninstallFilter', [fid])).result, true, 'uninstalled');
   });
 

@@ -50,14 +50,29 @@ const ROWS: Row[] = [
   { name: 'transport failure fails over', a: [transport], b: [ok('"0x2"')], expect: 'result "0x2"', trail: ['a', 'b'] },
   { name: 'a revert is the answer, verbatim, no failover', a: [revert], b: [ok('"0x2"')], expect: `nodeError ${revert.kind === 'node-error' ? revert.error : ''}`, trail: ['a'] },
   { name: 'every attempt failed: -32002 with the last reason', a: [transport], b: [http5xx], expect: 'error UPSTREAM_FAILED {"attempts":2,"last":"http_5xx"}', trail: ['a', 'b'] },
-  { name: 'a node error seen on the way is returned when no node answers', a: [missing], b: [transport], expect: `nodeError ${missing.kind === 'retry' ? missing.error : ''}`, trail: ['a', 'b'] },
+  {
+    name: 'a node error seen on the way is returned when no node answers',
+    a: [missing],
+    b: [transport],
+    expect: `nodeError ${missing.kind === 'retry' ? missing.error : ''}`,
+    trail: ['a', 'b'],
+  },
   { name: 'too large: no failover', a: [tooLarge], b: [ok('"0x2"')], expect: 'error RESPONSE_TOO_LARGE {}', trail: ['a'] },
   { name: 'null that may lag: asks another node', a: [ok('null')], b: [ok('"0x2"')], call: { nullMayLag: true }, expect: 'result "0x2"', trail: ['a', 'b'] },
   { name: 'null from both: null', a: [ok('null')], b: [ok('null')], call: { nullMayLag: true }, expect: 'result null', trail: ['a', 'b'] },
   { name: 'null then a node error: the null stands', a: [ok('null')], b: [revert], call: { nullMayLag: true }, expect: 'result null', trail: ['a', 'b'] },
   { name: 'null where null is final', a: [ok('null')], b: [ok('"0x2"')], expect: 'result null', trail: ['a'] },
   { name: 'no routable node', a: [], b: [], down: ['a', 'b'], expect: 'error NO_UPSTREAM {"why":"none healthy"}', trail: [] },
-  { name: 'no node has the block and none can catch up', a: [], b: [], heads: [10, 10], requirement: { minHead: 12 }, call: { deadline: 0 }, expect: 'error UPSTREAM_FAILED {"attempts":0,"last":"timeout"}', trail: [] },
+  {
+    name: 'no node has the block and none can catch up',
+    a: [],
+    b: [],
+    heads: [10, 10],
+    requirement: { minHead: 12 },
+    call: { deadline: 0 },
+    expect: 'error UPSTREAM_FAILED {"attempts":0,"last":"timeout"}',
+    trail: [],
+  },
   {
     name: 'waits for a head: b reaches the block meanwhile',
     a: [ok('"0x1"')],
@@ -68,8 +83,22 @@ const ROWS: Row[] = [
     expect: 'result "0xb"',
     trail: ['b'],
   },
-  { name: 'a resent transaction "already known" answers its hash', a: [transport], b: [known], call: { rawTransaction: RAW }, expect: 'result "0x0ddf8a6da315d4ef30b0aade0a1c088e835829dec13e448b619da0dd383a1e70"', trail: ['a', 'b'] },
-  { name: '"already known" on the first attempt is a node error', a: [known], b: [ok('"0x2"')], call: { rawTransaction: RAW }, expect: `nodeError ${known.kind === 'node-error' ? known.error : ''}`, trail: ['a'] },
+  {
+    name: 'a resent transaction "already known" answers its hash',
+    a: [transport],
+    b: [known],
+    call: { rawTransaction: RAW },
+    expect: 'result "0x0ddf8a6da315d4ef30b0aade0a1c088e835829dec13e448b619da0dd383a1e70"',
+    trail: ['a', 'b'],
+  },
+  {
+    name: '"already known" on the first attempt is a node error',
+    a: [known],
+    b: [ok('"0x2"')],
+    call: { rawTransaction: RAW },
+    expect: `nodeError ${known.kind === 'node-error' ? known.error : ''}`,
+    trail: ['a'],
+  },
 ];
 
 for (const row of ROWS) {
@@ -89,7 +118,15 @@ for (const row of ROWS) {
       fleet.observeHeader(u, { number: heads[i]!, hash: `0x${i}`, parentHash: '0x0' });
       if (row.down?.includes(u.name as 'a' | 'b')) fleet.markDown(u);
     }
-    const call: ForwardCall = { method: 'eth_call', label: 'eth_call', paramsJson: '[]', requirement: row.requirement ?? {}, deadline: Date.now() + 30_000, trail: [], ...row.call };
+    const call: ForwardCall = {
+      method: 'eth_call',
+      label: 'eth_call',
+      paramsJson: '[]',
+      requirement: row.requirement ?? {},
+      deadline: Date.now() + 30_000,
+      trail: [],
+      ...row.call,
+    };
     const pending = forward({ fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 }, call);
     if (row.meanwhile) setImmediate(() => row.meanwhile!(fleet));
     const got = await pending;

@@ -29,7 +29,10 @@ function upstreamCalls(metrics: string, upstream: string, method: string): numbe
 
 t.test('reads never see the lagging node', async (t) => {
   const MAX_LAG = 5;
-  const { sy, devnet } = await startStack(t, { nodes: 3, blockTimeMs: 200, config: {
+  const { sy, devnet } = await startStack(t, {
+    nodes: 3,
+    blockTimeMs: 200,
+    config: {
       routing: { headPollMs: 100, maxLagBlocks: MAX_LAG },
       // Routing is under test: with the response cache off, every read is routed to a node.
       cache: { maxBytes: 0 },
@@ -38,10 +41,14 @@ t.test('reads never see the lagging node', async (t) => {
   await waitFor('a few blocks', async () => devnet.nodes()[0]!.head >= 3, { timeoutMs: 30_000 });
   await devnet.lag(1, 10);
   const status = async (): Promise<UpstreamStatus[]> => ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: UpstreamStatus[] }).upstreams;
-  await waitFor('node-1 seen lagging 10 blocks while healthy', async () => {
-    const n1 = (await status()).find((u) => u.name === 'node-1')!;
-    return n1.state === 'healthy' && n1.lag !== null && n1.lag >= 10;
-  }, { timeoutMs: 30_000 });
+  await waitFor(
+    'node-1 seen lagging 10 blocks while healthy',
+    async () => {
+      const n1 = (await status()).find((u) => u.name === 'node-1')!;
+      return n1.state === 'healthy' && n1.lag !== null && n1.lag >= 10;
+    },
+    { timeoutMs: 30_000 },
+  );
   t.equal(devnet.nodes()[1]!.state, 'lagging', 'the devnet says node-1 lags');
 
   const before = (await get(`${sy.adminUrl}/metrics`)).text;
@@ -99,15 +106,28 @@ t.test('reads never see the lagging node', async (t) => {
 
   // And back in sync, it is used again: the check above is about lag, not about node-1 itself.
   await devnet.resume(1);
-  await waitFor('node-1 back in sync', async () => {
-    const n1 = (await status()).find((u) => u.name === 'node-1')!;
-    return n1.lag !== null && n1.lag <= 1;
-  }, { timeoutMs: 30_000 });
-  await waitFor('node-1 serves a read again', async () => {
-    for (let i = 0; i < 20; i++) {
-      await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [`0x${(0xfeed00 + i + Math.floor(Math.random() * 1e6)).toString(16).padStart(40, '0')}`, 'latest'] });
-    }
-    return upstreamCalls((await get(`${sy.adminUrl}/metrics`)).text, 'node-1', 'eth_getBalance') > 0;
-  }, { timeoutMs: 30_000 });
+  await waitFor(
+    'node-1 back in sync',
+    async () => {
+      const n1 = (await status()).find((u) => u.name === 'node-1')!;
+      return n1.lag !== null && n1.lag <= 1;
+    },
+    { timeoutMs: 30_000 },
+  );
+  await waitFor(
+    'node-1 serves a read again',
+    async () => {
+      for (let i = 0; i < 20; i++) {
+        await post(sy.url, {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'eth_getBalance',
+          params: [`0x${(0xfeed00 + i + Math.floor(Math.random() * 1e6)).toString(16).padStart(40, '0')}`, 'latest'],
+        });
+      }
+      return upstreamCalls((await get(`${sy.adminUrl}/metrics`)).text, 'node-1', 'eth_getBalance') > 0;
+    },
+    { timeoutMs: 30_000 },
+  );
   t.pass('node-1 takes calls once in sync');
 });

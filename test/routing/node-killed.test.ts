@@ -52,5 +52,9 @@ t.test('killing nodes under load loses no call', async (t) => {
   t.same(problems.slice(0, 10), [], 'every call answered with its own id and a result');
   t.equal(problems.length, 0, `${answered} calls, ${problems.length} problems`);
   const status = (await (await fetch(`${sy.adminUrl}/status`)).json()) as { upstreams: { name: string; state: string }[] };
-  t.same(status.upstreams.map((u) => u.state), ['down', 'down', 'healthy'], 'the killed nodes are seen as down');
+  t.same(
+    status.upstreams.map((u) => u.state),
+    ['down', 'down', 'healthy'],
+    'the killed nodes are seen as down',
+  );
 });

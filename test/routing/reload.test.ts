@@ -55,7 +55,11 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
   const admin = `http://127.0.0.1:${ports.admin}`;
   const status = async (): Promise<Status> => (await get(`${admin}/status`)).json();
   await waitFor('ready', async () => (await get(`${admin}/ready`)).status === 200, { timeoutMs: 30_000 });
-  t.same((await status()).upstreams.map((u) => u.name), ['node-0', 'node-1'], 'started with node-0 and node-1');
+  t.same(
+    (await status()).upstreams.map((u) => u.name),
+    ['node-0', 'node-1'],
+    'started with node-0 and node-1',
+  );
 
   let stop = false;
   let answered = 0;
@@ -96,10 +100,14 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
     await traffic(600);
     writeFileSync(file, configText([n1!, n2!]));
     cli.proc.kill('SIGHUP');
-    await waitFor('new upstream set in /status, node-2 healthy', async () => {
-      const s = await status();
-      return s.upstreams.map((u) => u.name).join() === 'node-1,node-2' && s.upstreams[1]!.state === 'healthy';
-    }, { timeoutMs: 30_000 });
+    await waitFor(
+      'new upstream set in /status, node-2 healthy',
+      async () => {
+        const s = await status();
+        return s.upstreams.map((u) => u.name).join() === 'node-1,node-2' && s.upstreams[1]!.state === 'healthy';
+      },
+      { timeoutMs: 30_000 },
+    );
     t.pass('reloaded: /status shows node-1 and node-2');
     await waitFor('reload logged', () => cli.stdout().includes('configuration reloaded'), { timeoutMs: 10_000 });
     // node-0's last in-flight calls finish; from then on it must get nothing.
@@ -110,11 +118,17 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
     const m = (await get(`${admin}/metrics`)).text;
     t.equal(upstreamCallsOf(m, 'node-0'), toNode0, 'the removed node-0 gets no more calls');
     t.ok(upstreamCallsOf(m, 'node-2') > toNode2Before, 'the added node-2 takes calls');
-    t.notMatch(m, /switchyard_upstream_head_block_number\{upstream="node-0"\}/, 'node-0\'s gauges are gone from /metrics');
+    t.notMatch(m, /switchyard_upstream_head_block_number\{upstream="node-0"\}/, "node-0's gauges are gone from /metrics");
 
     // Re-weighting every upstream at once: the same nodes, so no moment without a routable one.
     const problemsBefore = problems.length;
-    writeFileSync(file, configText([{ ...n1!, weight: 2 }, { ...n2!, weight: 3 }]));
+    writeFileSync(
+      file,
+      configText([
+        { ...n1!, weight: 2 },
+        { ...n2!, weight: 3 },
+      ]),
+    );
     cli.proc.kill('SIGHUP');
     await waitFor('new weights in /status', async () => (await status()).upstreams.map((u) => (u as { weight?: number }).weight).join() === '2,3', { timeoutMs: 30_000 });
     await traffic(600);
@@ -131,9 +145,22 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
   const stdoutBefore = cli.stdout().length;
   writeFileSync(file, configText([n0!]).replace('headPollMs: 100', 'headPollMs: -5, bogus: true'));
   cli.proc.kill('SIGHUP');
-  const line = await waitFor('refusal logged', () => cli.stdout().slice(stdoutBefore).split('\n').find((l) => l.includes('refused')), { timeoutMs: 10_000 });
+  const line = await waitFor(
+    'refusal logged',
+    () =>
+      cli
+        .stdout()
+        .slice(stdoutBefore)
+        .split('\n')
+        .find((l) => l.includes('refused')),
+    { timeoutMs: 10_000 },
+  );
   t.match(line, /routing/, `the log line names the problem: ${line.slice(0, 300)}`);
-  t.same((await status()).upstreams.map((u) => u.name), before, 'status unchanged: node-1, node-2');
+  t.same(
+    (await status()).upstreams.map((u) => u.name),
+    before,
+    'status unchanged: node-1, node-2',
+  );
   const r = (await post(url, { jsonrpc: '2.0', id: 'after', method: 'eth_getBlockByNumber', params: ['latest', false] })).json();
   t.ok(r.result?.hash, 'calls still answered');
   t.equal(cli.proc.exitCode, null, 'still running after the refused reload');
@@ -143,7 +170,11 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
   const mark = cli.stdout().length;
   cli.proc.kill('SIGHUP');
   await waitFor('missing file refused', () => cli.stdout().slice(mark).includes('refused'), { timeoutMs: 10_000 });
-  t.same((await status()).upstreams.map((u) => u.name), before, 'a missing file changes nothing either');
+  t.same(
+    (await status()).upstreams.map((u) => u.name),
+    before,
+    'a missing file changes nothing either',
+  );
 
   cli.proc.kill('SIGTERM');
   t.equal(await cli.exited, 0, 'SIGTERM: clean exit');

@@ -91,14 +91,29 @@ t.test('eligibility reasons', async (t) => {
   });
 
   t.test('none has the block', async (t) => {
-    const { fleet } = fleetOf(t, [{ name: 'a', head: 7 }, { name: 'b', head: 9 }], 9);
+    const { fleet } = fleetOf(
+      t,
+      [
+        { name: 'a', head: 7 },
+        { name: 'b', head: 9 },
+      ],
+      9,
+    );
     t.equal(eligible(fleet, { minHead: 10 }, none), 'none has the block');
     t.same(names(eligible(fleet, { minHead: 9 }, none)), ['b'], 'head >= N: only the node at 9');
     t.same(names(eligible(fleet, { minHead: 7 }, none)), ['a', 'b'], 'both have block 7');
   });
 
   t.test('none in sync: lag beyond maxLag', async (t) => {
-    const { fleet } = fleetOf(t, [{ name: 'a', head: 20 }, { name: 'b', head: 14 }, { name: 'c', state: 'down', head: 30 }], 30);
+    const { fleet } = fleetOf(
+      t,
+      [
+        { name: 'a', head: 20 },
+        { name: 'b', head: 14 },
+        { name: 'c', state: 'down', head: 30 },
+      ],
+      30,
+    );
     // The fleet head is 30 (as a node reported before going down); healthy ones lag 10 and 16.
     t.equal(eligible(fleet, { maxLag: 5 }, none), 'none in sync');
     t.same(names(eligible(fleet, { maxLag: 10 }, none)), ['a'], 'lag <= maxLag is in sync');
@@ -106,7 +121,14 @@ t.test('eligibility reasons', async (t) => {
   });
 
   t.test('a node with no head yet is never in sync', async (t) => {
-    const { fleet } = fleetOf(t, [{ name: 'a', head: -1 }, { name: 'b', head: 5 }], 5);
+    const { fleet } = fleetOf(
+      t,
+      [
+        { name: 'a', head: -1 },
+        { name: 'b', head: 5 },
+      ],
+      5,
+    );
     t.same(names(eligible(fleet, { maxLag: 1000 }, none)), ['b']);
   });
 
@@ -118,7 +140,14 @@ t.test('eligibility reasons', async (t) => {
 });
 
 t.test('power of two choices prefers the cheaper node', async (t) => {
-  const { fleet, byName, clients } = fleetOf(t, [{ name: 'fast', latencyMs: 2 }, { name: 'slow', latencyMs: 50 }], 10);
+  const { fleet, byName, clients } = fleetOf(
+    t,
+    [
+      { name: 'fast', latencyMs: 2 },
+      { name: 'slow', latencyMs: 50 },
+    ],
+    10,
+  );
   const pool = fleet.upstreams;
   // Whatever order the two draws come in, the cheaper one wins.
   for (const r of [seq(0, 0), seq(0.99, 0), seq(0.5, 0.5), seq(0.1, 0.9)]) t.equal(choose(pool, undefined, r).name, 'fast');
@@ -129,7 +158,15 @@ t.test('power of two choices prefers the cheaper node', async (t) => {
   t.equal(cost(byName.get('slow')!), 50);
 
   t.test('only the two drawn nodes are compared', async (t) => {
-    const { fleet } = fleetOf(t, [{ name: 'a', latencyMs: 30 }, { name: 'b', latencyMs: 20 }, { name: 'c', latencyMs: 1 }], 10);
+    const { fleet } = fleetOf(
+      t,
+      [
+        { name: 'a', latencyMs: 30 },
+        { name: 'b', latencyMs: 20 },
+        { name: 'c', latencyMs: 1 },
+      ],
+      10,
+    );
     const [a, b, c] = fleet.upstreams;
     // random 0 -> i = 0 (a); random 0.5 -> j = floor(0.5 x 2) = 1 -> >= i -> 2 (c)
     t.equal(choose([a!, b!, c!], undefined, seq(0, 0.5)).name, 'c');
@@ -140,14 +177,29 @@ t.test('power of two choices prefers the cheaper node', async (t) => {
   });
 
   t.test('the second draw never lands on the first one', async (t) => {
-    const { fleet } = fleetOf(t, [{ name: 'slow', latencyMs: 100 }, { name: 'fast', latencyMs: 1 }], 10);
+    const { fleet } = fleetOf(
+      t,
+      [
+        { name: 'slow', latencyMs: 100 },
+        { name: 'fast', latencyMs: 1 },
+      ],
+      10,
+    );
     // Both draws say "slot 0": without skipping the first slot, slow would be compared with itself.
     t.equal(choose(fleet.upstreams, undefined, seq(0, 0)).name, 'fast');
     t.equal(choose(fleet.upstreams, undefined, seq(0.99, 0.99)).name, 'fast');
   });
 
   t.test('over many random draws the cheaper node takes most of the calls', async (t) => {
-    const { fleet } = fleetOf(t, [{ name: 'fast', latencyMs: 2 }, { name: 'mid', latencyMs: 10 }, { name: 'slow', latencyMs: 50 }], 10);
+    const { fleet } = fleetOf(
+      t,
+      [
+        { name: 'fast', latencyMs: 2 },
+        { name: 'mid', latencyMs: 10 },
+        { name: 'slow', latencyMs: 50 },
+      ],
+      10,
+    );
     const counts = new Map<string, number>();
     for (let i = 0; i < 3000; i++) {
       const u = choose(fleet.upstreams);
@@ -160,7 +212,14 @@ t.test('power of two choices prefers the cheaper node', async (t) => {
 });
 
 t.test('weight scales the cost', async (t) => {
-  const { fleet, byName, clients } = fleetOf(t, [{ name: 'light', latencyMs: 10, weight: 1 }, { name: 'heavy', latencyMs: 15, weight: 2 }], 10);
+  const { fleet, byName, clients } = fleetOf(
+    t,
+    [
+      { name: 'light', latencyMs: 10, weight: 1 },
+      { name: 'heavy', latencyMs: 15, weight: 2 },
+    ],
+    10,
+  );
   t.equal(cost(byName.get('light')!), 10);
   t.equal(cost(byName.get('heavy')!), 7.5, '15 / 2');
   t.equal(choose(fleet.upstreams, undefined, seq(0, 0)).name, 'heavy', 'a slower node with twice the weight is cheaper');

@@ -12,7 +12,16 @@ import { startSwitchyard } from '../helpers/switchyard.js';
 
 const wallet = new Wallet(DEV_KEY);
 const sign = (nonce: number): Promise<string> =>
-  wallet.signTransaction({ to: '0x000000000000000000000000000000000000dEaD', value: 1n, nonce, gasLimit: 21_000n, maxFeePerGas: 20_000_000_000n, maxPriorityFeePerGas: 1n, chainId: 186n, type: 2 });
+  wallet.signTransaction({
+    to: '0x000000000000000000000000000000000000dEaD',
+    value: 1n,
+    nonce,
+    gasLimit: 21_000n,
+    maxFeePerGas: 20_000_000_000n,
+    maxPriorityFeePerGas: 1n,
+    chainId: 186n,
+    type: 2,
+  });
 
 t.test('the receipt comes back from a real node', async (t) => {
   const anvil = await startAnvil();
@@ -29,7 +38,10 @@ t.test('a node that does not answer in time: one attempt, no retry elsewhere, -3
   const hanging = await startFakeNode(t, (method) => (method === 'eth_sendRawTransactionSync' ? { hang: true } : undefined));
   const other = await startFakeNode(t, (method) => (method === 'eth_sendRawTransactionSync' ? { result: { status: '0x1' } } : undefined));
   const sy = await startSwitchyard(t, {
-    upstreams: [{ name: 'hang', url: hanging.url }, { name: 'other', url: other.url }],
+    upstreams: [
+      { name: 'hang', url: hanging.url },
+      { name: 'other', url: other.url },
+    ],
     routing: { sendRawTransactionSyncTimeoutMs: 300, upstreamTimeoutMs: 5_000, maxAttempts: 3 },
   });
   const raw = await sign(0);

@@ -48,7 +48,7 @@ t.test('the answer is the hash; a second send gets the node error verbatim', asy
   const holderUrl = devnet.nodes().find((n) => n.name === holders[0])!.url;
   const direct = await call(holderUrl, 'eth_sendRawTransaction', [raw]);
   t.ok(direct.error, `the node refuses a duplicate: ${JSON.stringify(direct.error)}`);
-  t.same(second, { jsonrpc: '2.0', id: 'tx-2', error: direct.error }, 'observed: the second answer is the node\'s error, verbatim (not the hash)');
+  t.same(second, { jsonrpc: '2.0', id: 'tx-2', error: direct.error }, "observed: the second answer is the node's error, verbatim (not the hash)");
   t.comment(`second send of the same raw transaction answered: ${JSON.stringify(second.error ?? second.result)}`);
 
   await devnet.mine(1);
@@ -97,14 +97,14 @@ t.test('transport failure after the node forwarded it: the retry answers the has
   t.equal(forwarded.length, 1, `the fake node got it first and forwarded it (${forwarded[0]})`);
   t.same(JSON.parse(forwarded[0]!).result, expected, 'the real node accepted the forwarded copy');
   t.same(res, { jsonrpc: '2.0', id: 7, result: expected }, 'the retry on the real node said "already imported", and Switchyard answered the hash');
-  t.ok(await inPool(real.url, expected), 'the transaction is in the real node\'s pool');
+  t.ok(await inPool(real.url, expected), "the transaction is in the real node's pool");
   const again = await call(real.url, 'eth_sendRawTransaction', [raw]);
   t.match(again.error?.message, /already imported|already known/i, `the real node's duplicate wording: ${again.error?.message}`);
   const m = (await get(`${sy.adminUrl}/metrics`)).text;
   t.match(m, /switchyard_failovers_total\{reason="transport"\} [1-9]/, 'counted as a transport failover');
 });
 
-t.test('routing.broadcastTransactions puts the transaction in every node\'s pool', async (t) => {
+t.test("routing.broadcastTransactions puts the transaction in every node's pool", async (t) => {
   const { sy, devnet } = await startStack(t, { nodes: 3, blockTimeMs: 0, config: { routing: { broadcastTransactions: true } } });
   const nonce = Number((await call(sy.url, 'eth_getTransactionCount', [wallet.address, 'pending'])).result);
   const raw = await signTransfer(nonce);

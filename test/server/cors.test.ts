@@ -34,7 +34,9 @@ t.test('listed origins: echoed with Vary, others get no allow-origin', async (t)
   t.equal(pre.text, '', 'no body');
   t.equal(pre.headers['access-control-allow-origin'], 'https://app.example', 'the origin echoed');
   t.ok(varyHasOrigin(pre.headers.vary), 'Vary: Origin');
-  const methods = String(pre.headers['access-control-allow-methods']).split(',').map((m) => m.trim());
+  const methods = String(pre.headers['access-control-allow-methods'])
+    .split(',')
+    .map((m) => m.trim());
   t.ok(methods.includes('POST') && methods.includes('OPTIONS'), `allow-methods lists POST and OPTIONS (${methods.join(', ')})`);
   const allowed = String(pre.headers['access-control-allow-headers']).toLowerCase();
   t.ok(allowed.includes('content-type') && allowed.includes('x-api-key'), `allow-headers covers what the browser asked for (${allowed})`);
@@ -90,7 +92,11 @@ t.test('the default is ["*"]; [] turns CORS off', async (t) => {
 
 t.test('a refusal before processing carries the CORS headers too (a browser can read the 429/413)', async (t) => {
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: node.url }], server: { cors: { origins: ['https://app.example'] }, maxBodyBytes: 64 } });
-  const big = await request(sy.url, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'https://app.example' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'web3_sha3', params: ['0x'.padEnd(200, '0')] }) });
+  const big = await request(sy.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: 'https://app.example' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'web3_sha3', params: ['0x'.padEnd(200, '0')] }),
+  });
   await big.body.text();
   t.equal(big.statusCode, 413);
   t.equal(big.headers['access-control-allow-origin'], 'https://app.example', '413 with the echo');

@@ -149,9 +149,7 @@ function depthOf(v: unknown): number {
 // ---------------------------------------------------------------- the oracle: what SPEC 3 allows
 
 type Slot = { answer: false } | { answer: true; id: string; invalid: boolean };
-type Expect =
-  | { kind: 'whole'; status: number; code: number; array: boolean; message?: string }
-  | { kind: 'calls'; batch: boolean; slots: Slot[] };
+type Expect = { kind: 'whole'; status: number; code: number; array: boolean; message?: string } | { kind: 'calls'; batch: boolean; slots: Slot[] };
 
 const JSON_TYPES = /^\s*(application\/json|application\/json-rpc|application\/jsonrequest)\s*(;.*)?$/i;
 
@@ -275,10 +273,7 @@ const contentType = fc.oneof(
   { arbitrary: fc.constantFrom(undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'multipart/form-data', ''), weight: 1 },
 );
 
-const inputs = fc.tuple(
-  bodies,
-  contentType,
-).map(([input, type]) => ({ ...input, contentType: type }));
+const inputs = fc.tuple(bodies, contentType).map(([input, type]) => ({ ...input, contentType: type }));
 
 async function send(input: Input): Promise<{ status: number; text: string }> {
   const headers: Record<string, string> = {};
@@ -311,9 +306,25 @@ t.test('the oracle itself: the right answer passes, wrong ones do not', async (t
   ];
   for (const [what, status, text] of wrong) t.not(verdict(want, status, text), null, `refused: ${what}`);
   t.equal(verdict(oracle(enc('{"jsonrpc":"2.0","method":"eth_chainId"}'), 'application/json'), 200, ''), null, 'a lone notification: empty body');
-  t.not(verdict(oracle(enc('{"jsonrpc":"2.0","method":"eth_chainId"}'), 'application/json'), 200, '{"jsonrpc":"2.0","id":null,"result":"0xba"}'), null, 'a lone notification answered');
-  t.not(verdict(oracle(enc('[' + '1,'.repeat(100) + '1]'), 'application/json'), 200, '[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch too large: 101 calls, at most 100 allowed"}}]'), null, 'a too-large batch must be 413');
-  t.not(verdict(oracle(Buffer.from([0x22, 0xff, 0x22]), 'application/json'), 200, '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}'), null, 'invalid UTF-8 must be -32700');
+  t.not(
+    verdict(oracle(enc('{"jsonrpc":"2.0","method":"eth_chainId"}'), 'application/json'), 200, '{"jsonrpc":"2.0","id":null,"result":"0xba"}'),
+    null,
+    'a lone notification answered',
+  );
+  t.not(
+    verdict(
+      oracle(enc('[' + '1,'.repeat(100) + '1]'), 'application/json'),
+      200,
+      '[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch too large: 101 calls, at most 100 allowed"}}]',
+    ),
+    null,
+    'a too-large batch must be 413',
+  );
+  t.not(
+    verdict(oracle(Buffer.from([0x22, 0xff, 0x22]), 'application/json'), 200, '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}'),
+    null,
+    'invalid UTF-8 must be -32700',
+  );
 });
 
 t.test('every malformed body gets an answer SPEC 3 allows; the process lives, memory stays bounded', async (t) => {
@@ -334,7 +345,9 @@ t.test('every malformed body gets an answer SPEC 3 allows; the process lives, me
     const bad = verdict(want, got.status, got.text);
     if (bad !== null) {
       failures++;
-      throw new Error(`${input.kind}: ${bad}\n  request (${input.body.length} bytes, ${input.contentType}): ${input.body.subarray(0, 300).toString('latin1')}\n  answer: HTTP ${got.status} ${got.text.slice(0, 300)}`);
+      throw new Error(
+        `${input.kind}: ${bad}\n  request (${input.body.length} bytes, ${input.contentType}): ${input.body.subarray(0, 300).toString('latin1')}\n  answer: HTTP ${got.status} ${got.text.slice(0, 300)}`,
+      );
     }
   });
   // Rounds of 4 runners at once (seeds differ) so anvil round trips overlap; a failure is shrunk
@@ -349,7 +362,12 @@ t.test('every malformed body gets an answer SPEC 3 allows; the process lives, me
     for (const r of runs) if (r.failed) reports.push(fc.defaultReportMessage(r) ?? 'failed');
   }
   t.same(reports, [], 'every fast-check run passed');
-  t.comment(`${total} inputs tried: ${[...tried].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ')}`);
+  t.comment(
+    `${total} inputs tried: ${[...tried]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+  );
   t.ok(total >= MIN_INPUTS, `at least ${MIN_INPUTS} inputs tried (${total})`);
   t.equal(failures, 0, 'no input got an answer SPEC 3 does not allow');
 
@@ -357,10 +375,14 @@ t.test('every malformed body gets an answer SPEC 3 allows; the process lives, me
   t.equal(again.text, '{"jsonrpc":"2.0","id":"end","result":"0xba"}', 'the same instance still answers eth_chainId');
   const block = await post(sy.url, { jsonrpc: '2.0', id: 2, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000000', 'latest'] });
   t.match(block.json().result, /^0x/, `and still reaches anvil (${block.text.slice(0, 300)})`);
-  const status = await waitFor('every in-flight slot given back', async () => {
-    const st = (await get(`${sy.adminUrl}/status`)).json();
-    return st.inFlightCalls === 0 ? st : undefined;
-  }, { timeoutMs: 35_000 });
+  const status = await waitFor(
+    'every in-flight slot given back',
+    async () => {
+      const st = (await get(`${sy.adminUrl}/status`)).json();
+      return st.inFlightCalls === 0 ? st : undefined;
+    },
+    { timeoutMs: 35_000 },
+  );
   t.equal(status.inFlightCalls, 0, 'no concurrency slot leaked');
   t.equal(status.blockNumber, status.fleetHead, `eth_blockNumber is still the fleet head (${status.fleetHead})`);
   gc();

@@ -249,7 +249,10 @@ t.test('eth_chainId, net_version, net_listening are answered with no node at all
   await lone.stop();
   // The node is gone: wait until Switchyard has noticed, so the answers below can only be local.
   await waitFor('upstream marked down', async () => (await get(`${sy2.adminUrl}/ready`)).status === 503);
-  const r = await post(sy2.url, '[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"net_version","params":[]},{"jsonrpc":"2.0","id":3,"method":"net_listening","params":[]}]');
+  const r = await post(
+    sy2.url,
+    '[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"net_version","params":[]},{"jsonrpc":"2.0","id":3,"method":"net_listening","params":[]}]',
+  );
   t.equal(r.status, 200);
   t.equal(r.text, '[{"jsonrpc":"2.0","id":1,"result":"0xba"},{"jsonrpc":"2.0","id":2,"result":"186"},{"jsonrpc":"2.0","id":3,"result":true}]');
   const fwd = await post(sy2.url, '{"jsonrpc":"2.0","id":4,"method":"eth_gasPrice"}');

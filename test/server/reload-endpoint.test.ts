@@ -45,7 +45,16 @@ t.test('POST /-/reload: a good file applies, a bad one is refused and counted', 
 
   t.equal((await get(`${sy.adminUrl}/-/reload`)).status, 405, 'GET /-/reload is refused');
 
-  writeFileSync(file, fileFor([{ name: 'node-a', url: a.url }, { name: 'node-b', url: b.url }], 'log: { level: silent, requests: errors }'));
+  writeFileSync(
+    file,
+    fileFor(
+      [
+        { name: 'node-a', url: a.url },
+        { name: 'node-b', url: b.url },
+      ],
+      'log: { level: silent, requests: errors }',
+    ),
+  );
   const good = await reload(sy.adminUrl);
   t.equal(good.status, 200);
   t.same(good.body, { reloaded: true });
@@ -99,10 +108,16 @@ t.test('what cannot reload is named in a warning; the log level reloads', async 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'config.yaml');
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: a.url }], log: { level: 'warn' } }, { configFile: file, logger: createLogger('warn', stream) });
-  writeFileSync(file, fileFor([{ name: 'node-a', url: a.url }], 'log: { level: info }\nchainId: 1\ncache: { maxBytes: 1000 }').replace('port: 0, wsPort: null', 'port: 1, wsPort: null'));
+  writeFileSync(
+    file,
+    fileFor([{ name: 'node-a', url: a.url }], 'log: { level: info }\nchainId: 1\ncache: { maxBytes: 1000 }').replace('port: 0, wsPort: null', 'port: 1, wsPort: null'),
+  );
   t.equal((await reload(sy.adminUrl)).status, 200);
   const warn = lines.find((l) => l.msg === 'these settings cannot change on reload; restart to apply them');
   for (const name of ['cache', 'server.host/port/wsPort', 'chainId']) t.ok((warn?.settings as string[] | undefined)?.includes(name), `the warning names ${name}`);
   t.notOk((warn!.settings as string[]).includes('admin'), 'and not what did not change');
-  t.ok(lines.some((l) => l.msg === 'configuration reloaded' && l.level === 'info'), 'the new level (info) applies at once');
+  t.ok(
+    lines.some((l) => l.msg === 'configuration reloaded' && l.level === 'info'),
+    'the new level (info) applies at once',
+  );
 });

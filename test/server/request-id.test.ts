@@ -14,7 +14,12 @@ function capture(): { lines: () => Record<string, unknown>[]; stream: Writable }
   const out: string[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, cb) {
-      out.push(...chunk.toString().split('\n').filter((l) => l !== ''));
+      out.push(
+        ...chunk
+          .toString()
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       cb();
     },
   });
@@ -46,7 +51,10 @@ t.test('X-Request-Id round trip; request line with user agent and key name', asy
   t.equal(line.ua, 'probe/1.0', 'user agent logged');
   t.equal(line.apiKey, 'partner-1', 'the key is logged by name');
   t.notOk(JSON.stringify(log.lines()).includes(KEY), 'the key itself is in no line');
-  t.ok(log.lines().some((l) => l.msg === 'request' && l.req === own.headers['x-request-id']), 'the made-up id is the line\'s req');
+  t.ok(
+    log.lines().some((l) => l.msg === 'request' && l.req === own.headers['x-request-id']),
+    "the made-up id is the line's req",
+  );
 });
 
 t.test('log.requests: errors logs only requests with an error; off logs none, lifecycle lines stay', async (t) => {
@@ -58,9 +66,15 @@ t.test('log.requests: errors logs only requests with an error; off logs none, li
     await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_chainId' }, { 'x-request-id': `ok-${mode}` });
     await post(sy.url, { jsonrpc: '2.0', id: 2, method: 'foo_bar' }, { 'x-request-id': `bad-${mode}` });
     await post(sy.url, { jsonrpc: '2.0', id: 3, method: 'eth_chainId' }, { 'x-request-id': `last-${mode}` });
-    const reqs = log.lines().filter((l) => l.msg === 'request').map((l) => l.req);
+    const reqs = log
+      .lines()
+      .filter((l) => l.msg === 'request')
+      .map((l) => l.req);
     t.same(reqs, mode === 'errors' ? [`bad-${mode}`] : [], `${mode}: request lines`);
-    t.ok(log.lines().some((l) => l.msg === 'switchyard listening'), `${mode}: lifecycle lines stay`);
+    t.ok(
+      log.lines().some((l) => l.msg === 'switchyard listening'),
+      `${mode}: lifecycle lines stay`,
+    );
     await sy.close();
   }
 });
@@ -86,7 +100,14 @@ t.test('debug lines: failover and breaker transitions carry the request id', asy
   const log = capture();
   const sy = await startSwitchyard(
     t,
-    { upstreams: [{ name: 'broken', url: broken.url, maxBatchSize: 1, weight: 1000 }, { name: 'good', url: anvil.url }], log: { level: 'debug' }, routing: { breaker: { failureThreshold: 1, cooldownMs: 600_000 } } },
+    {
+      upstreams: [
+        { name: 'broken', url: broken.url, maxBatchSize: 1, weight: 1000 },
+        { name: 'good', url: anvil.url },
+      ],
+      log: { level: 'debug' },
+      routing: { breaker: { failureThreshold: 1, cooldownMs: 600_000 } },
+    },
     { logger: createLogger('debug', log.stream) },
   );
   // The broken node weighs most, so it is chosen first; the call fails over to the good one.
@@ -100,5 +121,8 @@ t.test('debug lines: failover and breaker transitions carry the request id', asy
   t.match(String(failover.req), /^dbg-\d+$/, 'the failover line carries the request id');
   const breaker = log.lines().find((l) => l.msg === 'breaker state changed');
   t.match(breaker, { upstream: 'broken', from: 'closed', to: 'open', req: failover.req });
-  t.ok(log.lines().some((l) => l.msg === 'probe: head' && l.upstream === 'good'), 'probe lines at debug');
+  t.ok(
+    log.lines().some((l) => l.msg === 'probe: head' && l.upstream === 'good'),
+    'probe lines at debug',
+  );
 });

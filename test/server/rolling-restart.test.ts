@@ -32,7 +32,9 @@ t.test('rolling restart behind HAProxy checking /ready loses no call', async (t)
   const replicas: Replica[] = [];
   for (const name of ['a', 'b']) {
     const r: Replica = { name, http: await freePort(), admin: await freePort(), file: join(dir, `${name}.yaml`) };
-    writeFileSync(r.file, `
+    writeFileSync(
+      r.file,
+      `
 server: { host: 127.0.0.1, port: ${r.http}, wsPort: null, shutdownDelayMs: 3000, shutdownGraceMs: 10000 }
 admin: { host: 127.0.0.1, port: ${r.admin} }
 upstreams: [ { name: anvil, url: "${anvil.url}" } ]
@@ -40,7 +42,8 @@ routing: { headPollMs: 250 }
 rateLimit: { perIp: null }
 uptime: { enabled: false }
 log: { level: info, requests: off }
-`);
+`,
+    );
     replicas.push(r);
   }
   const start = async (r: Replica): Promise<void> => {
@@ -52,7 +55,9 @@ log: { level: info, requests: off }
   const front = await freePort();
   const statsPort = await freePort();
   const cfg = join(dir, 'haproxy.cfg');
-  writeFileSync(cfg, `
+  writeFileSync(
+    cfg,
+    `
 global
   maxconn 2000
 defaults
@@ -75,7 +80,8 @@ listen stats
   bind 127.0.0.1:${statsPort}
   stats enable
   stats uri /stats
-`);
+`,
+  );
   const haproxy = spawn(HAPROXY, ['-db', '-f', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
   let haproxyErr = '';
   haproxy.stderr!.on('data', (d: Buffer) => (haproxyErr += d.toString()));
@@ -105,7 +111,10 @@ listen stats
   const failures: string[] = [];
   const client = async (i: number): Promise<void> => {
     for (let n = 0; !stop; n++) {
-      const body = n % 2 === 0 ? { jsonrpc: '2.0', id: n, method: 'eth_blockNumber' } : { jsonrpc: '2.0', id: n, method: 'eth_getBalance', params: ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest'] };
+      const body =
+        n % 2 === 0
+          ? { jsonrpc: '2.0', id: n, method: 'eth_blockNumber' }
+          : { jsonrpc: '2.0', id: n, method: 'eth_getBalance', params: ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest'] };
       try {
         const res = await request(`http://127.0.0.1:${front}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), dispatcher: agent });
         const text = await res.body.text();

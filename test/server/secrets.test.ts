@@ -141,11 +141,25 @@ t.test('an upstream URL with credentials and a secret path leaks nowhere', async
     t.notOk(r.text.includes(`127.0.0.1:${front.port}`) || r.text.includes(`127.0.0.1:${deadPort}`), `${what}: nor an upstream address`);
   }
   // Bad requests and a batch: Switchyard's own errors, for completeness.
-  for (const body of ['{', '[]', '[1]', JSON.stringify([{ jsonrpc: '2.0', id: 3, method: 'eth_getBalance', params: [addr(1), 'latest'] }, { jsonrpc: '2.0', id: 4, method: 'admin_peers' }])]) {
+  for (const body of [
+    '{',
+    '[]',
+    '[1]',
+    JSON.stringify([
+      { jsonrpc: '2.0', id: 3, method: 'eth_getBalance', params: [addr(1), 'latest'] },
+      { jsonrpc: '2.0', id: 4, method: 'admin_peers' },
+    ]),
+  ]) {
     bodies.push((await post(url, body)).text);
   }
-  t.notOk(bodies.some((b) => SECRET.test(b)), `no secret in any of ${bodies.length} response bodies`);
-  t.notOk(bodies.some((b) => /user:|admin:/.test(b)), 'no credentials in any of them');
+  t.notOk(
+    bodies.some((b) => SECRET.test(b)),
+    `no secret in any of ${bodies.length} response bodies`,
+  );
+  t.notOk(
+    bodies.some((b) => /user:|admin:/.test(b)),
+    'no credentials in any of them',
+  );
 
   const status = await get(`${admin}/status`);
   t.equal(status.status, 200);
@@ -166,9 +180,15 @@ t.test('an upstream URL with credentials and a secret path leaks nowhere', async
   cli.proc.kill('SIGTERM');
   t.equal(await cli.exited, 0, 'clean exit');
   const logs = cli.stdout() + cli.stderr();
-  const lines = cli.stdout().split('\n').filter((l) => l !== '');
+  const lines = cli
+    .stdout()
+    .split('\n')
+    .filter((l) => l !== '');
   t.ok(lines.length > 10, `the CLI logged (${lines.length} lines at debug)`);
-  t.ok(lines.some((l) => l.includes('node-a')), 'upstreams appear in logs by name');
+  t.ok(
+    lines.some((l) => l.includes('node-a')),
+    'upstreams appear in logs by name',
+  );
   const leaks = logs.split('\n').filter((l) => SECRET.test(l) || l.includes(`127.0.0.1:${front.port}`) || l.includes(`127.0.0.1:${deadPort}`));
   t.same(leaks, [], 'no log line carries a secret or an upstream address');
 });

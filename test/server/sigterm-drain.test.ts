@@ -27,13 +27,16 @@ t.test('SIGTERM: unready, serves with Connection: close for the delay, then drai
   });
   const dir = t.testdir();
   const file = join(dir, 'config.yaml');
-  writeFileSync(file, `
+  writeFileSync(
+    file,
+    `
 server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 3000, shutdownGraceMs: 20000 }
 admin: { host: 127.0.0.1, port: 0 }
 upstreams: [ { name: slow, url: "${node.url}" } ]
 routing: { headPollMs: 100 }
 log: { level: info }
-`);
+`,
+  );
   const cli = runCli(t, ['--config', file]);
   const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
   const base = `http://127.0.0.1:${ports.http}`;

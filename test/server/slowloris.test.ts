@@ -93,7 +93,10 @@ t.test('trickled headers are cut off by server.headersTimeoutMs', async (t) => {
   t.ok(worst <= HEADERS_MS + CHECK_SLACK_MS, `all 20 cut off within ${HEADERS_MS} + ${CHECK_SLACK_MS} ms (last after ${Math.round(worst)} ms)`);
   const answers = clients.map((c) => c.received());
   t.ok(answers.every(cutOff), `each got 408 or a closed connection (${[...new Set(answers.map((a) => a.split('\r\n')[0] || '(nothing)'))].join(', ')})`);
-  t.ok(answers.some((a) => a.startsWith('HTTP/1.1 408')), '408 Request Timeout where the socket could still take it');
+  t.ok(
+    answers.some((a) => a.startsWith('HTTP/1.1 408')),
+    '408 Request Timeout where the socket could still take it',
+  );
 });
 
 t.test('headers in time, then a trickled body: cut off by headers + bodyTimeoutMs', async (t) => {
@@ -111,7 +114,10 @@ t.test('headers in time, then a trickled body: cut off by headers + bodyTimeoutM
   t.ok(worst <= HEADERS_MS + BODY_MS + CHECK_SLACK_MS, `all 20 cut off within ${HEADERS_MS + BODY_MS} + ${CHECK_SLACK_MS} ms (last after ${Math.round(worst)} ms)`);
   const answers = clients.map((c) => c.received());
   t.ok(answers.every(cutOff), `each got 408 or a closed connection (${[...new Set(answers.map((a) => a.split('\r\n')[0] || '(nothing)'))].join(', ')})`);
-  t.notOk(answers.some((a) => a.includes('"result"')), 'none got its batch processed');
+  t.notOk(
+    answers.some((a) => a.includes('"result"')),
+    'none got its batch processed',
+  );
 });
 
 t.test('1,000 idle connections: others are served; the idle ones are closed by the headers timeout', async (t) => {

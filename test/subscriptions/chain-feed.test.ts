@@ -96,8 +96,14 @@ t.test('heads and logs through a killed and a stopped node', async (t) => {
   await pinger;
   const heads = seen.heads;
   const numbers = heads.map((h) => Number(h.number));
-  t.ok(numbers.every((n, i) => i === 0 || n === numbers[i - 1]! + 1), `consecutive heads ${numbers[0]}..${numbers.at(-1)} (${numbers.length})`);
-  t.ok(heads.every((h, i) => i === 0 || h.parentHash === heads[i - 1]!.hash), 'each head links to the one before');
+  t.ok(
+    numbers.every((n, i) => i === 0 || n === numbers[i - 1]! + 1),
+    `consecutive heads ${numbers[0]}..${numbers.at(-1)} (${numbers.length})`,
+  );
+  t.ok(
+    heads.every((h, i) => i === 0 || h.parentHash === heads[i - 1]!.hash),
+    'each head links to the one before',
+  );
   // Logs arrive after their block's head: wait for the last head's logs, then compare with the chain.
   const from = numbers[0]!;
   const to = numbers.at(-1)!;
@@ -106,7 +112,10 @@ t.test('heads and logs through a killed and a stopped node', async (t) => {
   const got = seen.logs.filter((l) => Number(l.blockNumber) <= to && !l.removed);
   t.ok(expected.length >= 10, `${expected.length} events in ${to - from + 1} blocks`);
   t.same(got.map(key), expected.map(key), 'logs sent equal eth_getLogs over the range: none missed, none twice');
-  t.notOk(seen.logs.some((l) => l.removed), 'no reorg, nothing removed');
+  t.notOk(
+    seen.logs.some((l) => l.removed),
+    'no reorg, nothing removed',
+  );
 });
 
 t.test('a reorg: removed logs first, then the new chain', async (t) => {

@@ -49,7 +49,12 @@ t.test('viem and ethers over WebSocket', async (t) => {
   const contract = (await deploying.waitForDeployment()) as Contract;
   const address = (await contract.getAddress()) as `0x${string}`;
   const viemEvents: bigint[] = [];
-  const unwatchEvents = viem.watchContractEvent({ address, abi: parseAbi(['event Ping(uint256 value)']), eventName: 'Ping', onLogs: (logs) => logs.forEach((l) => viemEvents.push(l.args.value!)) });
+  const unwatchEvents = viem.watchContractEvent({
+    address,
+    abi: parseAbi(['event Ping(uint256 value)']),
+    eventName: 'Ping',
+    onLogs: (logs) => logs.forEach((l) => viemEvents.push(l.args.value!)),
+  });
   t.teardown(unwatchEvents);
   const ethersEvents: bigint[] = [];
   const watched = new Contract(address, PING_ABI, ethersWs);
@@ -73,8 +78,14 @@ t.test('calls, batches and subscription ids over a raw socket', async (t) => {
   // No wsPort here: WebSocket as an upgrade on the HTTP port.
   const ws = await openSocket(t, sy.url.replace('http', 'ws'));
   t.same(await ws.ask('{"jsonrpc":"2.0","id":"a","method":"eth_chainId","params":[]}'), { jsonrpc: '2.0', id: 'a', result: '0xba' });
-  const batch = (await ws.ask('[{"jsonrpc":"2.0","id":2,"method":"eth_chainId"},{"jsonrpc":"2.0","id":1,"method":"nope_x","params":[]},{"jsonrpc":"2.0","method":"eth_chainId"},{"id":3}]')) as { id: unknown }[];
-  t.same(batch.map((r) => r.id), [2, 1, 3], 'batch answers in request order (ids kept), notification left out');
+  const batch = (await ws.ask(
+    '[{"jsonrpc":"2.0","id":2,"method":"eth_chainId"},{"jsonrpc":"2.0","id":1,"method":"nope_x","params":[]},{"jsonrpc":"2.0","method":"eth_chainId"},{"id":3}]',
+  )) as { id: unknown }[];
+  t.same(
+    batch.map((r) => r.id),
+    [2, 1, 3],
+    'batch answers in request order (ids kept), notification left out',
+  );
   t.equal((await ws.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["nope"]}')).error.code, -32602);
   const sub = (await ws.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads",{}]}')).result as string;
   t.match(sub, /^0x[0-9a-f]{32}$/);

@@ -31,7 +31,10 @@ t.test('every fuzzed frame is answered as the same HTTP body', async (t) => {
   const ws = await openSocket(t, sy.url.replace('http', 'ws'));
   const seed = Date.now();
   // Frames over subscriptions.maxMessageBytes close the socket (limits.test.ts), as 413 does over HTTP.
-  const inputs = fc.sample(bodies.filter((i) => i.body.length < MAX_BODY), { numRuns: RUNS, seed });
+  const inputs = fc.sample(
+    bodies.filter((i) => i.body.length < MAX_BODY),
+    { numRuns: RUNS, seed },
+  );
   let mismatches = 0;
   for (const [k, input] of inputs.entries()) {
     const res = await request(sy.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: input.body });

@@ -89,5 +89,8 @@ log: { level: info }
   process.kill(pid, 'SIGTERM');
   t.equal(await cli.exited, 0, 'exit 0');
   const closed = await Promise.all(codes);
-  t.ok(closed.every((code) => code === 1001), `every socket closed with 1001 (${new Set(closed).size === 1 ? closed[0] : [...new Set(closed)].join(',')})`);
+  t.ok(
+    closed.every((code) => code === 1001),
+    `every socket closed with 1001 (${new Set(closed).size === 1 ? closed[0] : [...new Set(closed)].join(',')})`,
+  );
 });

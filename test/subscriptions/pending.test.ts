@@ -32,5 +32,8 @@ t.test('pending transactions: once each, through a node failure', async (t) => {
   await waitFor('a hash sent after the kill relayed', () => hashes().includes(after));
   const got = hashes();
   t.equal(new Set(got).size, got.length, `${got.length} hashes, none twice`);
-  t.ok(sent.slice(-3).every((h) => got.includes(h)), 'every hash sent once the feed was up is relayed');
+  t.ok(
+    sent.slice(-3).every((h) => got.includes(h)),
+    'every hash sent once the feed was up is relayed',
+  );
 });

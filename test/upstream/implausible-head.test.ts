@@ -31,7 +31,14 @@ t.test('a node claiming an implausible head does not move the fleet head', async
     const st = (await get(`${sy.adminUrl}/status`)).json();
     return st.upstreams.every((u: { head: number }) => u.head >= 0) ? st : undefined;
   });
-  t.same(status.upstreams.map((u: { name: string; state: string }) => [u.name, u.state]), [['real', 'healthy'], ['liar', 'healthy']], 'both are healthy: the liar answers like a node');
+  t.same(
+    status.upstreams.map((u: { name: string; state: string }) => [u.name, u.state]),
+    [
+      ['real', 'healthy'],
+      ['liar', 'healthy'],
+    ],
+    'both are healthy: the liar answers like a node',
+  );
   t.equal(status.fleetHead, 5, 'the fleet head is the real chain head, not 5,000,000');
   const liarStatus = status.upstreams.find((u: { name: string }) => u.name === 'liar');
   t.equal(liarStatus.implausibleHead, true, '/status flags the implausible head');

@@ -50,8 +50,15 @@ t.test('an upstream on another chain id is quarantined and never used', async (t
   const answers = await Promise.all(calls.map((c, i) => post(sy.url, { jsonrpc: '2.0', id: i, ...c })));
   const errors = answers.filter((a) => a.json().error !== undefined || a.json().id === undefined);
   t.same(errors.map((a) => a.text).slice(0, 3), [], `all ${calls.length} calls answered with a result`);
-  const batch = await post(sy.url, calls.slice(0, 10).map((c, i) => ({ jsonrpc: '2.0', id: `b${i}`, ...c })));
-  t.same((batch.json() as { id: string }[]).map((r) => r.id), calls.slice(0, 10).map((_, i) => `b${i}`), 'a batch is answered too');
+  const batch = await post(
+    sy.url,
+    calls.slice(0, 10).map((c, i) => ({ jsonrpc: '2.0', id: `b${i}`, ...c })),
+  );
+  t.same(
+    (batch.json() as { id: string }[]).map((r) => r.id),
+    calls.slice(0, 10).map((_, i) => `b${i}`),
+    'a batch is answered too',
+  );
 
   m = (await get(`${sy.adminUrl}/metrics`)).text;
   const toWrong = m.split('\n').filter((l) => l.startsWith('switchyard_upstream_calls_total{upstream="wrong-chain"'));
@@ -68,7 +75,7 @@ t.test('an upstream on another chain id is quarantined and never used', async (t
   t.equal((await get(`${sy.adminUrl}/ready`)).status, 200, 'ready: the good upstream serves');
 });
 
-t.test('with only a wrong-chain upstream: not ready, calls get -32002, never the wrong chain\'s data', async (t) => {
+t.test("with only a wrong-chain upstream: not ready, calls get -32002, never the wrong chain's data", async (t) => {
   const wrong = await startAnvil({ chainId: 1 });
   t.teardown(() => wrong.stop());
   const sy = await startSwitchyard(t, { chainId: 186, upstreams: [{ name: 'wrong-chain', url: wrong.url }] }, { waitReady: false });

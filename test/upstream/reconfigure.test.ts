@@ -32,8 +32,16 @@ t.test('re-weighting keeps the node routable and its metrics', async (t) => {
   // Checked synchronously, before any poll of the new objects could have answered.
   const reweighting = fleet.reconfigure(OPTS, [cfg('a', a.url, 3), cfg('b', b.url, 2)]);
   t.not(fleet.upstreams[0], oldA, 'a changed entry is a new object');
-  t.same(fleet.upstreams.map((u) => u.weight), [3, 2], 'with the new weights');
-  t.same(fleet.upstreams.map((u) => u.available), [true, true], 'routable at once: same address, same node');
+  t.same(
+    fleet.upstreams.map((u) => u.weight),
+    [3, 2],
+    'with the new weights',
+  );
+  t.same(
+    fleet.upstreams.map((u) => u.available),
+    [true, true],
+    'routable at once: same address, same node',
+  );
   const pool = eligible(fleet, { minHead: 7 }, new Set());
   t.same(typeof pool === 'string' ? pool : pool.map((u) => u.name), ['a', 'b'], 'eligible for a call at the head right away');
   await reweighting;

@@ -23,7 +23,11 @@ t.test('Canon: the first changed height, or null', async (t) => {
   ];
   for (const row of rows) {
     const canon = new Canon();
-    t.same(row.feed.map((x) => canon.observe(x)), row.forks, row.name);
+    t.same(
+      row.feed.map((x) => canon.observe(x)),
+      row.forks,
+      row.name,
+    );
   }
 });
 

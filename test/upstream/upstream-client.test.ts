@@ -24,7 +24,29 @@ t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 function makeCert(): { key: string; cert: string; caFile: string } {
   const keyFile = join(dir, 'key.pem');
   const certFile = join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   return { key: readFileSync(keyFile, 'utf8'), cert: readFileSync(certFile, 'utf8'), caFile: certFile };
 }
 
@@ -49,14 +71,20 @@ t.test('headers with ${ENV} reach an https node trusted through caFile; without 
   const url = `https://127.0.0.1:${(tls.address() as AddressInfo).port}`;
 
   // ${ENV} in a header value is expanded by the loader like any other string.
-  const parsed = parseConfigText(`upstreams:\n  - name: tls\n    url: "${url}"\n    headers: { authorization: "Bearer \${NODE_TOKEN}", x-api-key: "\${NODE_KEY}" }\n`, { NODE_TOKEN: 'tok-123', NODE_KEY: 'key-456' });
+  const parsed = parseConfigText(`upstreams:\n  - name: tls\n    url: "${url}"\n    headers: { authorization: "Bearer \${NODE_TOKEN}", x-api-key: "\${NODE_KEY}" }\n`, {
+    NODE_TOKEN: 'tok-123',
+    NODE_KEY: 'key-456',
+  });
   t.same(parsed.upstreams[0]!.headers, { authorization: 'Bearer tok-123', 'x-api-key': 'key-456' });
 
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'tls', url, headers: { ...parsed.upstreams[0]!.headers }, caFile }] });
   const r = (await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000001', 'latest'] })).json();
   t.match(r.result, /^0x/, 'answered through TLS with the private CA');
   t.ok(seen.length > 0 && seen.every((h) => h.authorization === 'Bearer tok-123' && h['x-api-key'] === 'key-456'), 'every request carried the static headers');
-  t.ok(seen.every((h) => h['content-type'] === 'application/json'), 'content-type stays Switchyard\'s');
+  t.ok(
+    seen.every((h) => h['content-type'] === 'application/json'),
+    "content-type stays Switchyard's",
+  );
 
   const untrusting = await startSwitchyard(t, { upstreams: [{ name: 'tls', url }] }, { waitReady: false });
   const status = async (): Promise<string> => ((await get(`${untrusting.adminUrl}/status`)).json() as { upstreams: { state: string }[] }).upstreams[0]!.state;
@@ -95,5 +123,8 @@ t.test('an answer over maxResponseBytes: -32005 RESPONSE_TOO_LARGE, no other nod
   const ok = (await post(sy.url, { jsonrpc: '2.0', id: 2, method: 'eth_chainId' })).json();
   t.equal(ok.result, '0xba', 'still serving');
   const health = ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: { breaker: string; failures: number }[] }).upstreams;
-  t.ok(health.every((u) => u.breaker === 'closed' && u.failures === 0), 'not held against the node');
+  t.ok(
+    health.every((u) => u.breaker === 'closed' && u.failures === 0),
+    'not held against the node',
+  );
 });

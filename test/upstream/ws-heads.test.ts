@@ -21,10 +21,14 @@ t.test('newHeads subscriptions move the head between polls', async (t) => {
   t.equal(await head(pollOnly.url), 2);
 
   // The subscriptions are opened asynchronously: mine until the ws replica follows.
-  await waitFor('ws heads flowing', async () => {
-    const n = await devnet.mine(1);
-    return (await waitFor(`block ${n}`, async () => (await head(withWs.url)) === n, { timeoutMs: 2_000 }).catch(() => false)) === true;
-  }, { timeoutMs: 20_000 });
+  await waitFor(
+    'ws heads flowing',
+    async () => {
+      const n = await devnet.mine(1);
+      return (await waitFor(`block ${n}`, async () => (await head(withWs.url)) === n, { timeoutMs: 2_000 }).catch(() => false)) === true;
+    },
+    { timeoutMs: 20_000 },
+  );
   for (let i = 0; i < 3; i++) {
     const n = await devnet.mine(1);
     await waitFor(`block ${n} through the subscription`, async () => (await head(withWs.url)) === n, { timeoutMs: 5_000 });
@@ -33,6 +37,10 @@ t.test('newHeads subscriptions move the head between polls', async (t) => {
   const latest = (await post(withWs.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['latest', false] })).json().result;
   t.equal(Number(latest.number), await head(withWs.url), 'latest reads follow it');
   const status = (await get(`${withWs.adminUrl}/status`)).json() as { upstreams: { head: number }[] };
-  t.same(status.upstreams.map((u) => u.head), [await head(withWs.url), await head(withWs.url)], 'each upstream\'s head came from its own subscription');
+  t.same(
+    status.upstreams.map((u) => u.head),
+    [await head(withWs.url), await head(withWs.url)],
+    "each upstream's head came from its own subscription",
+  );
   t.equal(await head(pollOnly.url), 2, 'the poll-only replica (control) is still at 2: the heads above came from ws');
 });

@@ -53,7 +53,10 @@ t.test('the history bar: 90 aligned segments over the last day, null where nothi
   const now = T0 + 3 * DAY_MS + 5 * 60_000;
   // Probes only in the last 3 segments; the one before the last has a failure in it.
   const first = Math.floor(now / SEGMENT_MS) * SEGMENT_MS - 2 * SEGMENT_MS;
-  feed(store, probes(first, now, 10_000, (t) => t !== first + SEGMENT_MS + 30_000));
+  feed(
+    store,
+    probes(first, now, 10_000, (t) => t !== first + SEGMENT_MS + 30_000),
+  );
   const h = history(store, now);
   t.equal(h.segments.length, HISTORY_SEGMENTS);
   t.equal(h.segmentSeconds, 960, '16-minute segments');
@@ -122,7 +125,15 @@ t.test('the head watch: rises, stalls, restarts, another chain', async (t) => {
 });
 
 t.test('incidents open on failure and close on recovery', async (t) => {
-  const r = (reachable: boolean, advancing: boolean | null, reachableForMs = reachable ? 600_000 : 0): ProbeResult => ({ t: T0, reachable, reachableForMs, advancing, head: 7, stallAfterSeconds: 60, chainId: 186 });
+  const r = (reachable: boolean, advancing: boolean | null, reachableForMs = reachable ? 600_000 : 0): ProbeResult => ({
+    t: T0,
+    reachable,
+    reachableForMs,
+    advancing,
+    head: 7,
+    stallAfterSeconds: 60,
+    chainId: 186,
+  });
   const none = new Set<'unreachable' | 'stalled'>();
   t.same(incidentChanges(none, r(true, true)), []);
   t.match(incidentChanges(none, r(false, true)), [{ open: 'unreachable', summary: /eth_chainId with 0xba/ }]);

@@ -23,7 +23,16 @@ const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = fileURLToPath(new URL('../../.tap/artifacts/', import.meta.url));
 
 /** Flags for a browser on a machine with no way out: nothing phones home, nothing waits on the network. */
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 async function report(base: string): Promise<UptimeReport> {
   const r = await get(`${base}/uptime.json`);
@@ -83,10 +92,14 @@ if (!existsSync(CHROMIUM)) {
     const headOnPage = async (): Promise<number> => Number((await text(page, '#head')).replace(/[^0-9]/g, ''));
     const first = await headOnPage();
     t.ok(first > 0, `a head is shown (#${first})`);
-    const later = await waitFor('the head to rise on the page', async () => {
-      const h = await headOnPage();
-      return h > first + 1 ? h : undefined;
-    }, { timeoutMs: 20_000, intervalMs: 200 });
+    const later = await waitFor(
+      'the head to rise on the page',
+      async () => {
+        const h = await headOnPage();
+        return h > first + 1 ? h : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
     t.ok(later > first + 1, `the head rose from ${first} to ${later}`);
     t.equal(await page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce), true, 'without a reload (the page is the same document)');
     t.ok(requests.filter((u) => u.endsWith('/uptime.json')).length >= 1, 'it refreshed itself from uptime.json');
@@ -94,7 +107,10 @@ if (!existsSync(CHROMIUM)) {
 
     await t.test('a stalled chain opens a `stalled` incident on the page and in the JSON; blocks resuming close it', async (t) => {
       for (const n of nodes) t.equal((await fetch(`${devnet.controlUrl}/nodes/${n.index}/stall`, { method: 'POST' })).status, 200, `stall ${n.name}`);
-      const open = await waitFor('a stalled incident in the JSON', async () => (await report(sy.url)).incidents.find((i) => i.kind === 'stalled' && i.endedAt === null), { timeoutMs: 20_000, intervalMs: 100 });
+      const open = await waitFor('a stalled incident in the JSON', async () => (await report(sy.url)).incidents.find((i) => i.kind === 'stalled' && i.endedAt === null), {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      });
       t.match(open, { kind: 'stalled', endedAt: null, summary: /did not advance for more than 3 s/ });
       const r = await report(sy.url);
       t.equal(r.state, 'degraded', 'degraded: reachable but not advancing');
@@ -109,9 +125,16 @@ if (!existsSync(CHROMIUM)) {
       await shot('stalled');
 
       for (const n of nodes) await fetch(`${devnet.controlUrl}/nodes/${n.index}/resume`, { method: 'POST' });
-      const closed = await waitFor('the stall to close', async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), { timeoutMs: 20_000, intervalMs: 100 });
+      const closed = await waitFor('the stall to close', async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      });
       t.ok(Date.parse(closed.endedAt!) > Date.parse(closed.startedAt), 'it has an end after its start');
-      await waitFor('the page to show it closed', async () => (await text(page, '#state')) === 'Operational' && !(await page.locator('#incidents li').first().innerText()).includes('ongoing'), { timeoutMs: 20_000, intervalMs: 200 });
+      await waitFor(
+        'the page to show it closed',
+        async () => (await text(page, '#state')) === 'Operational' && !(await page.locator('#incidents li').first().innerText()).includes('ongoing'),
+        { timeoutMs: 20_000, intervalMs: 200 },
+      );
       t.equal(await openIncidents(sy.adminUrl, 'stalled'), 0);
       const r2 = await report(sy.url);
       t.ok(r2.uptime['24h']! < 1 && r2.uptime['24h']! > 0, `24 h uptime counts the stall: ${r2.uptime['24h']}`);
@@ -119,20 +142,33 @@ if (!existsSync(CHROMIUM)) {
 
     await t.test('every node unreachable opens an `unreachable` incident; it closes when one answers again', async (t) => {
       for (const n of nodes) await devnet.kill(n.index);
-      const open = await waitFor('an unreachable incident', async () => (await report(sy.url)).incidents.find((i) => i.kind === 'unreachable' && i.endedAt === null), { timeoutMs: 20_000, intervalMs: 100 });
+      const open = await waitFor('an unreachable incident', async () => (await report(sy.url)).incidents.find((i) => i.kind === 'unreachable' && i.endedAt === null), {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      });
       t.match(open, { kind: 'unreachable', summary: 'No node answered eth_chainId with 0xba' });
       t.equal((await report(sy.url)).state, 'down');
       await waitFor('the page to say down', async () => (await text(page, '#state')) === 'Down', { timeoutMs: 20_000, intervalMs: 200 });
       t.match(await page.locator('#incidents li').first().innerText(), /unreachable[\s\S]*ongoing/);
       await shot('down');
       await devnet.restart(0);
-      await waitFor('the outage to close', async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), { timeoutMs: 30_000, intervalMs: 100 });
+      await waitFor('the outage to close', async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      });
       await waitFor('the page to recover', async () => (await text(page, '#state')) !== 'Down', { timeoutMs: 20_000, intervalMs: 200 });
       const listed = (await report(sy.url)).incidents;
       t.ok(listed.find((i) => i.id === open.id)?.endedAt, 'the outage is listed, closed');
-      t.ok(listed.some((i) => i.kind === 'stalled' && i.endedAt !== null), 'the stall before it is still listed, closed');
+      t.ok(
+        listed.some((i) => i.kind === 'stalled' && i.endedAt !== null),
+        'the stall before it is still listed, closed',
+      );
       const starts = listed.map((i) => Date.parse(i.startedAt));
-      t.same(starts, [...starts].sort((a, b) => b - a), 'ordered by start, newest first');
+      t.same(
+        starts,
+        [...starts].sort((a, b) => b - a),
+        'ordered by start, newest first',
+      );
     });
 
     const foreign = requests.filter((u) => new URL(u).origin !== origin);

@@ -53,7 +53,11 @@ t.test('the uptime paths over HTTP', async (t) => {
   t.equal(page.statusCode, 200);
   t.equal(page.headers['content-type'], 'text/html; charset=utf-8');
   t.equal(page.headers['cache-control'], 'public, max-age=1', 'a public page cached no longer than a probe interval');
-  t.match(page.headers['content-security-policy'], /default-src 'none'; style-src 'sha256-[^']+'; script-src 'sha256-[^']+'; connect-src 'self'/, 'only its own inline style and script; fetches only from its own origin');
+  t.match(
+    page.headers['content-security-policy'],
+    /default-src 'none'; style-src 'sha256-[^']+'; script-src 'sha256-[^']+'; connect-src 'self'/,
+    'only its own inline style and script; fetches only from its own origin',
+  );
   t.notMatch(html, /\b(src|href)\s*=\s*"(https?:)?\/\//i, 'no external script, style, font or image');
   t.notMatch(html, /@import|url\(\s*["']?https?:/i, 'no external CSS either');
   t.notOk(html.includes(node.url) || html.includes(`:${node.port}`), 'the upstream URL is nowhere in the page');
@@ -113,9 +117,16 @@ t.test('a restart on the same store keeps incidents and uptime history', async (
 
   const second = await startSwitchyard(t, settings);
   const after = await waitFor('a probe after the restart', () => report(second.url));
-  t.same(after.incidents.find((i) => i.id === open.id), closed, 'the incident is still there, same id, start and end');
+  t.same(
+    after.incidents.find((i) => i.id === open.id),
+    closed,
+    'the incident is still there, same id, start and end',
+  );
   t.ok(after.uptime['24h']! < 1 && after.uptime['24h']! >= before.uptime['24h']! - 0.01, `uptime history kept: ${before.uptime['24h']} then ${after.uptime['24h']}`);
-  t.ok(after.history.segments.some((s) => s !== null && s < 1), 'the history bar still shows the stall');
+  t.ok(
+    after.history.segments.some((s) => s !== null && s < 1),
+    'the history bar still shows the stall',
+  );
   const status = (await get(`${second.adminUrl}/status`)).json();
   t.match(status.uptime, { store: file, persistent: true });
 });
@@ -138,7 +149,10 @@ t.test('a store file that cannot be used: logged naming uptime.store, kept in me
 
   // The same through the real process: it serves, it does not exit.
   const config = join(dir, 'switchyard.yaml');
-  writeFileSync(config, `server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }\nadmin: { host: 127.0.0.1, port: 0 }\nupstreams: [{ name: solo, url: "${node.url}" }]\nuptime: { store: ${JSON.stringify(dir)} }\n`);
+  writeFileSync(
+    config,
+    `server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }\nadmin: { host: 127.0.0.1, port: 0 }\nupstreams: [{ name: solo, url: "${node.url}" }]\nuptime: { store: ${JSON.stringify(dir)} }\n`,
+  );
   const cli = runCli(t, ['--config', config]);
   const ports = await waitFor('the process listening', () => listeningPorts(cli.stdout()), { timeoutMs: 20_000 });
   t.match(cli.stdout(), /uptime\.store cannot be used/, 'a folder as the store: the same logged fallback');

@@ -65,7 +65,12 @@ t.test('probes at chosen times: a stall and an outage open and close exactly the
   t.equal(uptime.report(), null, 'no report before the first probe');
   fleet.rise(100);
   await uptime.probe();
-  t.match(uptime.report(), { state: 'operational', checkedAt: new Date(T0).toISOString(), checks: { reachable: { ok: true }, advancing: { ok: true, head: '0x64', headAgeSeconds: 0 } }, uptime: { '24h': 1 } });
+  t.match(uptime.report(), {
+    state: 'operational',
+    checkedAt: new Date(T0).toISOString(),
+    checks: { reachable: { ok: true }, advancing: { ok: true, head: '0x64', headAgeSeconds: 0 } },
+    uptime: { '24h': 1 },
+  });
 
   // 60 s without a new head is still advancing; the probe after it is not.
   for (let s = 5; s <= 60; s += 5) {
@@ -77,14 +82,20 @@ t.test('probes at chosen times: a stall and an outage open and close exactly the
   await uptime.probe();
   const r = uptime.report()!;
   t.match(r, { state: 'degraded', checks: { advancing: { ok: false, headAgeSeconds: 65 } } });
-  t.same(r.incidents, [{ id: 1, kind: 'stalled', startedAt: new Date(T0 + 65_000).toISOString(), endedAt: null, summary: 'The chain did not advance for more than 60 s (fleet head at block 100)' }]);
+  t.same(r.incidents, [
+    { id: 1, kind: 'stalled', startedAt: new Date(T0 + 65_000).toISOString(), endedAt: null, summary: 'The chain did not advance for more than 60 s (fleet head at block 100)' },
+  ]);
   t.equal(await gauge(metrics, 'stalled'), 1);
 
   clock.now = T0 + 67_000;
   fleet.rise(101);
   clock.now = T0 + 70_000;
   await uptime.probe();
-  t.match(uptime.report(), { state: 'operational', checks: { advancing: { ok: true, head: '0x65', headAgeSeconds: 3 } } }, 'the head age counts from the rise (the fleet event), not from the probe');
+  t.match(
+    uptime.report(),
+    { state: 'operational', checks: { advancing: { ok: true, head: '0x65', headAgeSeconds: 3 } } },
+    'the head age counts from the rise (the fleet event), not from the probe',
+  );
   t.equal(uptime.report()!.incidents[0]!.endedAt, new Date(T0 + 70_000).toISOString(), 'closed at the probe that saw the rise');
   t.equal(await gauge(metrics, 'stalled'), 0);
 
