@@ -7,7 +7,9 @@
  */
 import WebSocket from 'ws';
 import type { Logger } from 'pino';
+import { isHash } from '../jsonrpc/hex.js';
 import type { Fleet } from '../upstream/fleet.js';
+import { notificationResult } from '../upstream/ws-heads.js';
 
 const RECENT = 10_000;
 const MAX_BACKOFF_MS = 10_000;
@@ -84,14 +86,8 @@ export class PendingFeed {
       socket.send('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newPendingTransactions"]}');
     });
     socket.on('message', (data: WebSocket.RawData) => {
-      let msg: { method?: string; params?: { result?: unknown } };
-      try {
-        msg = JSON.parse(data.toString()) as typeof msg;
-      } catch {
-        return;
-      }
-      const hash = msg.params?.result;
-      if (msg.method !== 'eth_subscription' || typeof hash !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(hash)) return;
+      const hash = notificationResult(data);
+      if (typeof hash !== 'string' || !isHash(hash)) return;
       f.lastAt = Date.now();
       this.relay(hash.toLowerCase());
     });

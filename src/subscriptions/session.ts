@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Call } from '../jsonrpc/parse.js';
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
+import { isHash } from '../jsonrpc/hex.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { SubscriptionSession } from '../pipeline/index.js';
@@ -133,7 +134,6 @@ export class Session implements SubscriptionSession {
   }
 }
 
-const HASH = /^0x[0-9a-fA-F]{64}$/;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
 /** The logs filter of eth_subscribe: `{ address?, topics? }` as in eth_getLogs (no block range). */
@@ -154,7 +154,7 @@ function parseFilter(v: unknown): LogFilter | RpcError {
       if (t === null) topics.push(null);
       else {
         const list = Array.isArray(t) ? t : [t];
-        if (!list.every((x) => typeof x === 'string' && HASH.test(x))) return rpcErrors.invalidParams('topics: expected 32-byte hex topics, lists of them, or null');
+        if (!list.every(isHash)) return rpcErrors.invalidParams('topics: expected 32-byte hex topics, lists of them, or null');
         topics.push(list.length === 0 ? null : new Set((list as string[]).map((x) => x.toLowerCase())));
       }
     }

@@ -8,6 +8,17 @@ import { parseHeader, type Header } from './heads.js';
 
 const MAX_BACKOFF_MS = 10_000;
 
+/** The `result` of an upstream's `eth_subscription` notification frame; undefined for anything else. */
+export function notificationResult(data: WebSocket.RawData): unknown {
+  let msg: { method?: string; params?: { result?: unknown } };
+  try {
+    msg = JSON.parse(data.toString()) as typeof msg;
+  } catch {
+    return undefined;
+  }
+  return msg.method === 'eth_subscription' ? msg.params?.result : undefined;
+}
+
 export class WsHeads {
   private socket: WebSocket | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -32,14 +43,7 @@ export class WsHeads {
       socket.send('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}');
     });
     socket.on('message', (data: WebSocket.RawData) => {
-      let msg: { method?: string; params?: { result?: unknown } };
-      try {
-        msg = JSON.parse(data.toString()) as typeof msg;
-      } catch {
-        return;
-      }
-      if (msg.method !== 'eth_subscription') return;
-      const header = parseHeader(msg.params?.result);
+      const header = parseHeader(notificationResult(data));
       if (header) this.onHeader(header);
     });
     // Errors are followed by 'close'; reconnect from there only.

@@ -6,16 +6,10 @@ import { Wallet } from 'ethers';
 import { startDevnet } from '../../src/devnet/index.js';
 import { CHAIN_ID, DEV_KEYS, assertIdentical, hashesOf, headOf, rpc } from './fixtures/chain.js';
 
-t.test('lag(1, 3) keeps node 1 exactly 3 blocks behind, resume catches it up', async (t) => {
-  const devnet = await startDevnet({ nodes: 3, chainId: CHAIN_ID, blockTimeMs: 0, basePort: 0 });
-  t.teardown(() => devnet.stop());
-  const [n0, n1, n2] = devnet.nodes();
-  await devnet.mine(2);
-  await devnet.lag(1, 3);
-  t.equal(devnet.nodes()[1]!.state, 'lagging');
-  // A transaction sent to the lagging node itself is still mined by the others right away.
-  const wallet = new Wallet(DEV_KEYS[0]);
-  const signed = await wallet.signTransaction({
+/** A signed 1-wei transfer to itself, nonce 0, from a dev key. */
+function selfTransfer(key: string): Promise<string> {
+  const wallet = new Wallet(key);
+  return wallet.signTransaction({
     to: wallet.address,
     value: 1n,
     nonce: 0,
@@ -25,6 +19,17 @@ t.test('lag(1, 3) keeps node 1 exactly 3 blocks behind, resume catches it up', a
     chainId: CHAIN_ID,
     type: 2,
   });
+}
+
+t.test('lag(1, 3) keeps node 1 exactly 3 blocks behind, resume catches it up', async (t) => {
+  const devnet = await startDevnet({ nodes: 3, chainId: CHAIN_ID, blockTimeMs: 0, basePort: 0 });
+  t.teardown(() => devnet.stop());
+  const [n0, n1, n2] = devnet.nodes();
+  await devnet.mine(2);
+  await devnet.lag(1, 3);
+  t.equal(devnet.nodes()[1]!.state, 'lagging');
+  // A transaction sent to the lagging node itself is still mined by the others right away.
+  const signed = await selfTransfer(DEV_KEYS[0]!);
   const txHash = await rpc<string>(n1!.url, 'eth_sendRawTransaction', [signed]);
   const head = await devnet.mine(5);
   t.equal(head, 7);
@@ -55,17 +60,7 @@ t.test('stall keeps a node answering at its height; resume replays every missed 
   t.equal(devnet.nodes()[2]!.state, 'stalled');
 
   // Sent to the stalled node: the others mine it, the stalled node only sees it after resume.
-  const wallet = new Wallet(DEV_KEYS[1]);
-  const signed = await wallet.signTransaction({
-    to: wallet.address,
-    value: 1n,
-    nonce: 0,
-    gasLimit: 21_000n,
-    maxFeePerGas: 10_000_000_000n,
-    maxPriorityFeePerGas: 1n,
-    chainId: CHAIN_ID,
-    type: 2,
-  });
+  const signed = await selfTransfer(DEV_KEYS[1]!);
   const txHash = await rpc<string>(url2, 'eth_sendRawTransaction', [signed]);
   await devnet.mine(4);
   t.equal(await headOf(url2), 2, 'the stalled node still answers, at its old head');
