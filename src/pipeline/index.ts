@@ -155,7 +155,7 @@ export class Pipeline {
   }
 
   /** The call goes to a node: shared with identical calls in flight, stored when its plan allows. */
-  private async fetch(
+  private fetch(
     ctx: RequestContext,
     call: Call,
     label: string,
@@ -171,13 +171,14 @@ export class Pipeline {
     const paramsJson = paramsText(call, spec, res);
     const send = (): Promise<Attempted> =>
       forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail, log: ctx.log });
-    if (!cacheable) return this.afterForward(spec, await send(), proves);
+    if (!cacheable) return send().then((a) => this.afterForward(spec, a, proves));
     const gen = d.cache.generation;
     // Identical reads in flight at once share one upstream call; per-client (sticky) ones per client.
     const key = plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
-    const attempted = await d.cache.coalesce(key, send);
-    if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
-    return this.afterForward(spec, attempted, proves);
+    return d.cache.coalesce(key, send).then((attempted) => {
+      if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
+      return this.afterForward(spec, attempted, proves);
+    });
   }
 
   /** What an answer teaches the fleet (a newer block exists), and filter ids made to carry their node. */
