@@ -36,7 +36,7 @@ function skipString(text: string, i: number): number {
 }
 
 /** Index just past the value that starts at i (whitespace already skipped). Iterative: no recursion depth. */
-function skipValue(text: string, i: number): number {
+export function skipValue(text: string, i: number): number {
   const c = text.charCodeAt(i);
   if (c === 0x22) return skipString(text, i);
   if (c !== 0x7b && c !== 0x5b) {
