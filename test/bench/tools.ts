@@ -188,6 +188,36 @@ server.listen(${port}, '127.0.0.1');
 }
 
 /**
+ * The least a JSON-RPC server does for a cached answer: node:http, the body parsed as JSON, the
+ * constant result written back with the request's own id. What parsing and an id cost on top of a
+ * bare node:http server, before any proxy logic: a floor for the hit path.
+ */
+export async function startMinimalJsonRpc(name: string, result: string): Promise<Proc & { url: string }> {
+  const port = await freePort();
+  const script = `
+const http = require('node:http');
+const result = ${JSON.stringify(result)};
+const server = http.createServer((req, res) => {
+  let body = '';
+  req.setEncoding('utf8');
+  req.on('data', (d) => { body += d; });
+  req.on('end', () => {
+    const call = JSON.parse(body);
+    const out = '{"jsonrpc":"2.0","id":' + JSON.stringify(call.id ?? null) + ',"result":' + result + '}';
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+    res.end(out);
+  });
+});
+server.keepAliveTimeout = 60000;
+server.listen(${port}, '127.0.0.1');
+`;
+  const p = startProcess(name, process.execPath, ['-e', script]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntil(name, async () => (await rpc(url, '{"id":1}')).includes('result'), 10_000);
+  return { ...p, url };
+}
+
+/**
  * The leanest Node proxy there is: node:http in front, one undici Pool behind, the request bytes
  * passed to the node and the answer's bytes passed back, nothing parsed. What any Node proxy pays
  * for HTTP in and out before it does any work of its own.
