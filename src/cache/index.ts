@@ -68,8 +68,10 @@ export class ResponseCache {
   coalesce<T>(key: string, work: () => Promise<T>): Promise<T> {
     // The generation is part of the key: a call asked after a reorg must not share an answer
     // fetched from the chain that reorg replaced (a head-scoped key can be the same on both chains).
-    return this.coalescer.run(`${this.memory.generation}|${key}`, work, () => this.metrics.recordCoalesced()) as Promise<T>;
+    return this.coalescer.run(`${this.memory.generation}|${key}`, work, this.joined) as Promise<T>;
   }
+
+  private readonly joined = (): void => this.metrics.recordCoalesced();
 
   onReorg(): void {
     this.memory.dropUnfinalized();

@@ -146,12 +146,13 @@ export class Pipeline {
     const proves = spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending');
     const cacheable = spec.handling === 'read' && !resolved.extension && spec.capability !== 'debug';
     const plan = cacheable ? planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized }) : null;
-    const fetch = (): Promise<Outcome> => this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
-    if (plan === null) return fetch();
+    if (plan === null) return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
     const hit = d.cache.lookup(plan);
-    if (hit instanceof Promise) return hit.then((h) => (h !== undefined ? { result: h, cached: true } : fetch()));
+    if (hit instanceof Promise) {
+      return hit.then((h) => (h !== undefined ? { result: h, cached: true } : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan)));
+    }
     if (hit !== undefined) return { result: hit, cached: true };
-    return fetch();
+    return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
   }
 
   /** The call goes to a node: shared with identical calls in flight, stored when its plan allows. */
