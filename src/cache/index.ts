@@ -61,7 +61,7 @@ export class ResponseCache {
       if (block === null || block > finalized) return;
     }
     const cls = plan.cls === 'tx' ? 'immutable' : plan.cls;
-    this.memory.set(plan.key, value, cls, gen);
+    this.memory.set(plan.key, value, cls, gen, plan.head);
     if (cls === 'immutable') this.redis?.set(plan.key, value);
   }
 
