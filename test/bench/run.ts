@@ -6,8 +6,10 @@
  *               pass-through (node:http + one undici Pool, bytes passed through) vs the node direct
  *   batch       a batch of 25 such calls vs one call (Switchyard's ratio and the node's own)
  *   hit         eth_getBlockByHash(genesis), answered from the cache, vs a bare node:http server
- *               answering the same bytes as a constant, and vs the least a JSON-RPC server does
- *               (node:http, JSON.parse of the body, the constant result with the request's id)
+ *               answering the same bytes as a constant, vs the least a JSON-RPC server does
+ *               (node:http, JSON.parse of the body, the constant result with the request's id),
+ *               and vs the bare server doing BUSY_US of busy work per request: what a few
+ *               microseconds of a proxy's own work cost in throughput on this machine
  *   local       eth_chainId, answered by Switchyard itself, vs a bare node:http server answering it
  *   RSS         Switchyard's VmRSS with 1,000 idle keep-alive connections: fresh; after sustained
  *               misses with the cache off (`cache.maxBytes: 0`: the process without its cache), read
@@ -60,6 +62,8 @@ const CPU_PROF = process.env.BENCH_CPU_PROF;
 const BASELINE = process.env.BENCH_BASELINE;
 const WARMUP_SECONDS = 1;
 const IDLE_CONNECTIONS = 1000;
+/** The busy work per request of the `bare+busy` hit reference. */
+const BUSY_US = 10;
 /** The node direct must answer at least this many times HAProxy's rate for the run to count. */
 const NODE_MARGIN = 1.25;
 const CHAIN_ID_CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
@@ -184,6 +188,8 @@ async function main(): Promise<number> {
     const hitAnswer = await rpc(anvil.url, hitCall);
     const bareHit = await startBareNode('bare-hit', hitAnswer);
     stops.push(() => bareHit.stop());
+    const busyHit = await startBareNode('bare-busy', hitAnswer, BUSY_US);
+    stops.push(() => busyHit.stop());
     const minHit = await startMinimalJsonRpc('min-jsonrpc', JSON.stringify((JSON.parse(hitAnswer) as { result: unknown }).result));
     stops.push(() => minHit.stop());
     const bareLocal = await startBareNode('bare-local', '{"jsonrpc":"2.0","id":1,"result":"0xba"}');
@@ -204,6 +210,7 @@ async function main(): Promise<number> {
       { label: 'miss batch25', target: 'switchyard', url: sy.url, script: miss25, callsPerRequest: 25, pid: sy.pid },
       { label: 'hit', target: 'bare-node', url: bareHit.url, script: hit, callsPerRequest: 1, pid: bareHit.pid },
       { label: 'hit', target: 'min-jsonrpc', url: minHit.url, script: hit, callsPerRequest: 1, pid: minHit.pid },
+      { label: 'hit', target: 'bare+busy', url: busyHit.url, script: hit, callsPerRequest: 1, pid: busyHit.pid },
       { label: 'hit', target: 'switchyard', url: sy.url, script: hit, callsPerRequest: 1, pid: sy.pid },
       { label: 'local', target: 'bare-node', url: bareLocal.url, script: local, callsPerRequest: 1, pid: bareLocal.pid },
       { label: 'local', target: 'switchyard', url: sy.url, script: local, callsPerRequest: 1, pid: sy.pid },
@@ -272,6 +279,7 @@ async function main(): Promise<number> {
     `| hit: switchyard / bare node:http | ${ratio(rps('hit', 'switchyard'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'switchyard'), us('hit', 'bare-node'))} | >= 0.9 |`,
     `| hit: minimal JSON-RPC server / bare node:http (parsing and the id alone) | ${ratio(rps('hit', 'min-jsonrpc'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'min-jsonrpc'), us('hit', 'bare-node'))} | |`,
     `| hit: switchyard / minimal JSON-RPC server | ${ratio(rps('hit', 'switchyard'), rps('hit', 'min-jsonrpc'))} | ${ratio(us('hit', 'switchyard'), us('hit', 'min-jsonrpc'))} | |`,
+    `| hit: bare node:http + ${BUSY_US} us busy work per request / bare node:http (what ${BUSY_US} us of own work costs) | ${ratio(rps('hit', 'bare+busy'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'bare+busy'), us('hit', 'bare-node'))} | |`,
     `| local eth_chainId: switchyard / bare node:http | ${ratio(rps('local', 'switchyard'), rps('local', 'bare-node'))} | ${ratio(us('local', 'switchyard'), us('local', 'bare-node'))} | |`,
     `| batch of 25 / one call, switchyard (cost: one-call req/s / batch req/s) | ${ratio(rps('miss', 'switchyard'), rps('miss batch25', 'switchyard'))} | ${ratio(us('miss batch25', 'switchyard'), us('miss', 'switchyard'))} | < 5 |`,
     `| batch of 25 / one call, anvil direct (the node's own) | ${ratio(rps('miss', 'anvil'), rps('miss batch25', 'anvil'))} | ${ratio(us('miss batch25', 'anvil'), us('miss', 'anvil'))} | |`,
