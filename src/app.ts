@@ -22,6 +22,7 @@ import { createHttpServer, type HttpDeps } from './server/http.js';
 import { acceptProxyProtocol } from './server/proxy-protocol.js';
 import { Fleet, fleetOptions } from './upstream/fleet.js';
 import { SharedHeads } from './replicas/shared-heads.js';
+import { RedisConnections } from './redis/connections.js';
 import { Uptime } from './uptime/index.js';
 import { ChainFeed, type FeedSettings } from './subscriptions/chain.js';
 import { PendingFeed } from './subscriptions/pending.js';
@@ -59,6 +60,8 @@ export class App {
   private readonly uptime: Uptime | null;
   /** Heads shared with the other replicas through the top-level redis (null without one). */
   private readonly sharedHeads: SharedHeads | null;
+  /** One connection per Redis URL, shared by the cache, the rate limits and shared heads. */
+  private readonly redis: RedisConnections;
   private readonly concurrency: Concurrency;
   private readonly cache: ResponseCache;
   private rateLimits: RateLimits;
@@ -79,13 +82,12 @@ export class App {
     this.metrics = new Metrics({ processMetrics: opts.processMetrics, version: VERSION, chainId: config.chainId });
     this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
-    this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log);
-    this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log);
+    this.redis = new RedisConnections(this.metrics, this.log.child({ room: 'redis' }));
+    this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log, this.redis);
+    this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log, this.redis);
     this.fleet.on('reorg', () => this.cache.onReorg());
     this.sharedHeads =
-      config.redis === null
-        ? null
-        : new SharedHeads(config.redis, config.chainId, this.fleet, this.metrics, this.log.child({ room: 'replicas' }), Math.min(config.routing.headPollMs, 1_000));
+      config.redis === null ? null : new SharedHeads(this.redis, config.redis, config.chainId, this.fleet, this.metrics, Math.min(config.routing.headPollMs, 1_000));
     this.uptime = config.uptime.enabled
       ? new Uptime(config.uptime, { chainId: config.chainId, fleet: this.fleet, metrics: this.metrics, log: this.log, upstreamTimeoutMs: config.routing.upstreamTimeoutMs })
       : null;
@@ -296,7 +298,7 @@ export class App {
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
     if (JSON.stringify(prev.rateLimit) !== JSON.stringify(next.rateLimit)) {
       const old = this.rateLimits;
-      this.rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log);
+      this.rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log, this.redis);
       void old.close();
     }
     this.pipeline.update(this.pipelineDeps(next));
@@ -361,5 +363,6 @@ export class App {
     await this.fleet.stop();
     await this.cache.close();
     await this.rateLimits.close();
+    await this.redis.close();
   }
 }

@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics/registry.js';
 import { Coalescer } from './coalesce.js';
 import { blockOfTx, type CachePlan } from './plan.js';
 import { RedisLevel } from './redis.js';
+import { RedisConnections } from '../redis/connections.js';
 import { MemoryStore } from './store.js';
 
 export { planCache, type CachePlan, type ChainView } from './plan.js';
@@ -28,9 +29,11 @@ export class ResponseCache {
     cfg: CacheConfig,
     private readonly metrics: Metrics,
     log: Logger,
+    /** The process's Redis connections (one of its own when not given). */
+    connections: RedisConnections = new RedisConnections(metrics, log),
   ) {
     this.memory = new MemoryStore(cfg.maxBytes);
-    this.redis = cfg.redis === null ? null : new RedisLevel(cfg.redis, log, cfg.chainId);
+    this.redis = cfg.redis === null ? null : new RedisLevel(connections.link(cfg.redis, { name: 'cache', whileDown: 'the cache is memory only' }), cfg.chainId);
   }
 
   /** The reorg generation; pass it back to store() so an answer fetched across a reorg is not kept. */

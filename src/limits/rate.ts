@@ -13,11 +13,12 @@
  * apply from local memory: served, logged once and counted, never "allow all"; Redis is tried
  * again a second after a failure.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { BlockList } from 'node:net';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Metrics } from '../metrics/registry.js';
+import { RedisConnections, type RedisLink } from '../redis/connections.js';
 import { cidrList, inList } from './cidrs.js';
 
 export interface Rate {
@@ -98,6 +99,7 @@ export class RateLimits {
   private readonly anyExempt: boolean;
   private readonly costs = new Map<string, number>();
   private readonly costPrefixes: [string, number][] = [];
+  private readonly link: RedisLink | null;
   private readonly redis: Redis | null;
   private redisDown = false;
   /** Until then, limits are applied from local memory without asking Redis. */
@@ -109,13 +111,12 @@ export class RateLimits {
     private readonly cfg: RateLimitConfig,
     private readonly metrics: Metrics,
     private readonly log: Logger,
+    /** The process's Redis connections (one of its own when not given). */
+    connections?: RedisConnections,
   ) {
-    this.redis =
-      cfg.redis === null
-        ? null
-        : new Redis(cfg.redis, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 200, connectTimeout: 2_000, retryStrategy: (n) => Math.min(n * 200, 2_000) });
-    this.redis?.on('error', () => this.noteRedis(false));
-    this.redis?.on('ready', () => this.noteRedis(true));
+    this.link =
+      cfg.redis === null ? null : (connections ?? new RedisConnections(metrics, log)).link(cfg.redis, { name: 'rate limits', whileDown: 'rate limits apply from local memory' });
+    this.redis = this.link?.client ?? null;
     this.perIp = cfg.perIp === null ? null : this.bursty('ip', cfg.perIp);
     for (const k of cfg.apiKeys) this.byKey.set(k.key, { name: k.name, limiter: this.bursty(`key:${k.name}`, k) });
     this.exempt = cidrList('rateLimit.exempt', cfg.exempt);
@@ -149,9 +150,9 @@ export class RateLimits {
     return this.redis !== null && this.redis.status === 'ready' && Date.now() >= this.sharedDownUntil;
   }
 
+  /** A change in what this limiter saw is evidence for the connection's state (which logs the transition). */
   private noteRedis(up: boolean): void {
-    if (up && this.redisDown) this.log.info('rate-limit redis reachable again: limits shared across replicas');
-    if (!up && !this.redisDown) this.log.warn('rate-limit redis unreachable: limits apply from local memory until it is back');
+    if (up === this.redisDown) this.link?.note(up);
     this.redisDown = !up;
   }
 
@@ -243,6 +244,6 @@ export class RateLimits {
   }
 
   async close(): Promise<void> {
-    this.redis?.disconnect();
+    this.link?.release();
   }
 }

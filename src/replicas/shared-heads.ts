@@ -6,12 +6,14 @@
  * replica's fleet head and eth_blockNumber rise with it and reads for N go to nodes known to have
  * N. A rise is announced on a pub/sub channel at once; every `intervalMs` each replica also
  * publishes its heads and reads the hash. Redis down: the replica goes on with its own view
- * (logged, counted) and sharing resumes when Redis is back.
+ * (logged by the connection, counted here) and sharing resumes when Redis is back. The connections
+ * are the process's shared ones for that URL (redis/connections.ts): commands on the shared one,
+ * the subscription on the shared pub/sub one.
  */
-import { Redis } from 'ioredis';
-import { Counter, Gauge } from 'prom-client';
-import type { Logger } from 'pino';
+import type { Redis } from 'ioredis';
+import { Counter } from 'prom-client';
 import type { Metrics } from '../metrics/registry.js';
+import type { RedisConnections, RedisLink } from '../redis/connections.js';
 import type { Fleet } from '../upstream/fleet.js';
 import type { Upstream } from '../upstream/node.js';
 
@@ -35,50 +37,47 @@ if rose then redis.call('PUBLISH', KEYS[2], all) end
 return all
 `;
 
-const OPTIONS = { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 500, connectTimeout: 2_000, retryStrategy: (n: number) => Math.min(n * 200, 2_000) };
-
 export class SharedHeads {
-  private readonly client: Redis;
+  private readonly link: RedisLink;
   private readonly sub: Redis;
   private readonly key: string;
   private readonly channel: string;
   private timer: NodeJS.Timeout | null = null;
   private publishing = false;
   private again = false;
-  private up = false;
   /** The shared max per upstream name, as last read. */
   private readonly known = new Map<string, number>();
   /** The fleet head shared by all replicas (-1 until read). */
   sharedHead = -1;
-  private readonly upGauge: Gauge;
   private readonly failures: Counter;
   private readonly onHead = (u: Upstream): void => {
     if (u.head > (this.known.get(u.name) ?? -1)) this.publish();
   };
 
+  private readonly onMessage = (channel: string, text: string): void => {
+    if (channel === this.channel) this.apply(text);
+  };
+
+  /** `url`: the top-level redis, through the process's shared connections. */
   constructor(
+    connections: RedisConnections,
     url: string,
     chainId: number,
     private readonly fleet: Fleet,
     metrics: Metrics,
-    private readonly log: Logger,
     private readonly intervalMs: number,
   ) {
     this.key = `switchyard:${chainId}:heads`;
     this.channel = `switchyard:${chainId}:heads:rose`;
-    this.upGauge = new Gauge({ name: 'switchyard_redis_up', help: '1 while the shared-heads Redis (top-level redis) is reachable', registers: [metrics.registry] });
     this.failures = new Counter({
       name: 'switchyard_shared_heads_failures_total',
       help: 'Shared-head exchanges with Redis that failed (the replica went on with its own view)',
       registers: [metrics.registry],
     });
-    this.client = new Redis(url, OPTIONS);
-    this.sub = new Redis(url, { ...OPTIONS, enableOfflineQueue: true });
-    this.client.on('ready', () => this.note(true));
-    this.client.on('error', () => this.note(false));
-    this.client.on('close', () => this.note(false));
-    this.sub.on('error', () => undefined);
-    this.sub.on('message', (_channel: string, text: string) => this.apply(text));
+    // Back after an outage: exchange at once rather than at the next tick.
+    this.link = connections.link(url, { name: 'shared heads', whileDown: "heads are this replica's own view", onUp: () => this.publish() });
+    this.sub = this.link.subscriber();
+    this.sub.on('message', this.onMessage);
   }
 
   start(): void {
@@ -88,18 +87,9 @@ export class SharedHeads {
     this.timer.unref();
   }
 
-  private note(up: boolean): void {
-    if (up === this.up) return;
-    this.up = up;
-    this.upGauge.set(up ? 1 : 0);
-    if (up) this.log.info('redis reachable: heads shared with the other replicas');
-    else this.log.warn("redis unreachable: heads are this replica's own view until it is back");
-    if (up) this.publish();
-  }
-
   /** Sends this replica's heads, takes the merged maxes back (coalesced: one exchange at a time). */
   private publish(): void {
-    if (this.client.status !== 'ready') return;
+    if (!this.link.usable) return;
     if (this.publishing) {
       this.again = true;
       return;
@@ -108,10 +98,16 @@ export class SharedHeads {
     const args: (string | number)[] = [this.intervalMs * 20];
     for (const u of this.fleet.upstreams) if (u.available && u.head >= 0) args.push(`u:${u.name}`, u.head);
     if (this.fleet.head >= 0) args.push('fleet', this.fleet.head);
-    this.client
+    this.link.client
       .eval(MAX_SCRIPT, 2, this.key, this.channel, ...args)
-      .then((text) => this.apply(String(text)))
-      .catch(() => this.failures.inc())
+      .then((text) => {
+        this.link.note(true);
+        this.apply(String(text));
+      })
+      .catch(() => {
+        this.failures.inc();
+        this.link.note(false);
+      })
       .finally(() => {
         this.publishing = false;
         if (this.again) {
@@ -149,7 +145,9 @@ export class SharedHeads {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.fleet.off('upstream-head', this.onHead);
-    this.client.disconnect();
-    this.sub.disconnect();
+    this.sub.off('message', this.onMessage);
+    // Not awaited: while Redis is down the command waits in the subscriber's queue.
+    void this.sub.unsubscribe(this.channel).catch(() => undefined);
+    this.link.release();
   }
 }
