@@ -5,7 +5,11 @@
  * taken as an observation: an upstream another replica saw at N has N (Fleet.proveBlock), so this
  * replica's fleet head and eth_blockNumber rise with it and reads for N go to nodes known to have
  * N. A rise is announced on a pub/sub channel at once; every `intervalMs` each replica also
- * publishes its heads and reads the hash. Redis down: the replica goes on with its own view
+ * publishes its heads and reads the hash.
+ * Published before served: while Redis is usable, eth_blockNumber rises only to a fleet head the
+ * hash already holds, so a client that reads N from this replica and asks another replica next
+ * finds N announced there (the rise reached the other replica's subscription before this
+ * replica's answer left). Redis down: the replica goes on with its own view
  * (logged by the connection, counted here) and sharing resumes when Redis is back. The connections
  * are the process's shared ones for that URL (redis/connections.ts): commands on the shared one,
  * the subscription on the shared pub/sub one.
@@ -50,6 +54,7 @@ export class SharedHeads {
   /** The fleet head shared by all replicas (-1 until read). */
   sharedHead = -1;
   private readonly failures: Counter;
+  private readonly taken: Counter;
   private readonly onHead = (u: Upstream): void => {
     if (u.head > (this.known.get(u.name) ?? -1)) this.publish();
   };
@@ -74,6 +79,11 @@ export class SharedHeads {
       help: 'Shared-head exchanges with Redis that failed (the replica went on with its own view)',
       registers: [metrics.registry],
     });
+    this.taken = new Counter({
+      name: 'switchyard_shared_heads_taken_total',
+      help: "Upstream heads this replica took from the other replicas' observations before seeing them itself",
+      registers: [metrics.registry],
+    });
     // Back after an outage: exchange at once rather than at the next tick.
     this.link = connections.link(url, { name: 'shared heads', whileDown: "heads are this replica's own view", onUp: () => this.publish() });
     this.sub = this.link.subscriber();
@@ -85,6 +95,7 @@ export class SharedHeads {
     this.fleet.on('upstream-head', this.onHead);
     this.timer = setInterval(() => this.publish(), this.intervalMs);
     this.timer.unref();
+    this.fleet.capServedHead(() => (this.link.usable && this.sharedHead >= 0 ? this.sharedHead : Number.POSITIVE_INFINITY));
   }
 
   /** Sends this replica's heads, takes the merged maxes back (coalesced: one exchange at a time). */
@@ -138,12 +149,15 @@ export class SharedHeads {
       const name = field.slice(2);
       this.known.set(name, Math.max(this.known.get(name) ?? -1, n));
       const u = this.fleet.upstreams.find((x) => x.name === name);
-      if (u !== undefined && n > u.head) this.fleet.proveBlock(u, n);
+      if (u === undefined || n <= u.head) continue;
+      this.fleet.proveBlock(u, n);
+      if (u.head >= n) this.taken.inc();
     }
   }
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    this.fleet.capServedHead(null);
     this.fleet.off('upstream-head', this.onHead);
     this.sub.off('message', this.onMessage);
     // Not awaited: while Redis is down the command waits in the subscriber's queue.

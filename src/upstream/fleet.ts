@@ -56,6 +56,7 @@ export class Fleet extends EventEmitter {
   finalized = -1;
   /** The block number clients have been told; never decreases while this process lives. */
   private served = -1;
+  private servedCap: (() => number) | null = null;
   private readonly probes = new Map<Upstream, Probe>();
   /** The writable state of every upstream, current and retiring: the fleet's alone. */
   private readonly status = new WeakMap<Upstream, NodeStatus>();
@@ -98,8 +99,17 @@ export class Fleet extends EventEmitter {
 
   /** The block number for eth_blockNumber: the fleet head, but never lower than one already served. */
   blockNumber(): number {
-    if (this.head > this.served) this.served = this.head;
+    const head = this.servedCap === null ? this.head : Math.min(this.head, this.servedCap());
+    if (head > this.served) this.served = head;
     return this.served;
+  }
+
+  /**
+   * Replicas sharing heads (replicas/shared-heads.ts): eth_blockNumber rises no higher than this,
+   * the head the other replicas can already know of. null: no cap.
+   */
+  capServedHead(cap: (() => number) | null): void {
+    this.servedCap = cap;
   }
 
   lag(u: Upstream): number {
