@@ -109,6 +109,8 @@ export class RateLimits {
     private readonly cfg: RateLimitConfig,
     private readonly metrics: Metrics,
     private readonly log: Logger,
+    /** The clock that times the Redis retry pause; the memory windows keep rate-limiter-flexible's own (Date.now). */
+    private readonly now: () => number = Date.now,
   ) {
     this.redis =
       cfg.redis === null
@@ -146,7 +148,7 @@ export class RateLimits {
   }
 
   private sharedUsable(): boolean {
-    return this.redis !== null && this.redis.status === 'ready' && Date.now() >= this.sharedDownUntil;
+    return this.redis !== null && this.redis.status === 'ready' && this.now() >= this.sharedDownUntil;
   }
 
   private noteRedis(up: boolean): void {
@@ -207,7 +209,7 @@ export class RateLimits {
           continue;
         } catch {
           // Redis refused or timed out: this call and the next ones are charged in memory.
-          this.sharedDownUntil = Date.now() + SHARED_RETRY_MS;
+          this.sharedDownUntil = this.now() + SHARED_RETRY_MS;
           this.noteRedis(false);
           shared = false;
         }
