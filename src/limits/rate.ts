@@ -12,6 +12,10 @@
  * Redis is unreachable, not ready, or fails a command (a hung Redis times out), the same limits
  * apply from local memory: served, logged once and counted, never "allow all"; Redis is tried
  * again a second after a failure.
+ * Time: the Redis windows are timed by Redis itself; the memory windows are rate-limiter-flexible's
+ * RateLimiterMemory, which reads Date.now and arms a timer per window and takes no clock. Its unit
+ * tests replace both with @sinonjs/fake-timers rather than this file keeping a second, hand-written
+ * window store that would have to match the Redis one; the Redis retry pause takes `now`.
  */
 import { Redis } from 'ioredis';
 import type { BlockList } from 'node:net';

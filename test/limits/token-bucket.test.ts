@@ -1,21 +1,17 @@
 /**
  * Rate limits end to end (SPEC 3.2, 6): the wiring from the HTTP front to the limiter and back —
  * HTTP 429 with Retry-After, -32005 objects in their slots, ids echoed, the metric — with figures that
- * hold however slow the machine is. A call costing more than ratePerSec only ever fits the burst
- * allowance, so with cost 2, ratePerSec 1, burst 3 and an hour-long burst window exactly one call
- * per client is admitted for the whole test. The window arithmetic (1-second windows, refills,
+ * hold however slow the machine is: under ONE_CALL (fixtures/tools.ts) exactly one call per client
+ * is admitted for the whole test. The window arithmetic (1-second windows, refills,
  * refunds, batch order) is checked exactly on a controlled clock in rate.test.ts.
  */
 import t, { type Test } from 'tap';
 import { startAnvil } from '../helpers/anvil.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
-import { Client, isRateLimited, metric, rpc, type Reply } from './fixtures/tools.js';
+import { Client, hourWait, isRateLimited, metric, ONE_CALL, rpc, type Reply } from './fixtures/tools.js';
 
 const anvil = await startAnvil();
 t.teardown(() => anvil.stop());
-
-/** One eth_chainId per client per hour: the burst allowance (2) holds one call of cost 2. */
-const ONE_CALL = { perIp: { ratePerSec: 1, burst: 3, burstWindowSec: 3600 }, methodCost: { eth_chainId: 2 } };
 
 async function fresh(t: Test, rateLimit: Record<string, unknown> = {}): Promise<{ sy: RunningSwitchyard; client: Client }> {
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], rateLimit: { ...ONE_CALL, ...rateLimit } });
@@ -23,9 +19,6 @@ async function fresh(t: Test, rateLimit: Record<string, unknown> = {}): Promise<
 }
 
 const admitted = (r: Reply): boolean => r.status === 200 && r.json?.result === '0xba';
-/** The burst window's end, in whole seconds: an hour, less what the test has taken so far. */
-const hourWait = (s: unknown): boolean => typeof s === 'number' && s > 3_500 && s <= 3_600;
-
 t.test('a burst of 50 single calls: one admitted, 49 get 429 + Retry-After + -32005, counted', async (t) => {
   const { sy, client } = await fresh(t);
   const replies = await client.burst(50, () => rpc('eth_chainId'));
