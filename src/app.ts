@@ -19,6 +19,7 @@ import { createAdminServer, isReady, type AdminDeps } from './server/admin.js';
 import { ClientIp } from './server/client-ip.js';
 import { Front, type FrontDeps } from './server/front.js';
 import { createHttpServer, type HttpDeps } from './server/http.js';
+import { acceptProxyProtocol } from './server/proxy-protocol.js';
 import { Fleet, fleetOptions } from './upstream/fleet.js';
 import { SharedHeads } from './replicas/shared-heads.js';
 import { Uptime } from './uptime/index.js';
@@ -100,6 +101,16 @@ export class App {
     // The WebSocket port serves the same HTTP as server.port, and upgrades.
     this.wsHttp = config.server.wsPort === null ? null : createHttpServer(() => this.httpDeps, config.server);
     if (this.wsHttp) this.ws.attach(this.wsHttp);
+    if (config.server.proxyProtocol) {
+      for (const server of [this.http, this.wsHttp]) {
+        if (server === null) continue;
+        acceptProxyProtocol(server, {
+          trusted: (peer) => this.httpDeps.clientIp.isTrusted(peer),
+          timeoutMs: config.server.headersTimeoutMs,
+          refused: (why) => this.metrics.proxyRefused.inc({ reason: why }),
+        });
+      }
+    }
   }
 
   private feedSettings(c: Config): FeedSettings {
@@ -270,6 +281,7 @@ export class App {
     const fixed: string[] = [];
     if (JSON.stringify(prev.cache) !== JSON.stringify(next.cache)) fixed.push('cache');
     if (prev.server.port !== next.server.port || prev.server.host !== next.server.host || prev.server.wsPort !== next.server.wsPort) fixed.push('server.host/port/wsPort');
+    if (prev.server.proxyProtocol !== next.server.proxyProtocol) fixed.push('server.proxyProtocol');
     if (prev.admin.port !== next.admin.port || prev.admin.host !== next.admin.host) fixed.push('admin');
     if (prev.chainId !== next.chainId) fixed.push('chainId');
     if (prev.redis !== next.redis) fixed.push('redis');

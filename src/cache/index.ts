@@ -61,15 +61,17 @@ export class ResponseCache {
       if (block === null || block > finalized) return;
     }
     const cls = plan.cls === 'tx' ? 'immutable' : plan.cls;
-    this.memory.set(plan.key, value, cls, gen);
+    this.memory.set(plan.key, value, cls, gen, plan.head);
     if (cls === 'immutable') this.redis?.set(plan.key, value);
   }
 
   coalesce<T>(key: string, work: () => Promise<T>): Promise<T> {
     // The generation is part of the key: a call asked after a reorg must not share an answer
     // fetched from the chain that reorg replaced (a head-scoped key can be the same on both chains).
-    return this.coalescer.run(`${this.memory.generation}|${key}`, work, () => this.metrics.recordCoalesced()) as Promise<T>;
+    return this.coalescer.run(`${this.memory.generation}|${key}`, work, this.joined) as Promise<T>;
   }
+
+  private readonly joined = (): void => this.metrics.recordCoalesced();
 
   onReorg(): void {
     this.memory.dropUnfinalized();

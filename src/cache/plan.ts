@@ -20,6 +20,8 @@ export interface CachePlan {
    * not change when the head moves, so calls asked across a head change still share one call.
    */
   shareKey: string;
+  /** The head snapshot the plan was made under (a head-scoped key names it). */
+  head: number;
 }
 
 export interface ChainView {
@@ -100,7 +102,7 @@ export function planCache(method: string, spec: MethodSpec, params: readonly unk
   if (cls === null) return null;
   const text = canonical(params);
   const key = cls === 'head' ? `${method}@${view.head}:${text}` : `${method}:${text}`;
-  return { key, cls, shareKey: headBound ? key : `${method}:${text}` };
+  return { key, cls, shareKey: headBound ? key : `${method}:${text}`, head: view.head };
 }
 
 /** For `tx` answers: the block the transaction is in (null while pending). */

@@ -1,8 +1,12 @@
 /**
- * The in-memory response cache: an LRU bounded by bytes (key + raw answer text), holding answers as
- * the exact text a node returned so a hit is never re-serialised.
- * Head-scoped entries are keyed with the reorg generation they were filled under; a reorg bumps
- * the generation, which makes every unfinalized entry unreachable at once (they age out of the LRU).
+ * The in-memory response cache, bounded by bytes (key + raw answer text), holding answers as the
+ * exact text a node returned so a hit is never re-serialised. Two rooms:
+ *   - immutable entries in an LRU of up to 3/4 of `maxBytes`;
+ *   - head-scoped entries in a table for one head, up to 1/4 of `maxBytes`. Their keys name the
+ *     head they were filled under, so once the head moves none of them can be hit again: the table
+ *     is dropped as a whole when the first answer for a newer head arrives, and on a reorg. Dead
+ *     head-scoped entries never sit in the LRU pushing out immutable ones, and filling the table
+ *     costs no LRU bookkeeping; when it is full, further answers for that head are not kept.
  * Entries are the bare answer strings (no wrapper object): on a cache of millions of small answers
  * one heap object less per entry is less work for every garbage collection.
  */
@@ -36,17 +40,25 @@ export interface StoreStats {
 
 export class MemoryStore {
   private readonly lru: LRUCache<string, string> | null;
+  private readonly maxEntry: number;
   private gen = 0;
   private evictions = 0;
+  /** Head-scoped answers of head `headAt` (and generation `gen`), and what they count. */
+  private head = new Map<string, string>();
+  private headAt = -1;
+  private headBytes = 0;
+  private readonly headMax: number;
 
   constructor(readonly maxBytes: number) {
+    this.headMax = Math.floor(maxBytes / 4);
+    // One entry bigger than a tenth of the cache would flush the rest for one answer.
+    this.maxEntry = Math.max(1, Math.floor(maxBytes / 10));
     this.lru =
       maxBytes > 0
         ? new LRUCache<string, string>({
-            maxSize: maxBytes,
-            sizeCalculation: (v, k) => k.length + v.length + ENTRY_OVERHEAD,
-            // One entry bigger than a tenth of the cache would flush the rest for one answer.
-            maxEntrySize: Math.max(1, Math.floor(maxBytes / 10)),
+            maxSize: maxBytes - this.headMax,
+            sizeCalculation: entrySize,
+            maxEntrySize: this.maxEntry,
             dispose: (_v, _k, reason) => {
               if (reason === 'evict') this.evictions++;
             },
@@ -58,27 +70,51 @@ export class MemoryStore {
     return this.gen;
   }
 
-  /** The key an entry of this class lives under: head-scoped ones carry the current generation. */
-  private slot(key: string, cls: CacheClass, gen: number): string {
-    return cls === 'immutable' ? key : `${gen}|${key}`;
-  }
-
   get(key: string, cls: CacheClass): string | undefined {
-    return this.lru?.get(this.slot(key, cls === 'tx' ? 'immutable' : cls, this.gen));
+    return cls === 'head' ? this.head.get(key) : this.lru?.get(key);
   }
 
-  /** `gen` is the generation the answer was fetched under: a reorg meanwhile makes it stale on arrival. */
-  set(key: string, value: string, cls: CacheClass, gen: number): void {
-    if (this.lru === null || (cls !== 'immutable' && gen !== this.gen)) return;
-    this.lru.set(own(this.slot(key, cls, gen)), own(value));
+  /**
+   * `gen` is the generation the answer was fetched under: a reorg meanwhile makes a head-scoped
+   * answer stale on arrival. `head` is the head a head-scoped answer's key names.
+   */
+  set(key: string, value: string, cls: CacheClass, gen: number, head = -1): void {
+    if (this.lru === null) return;
+    if (cls !== 'head') {
+      this.lru.set(own(key), own(value));
+      return;
+    }
+    if (gen !== this.gen || head < this.headAt) return;
+    if (head > this.headAt) this.dropHead(head);
+    const size = entrySize(value, key);
+    if (size > this.maxEntry || this.headBytes + size > this.headMax || this.head.has(key)) return;
+    this.head.set(own(key), own(value));
+    this.headBytes += size;
+  }
+
+  private dropHead(next: number): void {
+    this.head = new Map();
+    this.headAt = next;
+    this.headBytes = 0;
   }
 
   /** A reorg: every entry that is not immutable is dropped. */
   dropUnfinalized(): void {
     this.gen++;
+    this.dropHead(-1);
   }
 
   stats(): StoreStats {
-    return { entries: this.lru?.size ?? 0, bytes: this.lru?.calculatedSize ?? 0, maxBytes: this.maxBytes, evictions: this.evictions, generation: this.gen };
+    return {
+      entries: (this.lru?.size ?? 0) + this.head.size,
+      bytes: (this.lru?.calculatedSize ?? 0) + this.headBytes,
+      maxBytes: this.maxBytes,
+      evictions: this.evictions,
+      generation: this.gen,
+    };
   }
+}
+
+function entrySize(value: string, key: string): number {
+  return key.length + value.length + ENTRY_OVERHEAD;
 }

@@ -115,6 +115,11 @@ export const configSchema = z
         keepAliveTimeoutMs: positiveInt.default(5_000),
         cors: z.strictObject({ origins: z.array(z.string()).default(['*']) }).prefault({}),
         trustedProxies: z.array(cidr).default([]),
+        /**
+         * PROXY protocol v1/v2 on the JSON-RPC and WebSocket ports: a header from a trusted proxy
+         * gives the client address; from any other peer it is refused. Read at start.
+         */
+        proxyProtocol: z.boolean().default(false),
         maxInFlight: positiveInt.default(20_000),
         maxInFlightPerIp: positiveInt.default(256),
         /**

@@ -36,7 +36,7 @@ function skipString(text: string, i: number): number {
 }
 
 /** Index just past the value that starts at i (whitespace already skipped). Iterative: no recursion depth. */
-function skipValue(text: string, i: number): number {
+export function skipValue(text: string, i: number): number {
   const c = text.charCodeAt(i);
   if (c === 0x22) return skipString(text, i);
   if (c !== 0x7b && c !== 0x5b) {
@@ -93,16 +93,27 @@ export function objectMembers(text: string, span: Span, wanted: readonly string[
   if (text.charCodeAt(i) === 0x7d) return out;
   for (;;) {
     const keyEnd = skipString(text, i);
-    const rawKey = text.slice(i + 1, keyEnd - 1);
-    const key = rawKey.includes('\\') ? (JSON.parse(text.slice(i, keyEnd)) as string) : rawKey;
+    const key = wantedKey(text, i, keyEnd, wanted);
     i = skipWs(text, keyEnd);
     i = skipWs(text, i + 1); // past ':'
     const end = skipValue(text, i);
-    if (wanted.includes(key)) out.set(key, { start: i, end });
+    if (key !== undefined) out.set(key, { start: i, end });
     i = skipWs(text, end);
     if (text.charCodeAt(i) !== 0x2c) return out;
     i = skipWs(text, i + 1);
   }
+}
+
+/**
+ * Which of `wanted` the key string at start..end (quotes included) is, if any: compared in place,
+ * with no string made, unless the key holds an escape and must be decoded first.
+ */
+function wantedKey(text: string, start: number, end: number, wanted: readonly string[]): string | undefined {
+  const length = end - start - 2;
+  for (const w of wanted) if (w.length === length && text.startsWith(w, start + 1)) return w;
+  if (text.lastIndexOf('\\', end) < start) return undefined;
+  const key = JSON.parse(text.slice(start, end)) as string;
+  return wanted.includes(key) ? key : undefined;
 }
 
 /** Whether the value at span (already-valid JSON) nests arrays/objects deeper than limit; stops early. */

@@ -194,6 +194,13 @@ export class Metrics {
     labelNames: ['kind'],
     registers: [this.registry],
   });
+  /** Connections refused by the PROXY protocol check (server/proxy-protocol.ts). */
+  readonly proxyRefused = new Counter({
+    name: 'switchyard_proxy_protocol_refused_total',
+    help: 'Connections refused by server.proxyProtocol, by reason (untrusted_header, bad_header, timeout)',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
   readonly wsCloses = new Counter({
     name: 'switchyard_ws_closes_total',
     help: 'WebSocket connections closed by Switchyard, by reason (slow_reader, too_large, dead_peer, shutdown)',

@@ -146,16 +146,17 @@ export class Pipeline {
     const proves = spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending');
     const cacheable = spec.handling === 'read' && !resolved.extension && spec.capability !== 'debug';
     const plan = cacheable ? planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized }) : null;
-    const fetch = (): Promise<Outcome> => this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
-    if (plan === null) return fetch();
+    if (plan === null) return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
     const hit = d.cache.lookup(plan);
-    if (hit instanceof Promise) return hit.then((h) => (h !== undefined ? { result: h, cached: true } : fetch()));
+    if (hit instanceof Promise) {
+      return hit.then((h) => (h !== undefined ? { result: h, cached: true } : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan)));
+    }
     if (hit !== undefined) return { result: hit, cached: true };
-    return fetch();
+    return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
   }
 
   /** The call goes to a node: shared with identical calls in flight, stored when its plan allows. */
-  private async fetch(
+  private fetch(
     ctx: RequestContext,
     call: Call,
     label: string,
@@ -171,13 +172,14 @@ export class Pipeline {
     const paramsJson = paramsText(call, spec, res);
     const send = (): Promise<Attempted> =>
       forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail, log: ctx.log });
-    if (!cacheable) return this.afterForward(spec, await send(), proves);
+    if (!cacheable) return send().then((a) => this.afterForward(spec, a, proves));
     const gen = d.cache.generation;
     // Identical reads in flight at once share one upstream call; per-client (sticky) ones per client.
     const key = plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
-    const attempted = await d.cache.coalesce(key, send);
-    if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
-    return this.afterForward(spec, attempted, proves);
+    return d.cache.coalesce(key, send).then((attempted) => {
+      if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
+      return this.afterForward(spec, attempted, proves);
+    });
   }
 
   /** What an answer teaches the fleet (a newer block exists), and filter ids made to carry their node. */

@@ -116,33 +116,43 @@ export function interpretVerdict(deps: ForwardDeps, call: ForwardCall, p: Progre
   return null;
 }
 
-export async function forward(deps: ForwardDeps, call: ForwardCall): Promise<Attempted> {
-  const p: Progress = { tried: new Set(), attempt: 0, waited: 0, lastReason: '' };
-  for (; p.attempt < deps.maxAttempts; p.attempt++) {
-    const remaining = call.deadline - Date.now();
-    if (remaining <= 0) {
-      p.lastReason = 'timeout';
-      break;
-    }
-    const next = nextCandidate(deps, call, p);
-    if ('done' in next) return next.done;
-    if ('stop' in next) break;
-    if ('wait' in next) {
-      await waitForHead(deps, p, remaining);
-      p.attempt--;
-      continue;
-    }
-    const u = next.upstream;
-    p.tried.add(u);
-    call.trail.push(u.name);
-    const before = u.breaker.state;
-    const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining));
+export function forward(deps: ForwardDeps, call: ForwardCall): Promise<Attempted> {
+  return attempt(deps, call, { tried: new Set(), attempt: 0, waited: 0, lastReason: '' });
+}
+
+/**
+ * The attempts from `p.attempt` on. Written with then() rather than async/await: on the miss path
+ * every call of a batch passes here, and each async frame is a promise and a microtask hop more.
+ */
+function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Promise<Attempted> {
+  if (p.attempt >= deps.maxAttempts) return Promise.resolve(exhausted(p));
+  const remaining = call.deadline - Date.now();
+  if (remaining <= 0) {
+    p.lastReason = 'timeout';
+    return Promise.resolve(exhausted(p));
+  }
+  const next = nextCandidate(deps, call, p);
+  if ('done' in next) return Promise.resolve(next.done);
+  if ('stop' in next) return Promise.resolve(exhausted(p));
+  // Waiting for a head is not an attempt: the same attempt number goes on after it.
+  if ('wait' in next) return waitForHead(deps, p, remaining).then(() => attempt(deps, call, p));
+  const u = next.upstream;
+  p.tried.add(u);
+  call.trail.push(u.name);
+  const before = u.breaker.state;
+  return u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining)).then(({ verdict, ms }) => {
     deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
     const after = u.breaker.state;
     if (after !== before) call.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
     const answer = interpretVerdict(deps, call, p, u, verdict, ms);
     if (answer !== null) return answer;
-  }
+    p.attempt++;
+    return attempt(deps, call, p);
+  });
+}
+
+/** Every attempt failed or none was possible: null or a node's error when one answered, else -32002. */
+function exhausted(p: Progress): Attempted {
   if (p.nullFrom) return { outcome: { result: 'null' }, upstream: p.nullFrom };
   if (p.lastNodeError) return { outcome: { nodeError: p.lastNodeError.error }, upstream: p.lastNodeError.upstream };
   return {

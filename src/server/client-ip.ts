@@ -15,8 +15,9 @@ export class ClientIp {
     this.any = cidrs.length > 0;
   }
 
-  private isTrusted(ip: string): boolean {
-    return inList(this.trusted, ip);
+  /** Whether `ip` (a socket peer or a hop) is one of server.trustedProxies. */
+  isTrusted(ip: string): boolean {
+    return inList(this.trusted, normalize(ip));
   }
 
   resolve(peer: string | undefined, forwardedFor: string | string[] | undefined): string {

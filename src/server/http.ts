@@ -13,6 +13,7 @@ import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
 import { isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import type { Front, FrontResult } from './front.js';
+import { peerAddress } from './proxy-protocol.js';
 
 export interface HttpDeps {
   front: Front;
@@ -184,7 +185,7 @@ function userAgentOf(req: IncomingMessage): string | undefined {
 
 function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void {
   const cors = corsHeaders(deps, req);
-  const clientIp = deps.clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+  const clientIp = deps.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
   const reqId = requestIdOf(req);
   // The per-request child logger and its line cost more than the rest of a cached answer: only
   // when request lines (log.requests, at info) or debug lines can be written is one made, and only

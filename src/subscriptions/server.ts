@@ -14,6 +14,7 @@ import { RpcError } from '../jsonrpc/errors.js';
 import { errorText } from '../jsonrpc/response.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { ClientIp } from '../server/client-ip.js';
+import { peerAddress } from '../server/proxy-protocol.js';
 import type { Front, FrontResult } from '../server/front.js';
 import { rpcTarget } from '../server/http.js';
 import type { ChainFeed } from './chain.js';
@@ -84,7 +85,7 @@ export class WsFront {
     const target = rpcTarget(req);
     if (target === null) return refuse('404 Not Found', 'NOT_FOUND');
     if (target.apiKey !== undefined && !d.knowsKey(target.apiKey)) return refuse('401 Unauthorized', 'INVALID_API_KEY');
-    const ip = d.clientIp.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    const ip = d.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
     if ((this.perIp.get(ip) ?? 0) >= d.maxConnectionsPerIp) return refuse('429 Too Many Requests', 'RATE_LIMITED');
     this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1);
     this.wss.handleUpgrade(req, socket, head, (ws) => this.connection(ws, ip, target.apiKey));

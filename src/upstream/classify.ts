@@ -4,7 +4,7 @@
  * failure to retry elsewhere (and whether it counts against the node's health).
  * Refuses: retry policy itself (routing/forward.ts) and breaker bookkeeping (upstream/health.ts).
  */
-import { arrayElements, objectMembers, type Span } from '../jsonrpc/scan.js';
+import { arrayElements, objectMembers, skipValue, type Span } from '../jsonrpc/scan.js';
 
 export type Verdict =
   /** A usable answer: `result` raw text. */
@@ -63,12 +63,28 @@ function readBody(status: number, body: string): { parsed: unknown } | Verdict {
   }
 }
 
+/**
+ * The shape nearly every node answers in: compact, members in this order, result last. Matched at
+ * the start of a response (the text is valid JSON: JSON.parse read it), it finds the result's text
+ * without walking the object's members one by one.
+ */
+const PLAIN_ANSWER = /\{"jsonrpc":"2\.0","id":-?\d+,"result":/y;
+
 /** One JSON-RPC response object at `span` of `text`, already parsed as `parsed`. */
 function classifyResponse(text: string, span: Span, parsed: unknown): Verdict {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     return { kind: 'retry', reason: 'bad_body', health: true };
   }
   const obj = parsed as { result?: unknown; error?: unknown };
+  if (obj.error === undefined) {
+    PLAIN_ANSWER.lastIndex = span.start;
+    if (PLAIN_ANSWER.test(text)) {
+      const start = PLAIN_ANSWER.lastIndex;
+      const end = skipValue(text, start);
+      // The result is the last member only if the object closes right after its value.
+      if (text.charCodeAt(end) === 0x7d && (end + 1 === span.end || text.slice(end + 1, span.end).trim() === '')) return { kind: 'result', result: text.slice(start, end) };
+    }
+  }
   const raw = objectMembers(text, span, ['result', 'error']);
   const errSpan = raw.get('error');
   if (errSpan !== undefined && obj.error !== null && obj.error !== undefined) {

@@ -6,9 +6,11 @@
  * Refuses: any idea of heads, up/down or retiring; that state is the fleet's (fleet.ts).
  * The URL stays inside this object: only `name` leaves.
  *
- * Deadlines: every call has its own timer. A call batched with slower or longer-deadline calls
- * is answered with a `timeout` verdict when its own deadline passes; the exchange carries on for
- * the others until the last member's deadline (exchange.ts).
+ * Deadlines: every call is answered by its own deadline. A call sent alone is timed by its
+ * exchange (exchange.ts). In a batch whose members' deadlines differ, one timer per exchange
+ * fires at the earliest deadline still pending: a call batched with slower or longer-deadline
+ * calls is answered with a `timeout` verdict when its own deadline passes, and the exchange
+ * carries on for the others until the last member's deadline.
  */
 import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
@@ -56,7 +58,6 @@ interface Pending {
   started: number;
   /** performance.now() by which this call is answered, whatever its batch does. */
   deadline: number;
-  timer: NodeJS.Timeout | null;
   done: boolean;
   resolve: (t: CallTiming) => void;
 }
@@ -123,8 +124,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     return new Promise((resolve) => {
       const passive = opts.probe !== true;
       const started = performance.now();
-      const p: Pending = { id: this.nextId++, method, paramsJson, passive, started, deadline: started + timeoutMs, timer: null, done: false, resolve };
-      p.timer = setTimeout(() => this.finish(p, TIMED_OUT), Math.max(1, timeoutMs));
+      const p: Pending = { id: this.nextId++, method, paramsJson, passive, started, deadline: started + timeoutMs, done: false, resolve };
       this.inFlight++;
       this.calls++;
       if (passive) this.breaker.begin();
@@ -134,7 +134,7 @@ export class HttpUpstreamClient implements UpstreamClient {
   }
 
   private readonly flush = (): void => {
-    const queue = this.queue.filter((p) => !p.done);
+    const queue = this.queue;
     this.queue = [];
     const size = this.config.maxBatchSize;
     for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
@@ -143,17 +143,19 @@ export class HttpUpstreamClient implements UpstreamClient {
   private async send(batch: Pending[]): Promise<void> {
     const single = batch.length === 1;
     const body = single ? requestText(batch[0]!) : `[${batch.map(requestText).join(',')}]`;
-    // Each member is answered by its own timer; the exchange lasts until the last one's deadline.
+    // The exchange lasts until the last member's deadline; earlier ones are answered by the sweep.
     const now = performance.now();
-    let timeoutMs = 1;
-    for (const p of batch) timeoutMs = Math.max(timeoutMs, p.deadline - now);
+    let last = 0;
+    for (const p of batch) if (!p.done) last = Math.max(last, p.deadline);
+    const sweep = single ? null : this.sweepDeadlines(batch, last);
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
-      const { status, text } = await postJson(this.dispatcher, this.target, body, timeoutMs);
+      const { status, text } = await postJson(this.dispatcher, this.target, body, Math.max(1, last - now));
       verdicts = single ? classifyHttp(status, text) : classifyBatch(status, text);
     } catch (err) {
       verdicts = classifyTransport(err);
     }
+    if (sweep !== null) clearTimeout(sweep.timer);
     if (verdicts === null) {
       // The node does not take batches (or not this one): the calls still waiting go one by one.
       for (const p of batch) if (!p.done) void this.send([p]);
@@ -165,10 +167,30 @@ export class HttpUpstreamClient implements UpstreamClient {
     }
   }
 
+  /**
+   * Answers each member of a batch with `timeout` at its own deadline, when that comes before the
+   * last member's (which the exchange's own time limit covers): one timer, re-armed for the next
+   * earliest deadline still pending.
+   */
+  private sweepDeadlines(batch: Pending[], last: number): { timer: NodeJS.Timeout | undefined } {
+    const sweep: { timer: NodeJS.Timeout | undefined } = { timer: undefined };
+    const arm = (): void => {
+      const now = performance.now();
+      let next = last;
+      for (const p of batch) {
+        if (p.done) continue;
+        if (p.deadline <= now) this.finish(p, TIMED_OUT);
+        else if (p.deadline < next) next = p.deadline;
+      }
+      sweep.timer = next < last ? setTimeout(arm, Math.max(1, next - now)) : undefined;
+    };
+    arm();
+    return sweep;
+  }
+
   private finish(p: Pending, verdict: Verdict): void {
     if (p.done) return;
     p.done = true;
-    if (p.timer !== null) clearTimeout(p.timer);
     this.inFlight--;
     const ms = performance.now() - p.started;
     if (verdict.kind === 'retry' && verdict.health) {

@@ -6,10 +6,14 @@
  *               pass-through (node:http + one undici Pool, bytes passed through) vs the node direct
  *   batch       a batch of 25 such calls vs one call (Switchyard's ratio and the node's own)
  *   hit         eth_getBlockByHash(genesis), answered from the cache, vs a bare node:http server
- *               answering the same bytes as a constant
+ *               answering the same bytes as a constant, vs the least a JSON-RPC server does
+ *               (node:http, JSON.parse of the body, the constant result with the request's id),
+ *               and vs the bare server doing BUSY_US of busy work per request: what a few
+ *               microseconds of a proxy's own work cost in throughput on this machine
  *   local       eth_chainId, answered by Switchyard itself, vs a bare node:http server answering it
  *   RSS         Switchyard's VmRSS with 1,000 idle keep-alive connections: fresh; after sustained
- *               misses with the cache off (`cache.maxBytes: 0`: the process without its cache); and
+ *               misses with the cache off (`cache.maxBytes: 0`: the process without its cache), read
+ *               after each of three sustained runs too, to show whether it keeps growing; and
  *               the main process after all the runs with the default cache (128 MiB), whose
  *               difference to the cache-off process is what the cache costs in RSS
  * Nothing is pinned: anvil needs both cores to stay clearly faster than any proxy in front of it,
@@ -40,6 +44,7 @@ import {
   rssMb,
   startBareNode,
   startHaproxy,
+  startMinimalJsonRpc,
   startPassthrough,
   startQuietAnvil,
   startSwitchyardProcess,
@@ -57,6 +62,8 @@ const CPU_PROF = process.env.BENCH_CPU_PROF;
 const BASELINE = process.env.BENCH_BASELINE;
 const WARMUP_SECONDS = 1;
 const IDLE_CONNECTIONS = 1000;
+/** The busy work per request of the `bare+busy` hit reference. */
+const BUSY_US = 10;
 /** The node direct must answer at least this many times HAProxy's rate for the run to count. */
 const NODE_MARGIN = 1.25;
 const CHAIN_ID_CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
@@ -162,7 +169,7 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
   const stops: (() => Promise<void>)[] = [];
   let rows: Row[] = [];
-  let rss: { fresh: RssFigure; noCache: RssFigure; loaded: RssFigure } | undefined;
+  let rss: { fresh: RssFigure; noCache: RssFigure; loaded: RssFigure; noCacheRuns: number[] } | undefined;
   try {
     process.stdout.write(`switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned\n`);
     const anvil = await startQuietAnvil();
@@ -181,6 +188,10 @@ async function main(): Promise<number> {
     const hitAnswer = await rpc(anvil.url, hitCall);
     const bareHit = await startBareNode('bare-hit', hitAnswer);
     stops.push(() => bareHit.stop());
+    const busyHit = await startBareNode('bare-busy', hitAnswer, BUSY_US);
+    stops.push(() => busyHit.stop());
+    const minHit = await startMinimalJsonRpc('min-jsonrpc', JSON.stringify((JSON.parse(hitAnswer) as { result: unknown }).result));
+    stops.push(() => minHit.stop());
     const bareLocal = await startBareNode('bare-local', '{"jsonrpc":"2.0","id":1,"result":"0xba"}');
     stops.push(() => bareLocal.stop());
     // Fill the cache entry before any measuring.
@@ -198,6 +209,8 @@ async function main(): Promise<number> {
       { label: 'miss batch25', target: 'anvil', url: anvil.url, script: miss25, callsPerRequest: 25, pid: anvil.pid },
       { label: 'miss batch25', target: 'switchyard', url: sy.url, script: miss25, callsPerRequest: 25, pid: sy.pid },
       { label: 'hit', target: 'bare-node', url: bareHit.url, script: hit, callsPerRequest: 1, pid: bareHit.pid },
+      { label: 'hit', target: 'min-jsonrpc', url: minHit.url, script: hit, callsPerRequest: 1, pid: minHit.pid },
+      { label: 'hit', target: 'bare+busy', url: busyHit.url, script: hit, callsPerRequest: 1, pid: busyHit.pid },
       { label: 'hit', target: 'switchyard', url: sy.url, script: hit, callsPerRequest: 1, pid: sy.pid },
       { label: 'local', target: 'bare-node', url: bareLocal.url, script: local, callsPerRequest: 1, pid: bareLocal.pid },
       { label: 'local', target: 'switchyard', url: sy.url, script: local, callsPerRequest: 1, pid: sy.pid },
@@ -229,8 +242,12 @@ async function main(): Promise<number> {
     // The same sustained misses (single and batched) through a process without a cache.
     const noCache = await startSwitchyardProcess(ROOT, dir, 'switchyard-nocache', switchyardConfig(anvil.url, { cache: { maxBytes: 0 } }));
     stops.push(() => noCache.stop());
-    for (const script of [miss, miss25, miss]) await wrk(noCache.url, script, { connections: CONNECTIONS, seconds: SECONDS });
-    rss = { fresh: freshFigure, noCache: await rssFigure(noCache.url, noCache.adminUrl, noCache.pid), loaded };
+    const noCacheRuns: number[] = [];
+    for (const script of [miss, miss25, miss]) {
+      await wrk(noCache.url, script, { connections: CONNECTIONS, seconds: SECONDS });
+      noCacheRuns.push(rssMb(noCache.pid));
+    }
+    rss = { fresh: freshFigure, noCache: await rssFigure(noCache.url, noCache.adminUrl, noCache.pid), loaded, noCacheRuns };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
@@ -260,6 +277,9 @@ async function main(): Promise<number> {
     `| miss: passthrough / haproxy | ${ratio(rps('miss', 'passthrough'), rps('miss', 'haproxy'))} | ${ratio(us('miss', 'passthrough'), us('miss', 'haproxy'))} | |`,
     `| miss: switchyard / passthrough | ${ratio(rps('miss', 'switchyard'), rps('miss', 'passthrough'))} | ${ratio(us('miss', 'switchyard'), us('miss', 'passthrough'))} | |`,
     `| hit: switchyard / bare node:http | ${ratio(rps('hit', 'switchyard'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'switchyard'), us('hit', 'bare-node'))} | >= 0.9 |`,
+    `| hit: minimal JSON-RPC server / bare node:http (parsing and the id alone) | ${ratio(rps('hit', 'min-jsonrpc'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'min-jsonrpc'), us('hit', 'bare-node'))} | |`,
+    `| hit: switchyard / minimal JSON-RPC server | ${ratio(rps('hit', 'switchyard'), rps('hit', 'min-jsonrpc'))} | ${ratio(us('hit', 'switchyard'), us('hit', 'min-jsonrpc'))} | |`,
+    `| hit: bare node:http + ${BUSY_US} us busy work per request / bare node:http (what ${BUSY_US} us of own work costs) | ${ratio(rps('hit', 'bare+busy'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'bare+busy'), us('hit', 'bare-node'))} | |`,
     `| local eth_chainId: switchyard / bare node:http | ${ratio(rps('local', 'switchyard'), rps('local', 'bare-node'))} | ${ratio(us('local', 'switchyard'), us('local', 'bare-node'))} | |`,
     `| batch of 25 / one call, switchyard (cost: one-call req/s / batch req/s) | ${ratio(rps('miss', 'switchyard'), rps('miss batch25', 'switchyard'))} | ${ratio(us('miss batch25', 'switchyard'), us('miss', 'switchyard'))} | < 5 |`,
     `| batch of 25 / one call, anvil direct (the node's own) | ${ratio(rps('miss', 'anvil'), rps('miss batch25', 'anvil'))} | ${ratio(us('miss batch25', 'anvil'), us('miss', 'anvil'))} | |`,
@@ -275,8 +295,9 @@ async function main(): Promise<number> {
   if (rss) {
     const cacheRss = rss.loaded.with - rss.noCache.with;
     lines.push(
-      `| RSS, fresh process: idle -> ${rss.fresh.open} idle connections (MB) | ${rss.fresh.before.toFixed(1)} -> ${rss.fresh.with.toFixed(1)} | | <= 150 |`,
-      `| RSS after sustained misses, cache off: idle -> ${rss.noCache.open} connections (MB) | ${rss.noCache.before.toFixed(1)} -> ${rss.noCache.with.toFixed(1)} | | <= 150 (cache excluded) |`,
+      `| RSS, fresh process: idle -> ${rss.fresh.open} idle connections (MB) | ${rss.fresh.before.toFixed(1)} -> ${rss.fresh.with.toFixed(1)} | | <= 150 (cache excluded) |`,
+      `| RSS during sustained misses, cache off: after each of 3 runs (MB) | ${rss.noCacheRuns.map((x) => x.toFixed(1)).join(' / ')} | | bounded |`,
+      `| RSS after sustained misses, cache off: idle -> ${rss.noCache.open} connections (MB) | ${rss.noCache.before.toFixed(1)} -> ${rss.noCache.with.toFixed(1)} | | |`,
       `| RSS after all the runs, default cache holding ${rss.loaded.cacheMb.toFixed(1)} MB (counted): idle -> ${rss.loaded.open} connections (MB) | ${rss.loaded.before.toFixed(1)} -> ${rss.loaded.with.toFixed(1)} | | |`,
       `| what the cache costs in RSS: MB, and per counted MB | ${cacheRss.toFixed(1)} | ${rss.loaded.cacheMb > 1 ? (cacheRss / rss.loaded.cacheMb).toFixed(2) : 'n/a'} | sizing: RSS ~ cache-off RSS + this x cache.maxBytes |`,
     );

@@ -165,17 +165,21 @@ backend node
   return { ...p, url };
 }
 
-/** The hit-path reference: node:http reading the body and answering one constant text. */
-export async function startBareNode(name: string, answer: string): Promise<Proc & { url: string }> {
+/**
+ * A node:http server in its own process whose request handler, once the body has been read
+ * (`body`: a Buffer), runs `answer` (JavaScript text that calls res.writeHead and res.end).
+ */
+async function startNodeHttp(name: string, prelude: string, answer: string): Promise<Proc & { url: string }> {
   const port = await freePort();
   const script = `
 const http = require('node:http');
-const body = Buffer.from(${JSON.stringify(answer)});
+${prelude}
 const server = http.createServer((req, res) => {
-  req.on('data', () => {});
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
-    res.end(body);
+    const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+    ${answer}
   });
 });
 server.keepAliveTimeout = 60000;
@@ -183,8 +187,40 @@ server.listen(${port}, '127.0.0.1');
 `;
   const p = startProcess(name, process.execPath, ['-e', script]);
   const url = `http://127.0.0.1:${port}`;
-  await waitUntil(name, async () => (await rpc(url, '{}')).includes('result'), 10_000);
+  await waitUntil(name, async () => (await rpc(url, '{"id":1}')).includes('result'), 10_000);
   return { ...p, url };
+}
+
+/**
+ * The hit-path reference: node:http reading the body and answering one constant text; with
+ * `busyUs`, after that many microseconds of busy work per request (what any work of a proxy's own
+ * costs in throughput, measured in the same run).
+ */
+export function startBareNode(name: string, answer: string, busyUs = 0): Promise<Proc & { url: string }> {
+  return startNodeHttp(
+    name,
+    `const constant = Buffer.from(${JSON.stringify(answer)});`,
+    `const until = performance.now() + ${busyUs / 1000};
+    while (${busyUs} > 0 && performance.now() < until);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': constant.length });
+    res.end(constant);`,
+  );
+}
+
+/**
+ * The least a JSON-RPC server does for a cached answer: node:http, the body parsed as JSON, the
+ * constant result written back with the request's own id. What parsing and an id cost on top of a
+ * bare node:http server, before any proxy logic: a floor for the hit path.
+ */
+export function startMinimalJsonRpc(name: string, result: string): Promise<Proc & { url: string }> {
+  return startNodeHttp(
+    name,
+    `const result = ${JSON.stringify(result)};`,
+    `const call = JSON.parse(body.toString('utf8'));
+    const out = '{"jsonrpc":"2.0","id":' + JSON.stringify(call.id ?? null) + ',"result":' + result + '}';
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+    res.end(out);`,
+  );
 }
 
 /**

@@ -202,6 +202,36 @@ t.test('MemoryStore: bounded by bytes, oversize entries not kept, disabled at 0'
   t.equal(off.stats().bytes, 0);
 });
 
+t.test('MemoryStore: head-scoped answers live in one table per head, apart from the LRU', async (t) => {
+  const max = 40_000;
+  const s = new MemoryStore(max);
+  const g = s.generation;
+  s.set('imm', '"a"', 'immutable', g);
+  s.set('gas@10', '"0x1"', 'head', g, 10);
+  t.equal(s.get('gas@10', 'head'), '"0x1"', 'a head-scoped answer is served for its head');
+  t.equal(s.stats().entries, 2, 'both counted');
+  s.set('gas@9', '"0x0"', 'head', g, 9);
+  t.equal(s.get('gas@9', 'head'), undefined, 'an answer for an older head is not kept');
+  s.set('gas@11', '"0x2"', 'head', g, 11);
+  t.equal(s.get('gas@11', 'head'), '"0x2"', 'the newer head is served');
+  t.equal(s.get('gas@10', 'head'), undefined, 'the older head table is dropped as a whole');
+  t.equal(s.stats().entries, 2, 'so it no longer counts');
+  t.equal(s.get('imm', 'immutable'), '"a"', 'immutable entries are untouched by head moves');
+
+  // The head table holds at most a quarter of maxBytes; the LRU the rest.
+  const before = s.stats().bytes;
+  for (let i = 0; i < 500; i++) s.set(`bal${i}@11`, 'z'.repeat(100), 'head', g, 11);
+  const kept = Array.from({ length: 500 }, (_, i) => s.get(`bal${i}@11`, 'head')).filter((v) => v !== undefined).length;
+  t.ok(kept > 0 && kept < 500, `the head table stops at its share: ${kept} of 500 kept`);
+  const added = s.stats().bytes - before;
+  t.ok(added <= max / 4 && added > max / 4 - 1_000, `the head table fills up to max/4 and no further: ${added} bytes`);
+  for (let i = 0; i < 500; i++) s.set(`imm${i}`, 'w'.repeat(100), 'immutable', g);
+  t.ok(s.stats().bytes <= max, `the whole cache stays within maxBytes: ${s.stats().bytes}`);
+  s.set('gas@12', '"0x3"', 'head', g, 12);
+  t.equal(s.get('gas@12', 'head'), '"0x3"', 'a full table is replaced by the next head');
+  t.equal(s.get('bal0@11', 'head'), undefined);
+});
+
 t.test('Coalescer: one promise per key while in flight', async (t) => {
   const c = new Coalescer<string>();
   let runs = 0;

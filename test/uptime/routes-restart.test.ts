@@ -115,7 +115,9 @@ t.test('a restart on the same store keeps incidents and uptime history', async (
   t.ok(before.uptime['24h']! < 1, `the stall cost uptime: ${before.uptime['24h']}`);
   await first.close();
 
-  const second = await startSwitchyard(t, settings);
+  // anvil stalls again by itself; the second process must not see that as a new stall, so that
+  // its uptime can only rise from what the first one recorded (a fresh store would say 1).
+  const second = await startSwitchyard(t, { ...settings, uptime: { ...settings.uptime, stallAfterSeconds: 3600 } });
   const after = await waitFor('a probe after the restart', () => report(second.url));
   t.same(
     after.incidents.find((i) => i.id === open.id),
