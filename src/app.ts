@@ -34,6 +34,8 @@ export interface AppOptions {
   processMetrics?: boolean;
   /** The file the config came from: SIGHUP and POST /-/reload read it again. */
   configFile?: string;
+  /** The routing clock (head times, breaker cooldowns, call deadlines); Date.now unless a test controls time. */
+  now?: () => number;
 }
 
 /** What a reload from the file did: applied, or refused with the problems found. */
@@ -77,7 +79,7 @@ export class App {
     this.log = opts.logger ?? createLogger(config.log.level);
     this.configFile = opts.configFile;
     this.metrics = new Metrics({ processMetrics: opts.processMetrics, version: VERSION, chainId: config.chainId });
-    this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log);
+    this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log, undefined, opts.now);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
     this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log);
     this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log);

@@ -65,7 +65,7 @@ export class Pipeline {
 
   /** A snapshot of the fleet head for one request: every call in it sees this block as `latest`. */
   context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
-    return { clientIp, head: this.deps.fleet.blockNumber(), deadline: Date.now() + timeoutMs, trail: [], log, session };
+    return { clientIp, head: this.deps.fleet.blockNumber(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session };
   }
 
   /**

@@ -250,7 +250,7 @@ export class ChainFeed extends EventEmitter {
     const s = this.settings;
     const { outcome } = await forward(
       { fleet: this.fleet, metrics: this.metrics, maxAttempts: s.maxAttempts, upstreamTimeoutMs: s.upstreamTimeoutMs },
-      { method, label: method, paramsJson, requirement, deadline: Date.now() + s.upstreamTimeoutMs * s.maxAttempts, trail: [] },
+      { method, label: method, paramsJson, requirement, deadline: this.fleet.now() + s.upstreamTimeoutMs * s.maxAttempts, trail: [] },
     );
     return outcome.result ?? null;
   }
