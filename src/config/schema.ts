@@ -4,6 +4,7 @@
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
 import { existsSync } from 'node:fs';
+import { heightOf } from '../jsonrpc/hex.js';
 import { parseCidr } from '../limits/cidrs.js';
 import { z } from 'zod';
 
@@ -26,8 +27,8 @@ const redisUrl = z
 
 /** A chain id may be written as a number (186) or a hex string ("0xba"); YAML reads bare 0xba as 186. */
 const chainId = z
-  .union([positiveInt, z.string().regex(/^0x[0-9a-fA-F]+$/)])
-  .transform((v) => (typeof v === 'number' ? v : Number.parseInt(v.slice(2), 16)))
+  .union([positiveInt, z.string().refine((s) => heightOf(s) !== null, { error: 'expected a hex quantity of at most 13 digits' })])
+  .transform((v) => (typeof v === 'number' ? v : heightOf(v)!))
   .pipe(z.number().int().positive().max(Number.MAX_SAFE_INTEGER));
 
 /** An IP address, or address/prefix with a prefix the address family allows (<= 32 or <= 128). */
