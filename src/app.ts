@@ -35,6 +35,8 @@ export interface AppOptions {
   processMetrics?: boolean;
   /** The file the config came from: SIGHUP and POST /-/reload read it again. */
   configFile?: string;
+  /** The routing clock (head times, breaker cooldowns, call deadlines); Date.now unless a test controls time. */
+  now?: () => number;
 }
 
 /** What a reload from the file did: applied, or refused with the problems found. */
@@ -80,11 +82,11 @@ export class App {
     this.log = opts.logger ?? createLogger(config.log.level);
     this.configFile = opts.configFile;
     this.metrics = new Metrics({ processMetrics: opts.processMetrics, version: VERSION, chainId: config.chainId });
-    this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log);
+    this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log, undefined, opts.now);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
     this.redis = new RedisConnections(this.metrics, this.log.child({ room: 'redis' }));
     this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log, this.redis);
-    this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log, this.redis);
+    this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log, undefined, this.redis);
     this.fleet.on('reorg', () => this.cache.onReorg());
     this.sharedHeads =
       config.redis === null ? null : new SharedHeads(this.redis, config.redis, config.chainId, this.fleet, this.metrics, Math.min(config.routing.headPollMs, 1_000));
@@ -298,7 +300,7 @@ export class App {
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
     if (JSON.stringify(prev.rateLimit) !== JSON.stringify(next.rateLimit)) {
       const old = this.rateLimits;
-      this.rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log, this.redis);
+      this.rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log, undefined, this.redis);
       void old.close();
     }
     this.pipeline.update(this.pipelineDeps(next));

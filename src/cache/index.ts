@@ -5,7 +5,8 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import { Coalescer } from './coalesce.js';
-import { blockOfTx, type CachePlan } from './plan.js';
+import { heightInText } from '../jsonrpc/hex.js';
+import type { CachePlan } from './plan.js';
 import { RedisLevel } from './redis.js';
 import { RedisConnections } from '../redis/connections.js';
 import { MemoryStore } from './store.js';
@@ -60,7 +61,7 @@ export class ResponseCache {
   store(plan: CachePlan, value: string, gen: number, finalized: number): void {
     if (value === 'null') return;
     if (plan.cls === 'tx') {
-      const block = blockOfTx(value);
+      const block = heightInText(value);
       if (block === null || block > finalized) return;
     }
     const cls = plan.cls === 'tx' ? 'immutable' : plan.cls;

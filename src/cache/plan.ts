@@ -7,7 +7,7 @@
  *   tx:        looked up like immutable; stored only if the answer's block is finalized
  */
 import type { MethodSpec } from '../methods/table.js';
-import { isHash } from '../jsonrpc/hex.js';
+import { heightOf, isHash, isHexText } from '../jsonrpc/hex.js';
 
 export type CacheClass = 'immutable' | 'head' | 'tx';
 
@@ -29,13 +29,10 @@ export interface ChainView {
   finalized: number;
 }
 
-const HEX = /^0x[0-9a-fA-F]*$/;
-const QUANTITY = /^0x[0-9a-fA-F]{1,16}$/;
-
 /** JSON with sorted keys and lower-cased hex, so equivalent calls share one entry. */
 export function canonical(v: unknown): string {
   // Hex text needs no escaping: quoted as is, without JSON.stringify.
-  if (typeof v === 'string') return HEX.test(v) ? `"${v.toLowerCase()}"` : JSON.stringify(v);
+  if (typeof v === 'string') return isHexText(v) ? `"${v.toLowerCase()}"` : JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v !== null && typeof v === 'object') {
     const keys = Object.keys(v).sort();
@@ -47,8 +44,8 @@ export function canonical(v: unknown): string {
 /** The class of data at a block reference, or null when a tag or malformed value makes it uncacheable. */
 function classOfBlock(ref: unknown, view: ChainView): 'immutable' | 'head' | null {
   if (typeof ref === 'string') {
-    if (!QUANTITY.test(ref)) return null;
-    const n = Number.parseInt(ref, 16);
+    const n = heightOf(ref);
+    if (n === null) return null;
     if (n <= view.finalized) return 'immutable';
     return n <= view.head ? 'head' : null;
   }
@@ -103,10 +100,4 @@ export function planCache(method: string, spec: MethodSpec, params: readonly unk
   const text = canonical(params);
   const key = cls === 'head' ? `${method}@${view.head}:${text}` : `${method}:${text}`;
   return { key, cls, shareKey: headBound ? key : `${method}:${text}`, head: view.head };
-}
-
-/** For `tx` answers: the block the transaction is in (null while pending). */
-export function blockOfTx(raw: string): number | null {
-  const m = /"blockNumber":"0x([0-9a-fA-F]{1,13})"/.exec(raw);
-  return m ? Number.parseInt(m[1]!, 16) : null;
 }

@@ -4,7 +4,8 @@
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
 import { existsSync } from 'node:fs';
-import { isIP } from 'node:net';
+import { heightOf } from '../jsonrpc/hex.js';
+import { parseCidr } from '../limits/cidrs.js';
 import { z } from 'zod';
 
 const port = z.number().int().min(0).max(65535);
@@ -26,20 +27,12 @@ const redisUrl = z
 
 /** A chain id may be written as a number (186) or a hex string ("0xba"); YAML reads bare 0xba as 186. */
 const chainId = z
-  .union([positiveInt, z.string().regex(/^0x[0-9a-fA-F]+$/)])
-  .transform((v) => (typeof v === 'number' ? v : Number.parseInt(v.slice(2), 16)))
+  .union([positiveInt, z.string().refine((s) => heightOf(s) !== null, { error: 'expected a hex quantity of at most 13 digits' })])
+  .transform((v) => (typeof v === 'number' ? v : heightOf(v)!))
   .pipe(z.number().int().positive().max(Number.MAX_SAFE_INTEGER));
 
 /** An IP address, or address/prefix with a prefix the address family allows (<= 32 or <= 128). */
-const cidr = z.string().refine(
-  (c) => {
-    const [addr, bits, extra] = c.split('/');
-    const v = isIP(addr ?? '');
-    if (v === 0 || extra !== undefined) return false;
-    return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (v === 6 ? 128 : 32));
-  },
-  { error: (iss) => `expected an IP or CIDR, got ${JSON.stringify(iss.input)}` },
-);
+const cidr = z.string().refine((c) => parseCidr(c) !== null, { error: (iss) => `expected an IP or CIDR, got ${JSON.stringify(iss.input)}` });
 
 const methodName = z.string().regex(/^[a-zA-Z0-9_]+\*?$/, {
   error: (iss) => `expected a method name or prefix ending in *, got ${JSON.stringify(iss.input)}`,

@@ -2,9 +2,10 @@
 // tests (curl -X POST .../nodes/1/lag?blocks=3). It only translates requests; the behaviour is the
 // fleet's. It never returns anything but node metadata (no keys, no process details beyond pid).
 
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { sendJson } from '../server/json-reply.js';
 import type { Devnet } from './types.js';
 
 export interface ControlServer {
@@ -23,12 +24,6 @@ class HttpError extends Error {
 
 type NodeAction = 'lag' | 'stall' | 'resume' | 'kill' | 'restart';
 const NODE_ACTIONS = new Set<string>(['lag', 'stall', 'resume', 'kill', 'restart']);
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
 
 /** A query parameter that must be a non-negative integer; absent means `fallback`. */
 function intParam(url: URL, name: string, fallback: number | undefined): number {
@@ -77,14 +72,14 @@ export function startControlServer(devnet: Devnet, host: string, port: number, l
     // Bodies are not used; draining them keeps keep-alive connections reusable.
     req.resume();
     route(devnet, req, url).then(
-      ([status, body]) => send(res, status, body),
+      ([status, body]) => sendJson(res, status, body),
       (err: unknown) => {
         // The fleet throws TypeError/RangeError for bad arguments; anything else it refuses (a node
         // that is not running, no node to mine on) conflicts with its current state.
         const status = err instanceof HttpError ? err.status : err instanceof TypeError || err instanceof RangeError ? 400 : 409;
         const message = err instanceof Error ? err.message : String(err);
         log.debug({ method: req.method, path: url.pathname, status, err: message }, 'control request refused');
-        send(res, status, { error: message });
+        sendJson(res, status, { error: message });
       },
     );
   });

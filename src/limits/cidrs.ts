@@ -1,22 +1,36 @@
 /**
- * CIDR lists (trusted proxies, rate-limit exemptions) as a node:net BlockList. Checked when built,
- * with the option's name, so a bad entry reads "expected an IP or CIDR" rather than a RangeError.
+ * CIDR entries (trusted proxies, rate-limit exemptions): the one reading of "an IP or CIDR", used
+ * by the config schema to judge an entry and here to build a node:net BlockList. Checked when
+ * built, with the option's name, so a bad entry reads "expected an IP or CIDR" rather than a
+ * RangeError.
  */
 import { BlockList, isIP } from 'node:net';
+
+export interface Cidr {
+  addr: string;
+  family: 'ipv4' | 'ipv6';
+  /** null: the single address. */
+  prefix: number | null;
+}
+
+/** An IP address, or address/prefix with a prefix its family allows (<= 32 or <= 128); null otherwise. */
+export function parseCidr(c: string): Cidr | null {
+  const [addr, bits, extra] = c.split('/') as [string, string | undefined, string | undefined];
+  const v = isIP(addr);
+  if (v === 0 || extra !== undefined) return null;
+  const family = v === 6 ? 'ipv6' : 'ipv4';
+  if (bits === undefined) return { addr, family, prefix: null };
+  const prefix = Number(bits);
+  return /^\d{1,3}$/.test(bits) && prefix <= (v === 6 ? 128 : 32) ? { addr, family, prefix } : null;
+}
 
 export function cidrList(option: string, cidrs: readonly string[]): BlockList {
   const list = new BlockList();
   for (const c of cidrs) {
-    const [addr, bits, extra] = c.split('/') as [string, string | undefined, string | undefined];
-    const v = isIP(addr);
-    const prefix = bits === undefined ? null : Number(bits);
-    const max = v === 6 ? 128 : 32;
-    if (v === 0 || extra !== undefined || (prefix !== null && (!/^\d{1,3}$/.test(bits!) || prefix > max))) {
-      throw new Error(`${option}: expected an IP or CIDR, got ${JSON.stringify(c)}`);
-    }
-    const family = v === 6 ? 'ipv6' : 'ipv4';
-    if (prefix === null) list.addAddress(addr, family);
-    else list.addSubnet(addr, prefix, family);
+    const cidr = parseCidr(c);
+    if (cidr === null) throw new Error(`${option}: expected an IP or CIDR, got ${JSON.stringify(c)}`);
+    if (cidr.prefix === null) list.addAddress(cidr.addr, cidr.family);
+    else list.addSubnet(cidr.addr, cidr.prefix, cidr.family);
   }
   return list;
 }

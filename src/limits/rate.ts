@@ -12,6 +12,10 @@
  * Redis is unreachable, not ready, or fails a command (a hung Redis times out), the same limits
  * apply from local memory: served, logged once and counted, never "allow all"; Redis is tried
  * again a second after a failure.
+ * Time: the Redis windows are timed by Redis itself; the memory windows are rate-limiter-flexible's
+ * RateLimiterMemory, which reads Date.now and arms a timer per window and takes no clock. Its unit
+ * tests replace both with @sinonjs/fake-timers rather than this file keeping a second, hand-written
+ * window store that would have to match the Redis one; the Redis retry pause takes `now`.
  */
 import type { Redis } from 'ioredis';
 import type { BlockList } from 'node:net';
@@ -111,6 +115,8 @@ export class RateLimits {
     private readonly cfg: RateLimitConfig,
     private readonly metrics: Metrics,
     private readonly log: Logger,
+    /** The clock that times the Redis retry pause; the memory windows keep rate-limiter-flexible's own (Date.now). */
+    private readonly now: () => number = Date.now,
     /** The process's Redis connections (one of its own when not given). */
     connections?: RedisConnections,
   ) {
@@ -147,7 +153,7 @@ export class RateLimits {
   }
 
   private sharedUsable(): boolean {
-    return this.redis !== null && this.redis.status === 'ready' && Date.now() >= this.sharedDownUntil;
+    return this.redis !== null && this.redis.status === 'ready' && this.now() >= this.sharedDownUntil;
   }
 
   /** A change in what this limiter saw is evidence for the connection's state (which logs the transition). */
@@ -208,7 +214,7 @@ export class RateLimits {
           continue;
         } catch {
           // Redis refused or timed out: this call and the next ones are charged in memory.
-          this.sharedDownUntil = Date.now() + SHARED_RETRY_MS;
+          this.sharedDownUntil = this.now() + SHARED_RETRY_MS;
           this.noteRedis(false);
           shared = false;
         }

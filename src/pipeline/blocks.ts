@@ -9,7 +9,7 @@
 import { rpcErrors, type RpcError } from '../jsonrpc/errors.js';
 import { MAX_BLOCK_COUNT, type MethodSpec } from '../methods/table.js';
 import type { Requirement } from '../routing/select.js';
-import { isHash } from '../jsonrpc/hex.js';
+import { blockNumberOf, heightOf, isHash } from '../jsonrpc/hex.js';
 
 export interface Resolution {
   params: unknown[];
@@ -26,7 +26,6 @@ export interface BlockContext {
   recentBlocks: number;
 }
 
-const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,15})$/;
 const TAGS = new Set(['latest', 'pending', 'earliest', 'safe', 'finalized']);
 
 type BlockRef = { kind: 'latest' } | { kind: 'tag'; tag: string } | { kind: 'number'; n: number } | { kind: 'hash' };
@@ -35,7 +34,8 @@ function readBlockRef(v: unknown, where: string): BlockRef | RpcError {
   if (typeof v === 'string') {
     if (v === 'latest') return { kind: 'latest' };
     if (TAGS.has(v)) return { kind: 'tag', tag: v };
-    if (QUANTITY.test(v)) return { kind: 'number', n: Number.parseInt(v, 16) };
+    const n = blockNumberOf(v);
+    if (n !== null) return { kind: 'number', n };
     // A bare block hash (execution-apis BlockNumberOrTagOrHash; geth reads it as {blockHash}).
     if (isHash(v)) return { kind: 'hash' };
     return rpcErrors.invalidParams(`${where}: expected a block number, tag or hash, got ${JSON.stringify(v.slice(0, 80))}`);
@@ -132,7 +132,8 @@ function resolveFilter(index: number, params: unknown[], ctx: BlockContext): Res
  * some nodes do not: anvil 1.7.1 aborts on a count above 2^64, so one call would kill a node.
  */
 function checkBlockCount(v: unknown, index: number): RpcError | null {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && /^0x[0-9a-fA-F]{1,16}$/.test(v) ? Number.parseInt(v, 16) : Number.NaN;
-  if (Number.isInteger(n) && n >= 1 && n <= MAX_BLOCK_COUNT) return null;
+  // A count longer than 13 hex digits is over the cap anyway.
+  const n = typeof v === 'number' ? v : heightOf(v);
+  if (n !== null && Number.isInteger(n) && n >= 1 && n <= MAX_BLOCK_COUNT) return null;
   return rpcErrors.invalidParams(`params[${index}]: expected a block count from 1 to ${MAX_BLOCK_COUNT}`);
 }

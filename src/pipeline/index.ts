@@ -15,6 +15,7 @@ import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { planCache, type CachePlan, type ResponseCache } from '../cache/index.js';
 import { arrayElements } from '../jsonrpc/scan.js';
+import { heightInText } from '../jsonrpc/hex.js';
 import type { Requirement } from '../routing/select.js';
 import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
@@ -65,7 +66,7 @@ export class Pipeline {
 
   /** A snapshot of the fleet head for one request: every call in it sees this block as `latest`. */
   context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
-    return { clientIp, head: this.deps.fleet.blockNumber(), deadline: Date.now() + timeoutMs, trail: [], log, session };
+    return { clientIp, head: this.deps.fleet.blockNumber(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session };
   }
 
   /**
@@ -186,7 +187,7 @@ export class Pipeline {
   private afterForward(spec: MethodSpec, { outcome, upstream }: Attempted, provesBlock = false): Outcome {
     const d = this.deps;
     if (provesBlock && outcome.result !== undefined && upstream) {
-      const n = blockNumberIn(outcome.result);
+      const n = heightInText(outcome.result, true);
       if (n !== null) d.fleet.proveBlock(upstream, n);
     }
     if (spec.handling === 'filter-new' && outcome.result !== undefined && upstream) {
@@ -225,10 +226,4 @@ function paramsText(call: Call, spec: MethodSpec, res: Resolution): string {
     if (span !== undefined && typeof value === 'string') return `${text.slice(0, span.start)}${JSON.stringify(value)}${text.slice(span.end)}`;
   }
   return JSON.stringify(res.params);
-}
-
-/** The block a receipt, transaction or block answer belongs to, read from its raw text. */
-function blockNumberIn(raw: string): number | null {
-  const m = /"(?:blockNumber|number)":"0x([0-9a-fA-F]{1,13})"/.exec(raw);
-  return m ? Number.parseInt(m[1]!, 16) : null;
 }

@@ -7,6 +7,7 @@
  * Runs after block resolution: `latest` ends are already the request's head snapshot.
  */
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
+import { heightOf } from '../jsonrpc/hex.js';
 import type { Outcome } from '../jsonrpc/response.js';
 
 export interface LogsRange {
@@ -19,8 +20,7 @@ export interface LogsRange {
 /** A block bound that is a plain number once resolved (`earliest` is 0); tags stay unknown. */
 function boundOf(v: unknown): number | null {
   if (v === 'earliest') return 0;
-  if (typeof v === 'string' && /^0x[0-9a-fA-F]{1,13}$/.test(v)) return Number.parseInt(v, 16);
-  return null;
+  return heightOf(v);
 }
 
 /**

@@ -126,7 +126,7 @@ export function forward(deps: ForwardDeps, call: ForwardCall): Promise<Attempted
  */
 function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Promise<Attempted> {
   if (p.attempt >= deps.maxAttempts) return Promise.resolve(exhausted(p));
-  const remaining = call.deadline - Date.now();
+  const remaining = call.deadline - deps.fleet.now();
   if (remaining <= 0) {
     p.lastReason = 'timeout';
     return Promise.resolve(exhausted(p));
@@ -172,7 +172,7 @@ export async function broadcast(deps: ForwardDeps, call: ForwardCall): Promise<O
   let nodeError: string | undefined;
   const attempts = targets.map(async (u): Promise<Outcome> => {
     call.trail.push(u.name);
-    const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, Math.max(1, call.deadline - Date.now())));
+    const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, Math.max(1, call.deadline - deps.fleet.now())));
     deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
     if (verdict.kind === 'result') return { result: verdict.result };
     if (verdict.kind === 'node-error' && ALREADY_KNOWN.test(verdict.message)) return { result: hash };

@@ -3,10 +3,11 @@
  * and in sync, and not draining), /status (the fleet as an operator reads it; names, never URLs),
  * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does).
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { Metrics } from '../metrics/registry.js';
 import { cost } from '../routing/select.js';
 import type { Fleet } from '../upstream/fleet.js';
+import { sendJson } from './json-reply.js';
 
 export interface AdminDeps {
   fleet: Fleet;
@@ -57,38 +58,32 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
   };
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
 export function createAdminServer(getDeps: () => AdminDeps): Server {
   return createServer((req, res) => {
     const deps = getDeps();
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/-/reload') {
-      if (req.method !== 'POST') return json(res, 405, { error: 'use POST' });
+      if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST' });
       req.resume();
-      if (!deps.reload) return json(res, 404, { error: 'reload not available' });
+      if (!deps.reload) return sendJson(res, 404, { error: 'reload not available' });
       // 200 when the new file is applied; 400 with the problems when it is refused (the running
       // configuration stays either way).
       deps.reload().then(
-        (r) => json(res, r.ok ? 200 : 400, r.ok ? { reloaded: true } : { reloaded: false, problems: r.problems }),
-        () => json(res, 500, { reloaded: false, problems: ['reload failed'] }),
+        (r) => sendJson(res, r.ok ? 200 : 400, r.ok ? { reloaded: true } : { reloaded: false, problems: r.problems }),
+        () => sendJson(res, 500, { reloaded: false, problems: ['reload failed'] }),
       );
       return;
     }
-    if (req.method !== 'GET') return json(res, 405, { error: 'use GET' });
+    if (req.method !== 'GET') return sendJson(res, 405, { error: 'use GET' });
     switch (path) {
       case '/health':
-        return json(res, 200, { status: 'ok' });
+        return sendJson(res, 200, { status: 'ok' });
       case '/ready': {
         const ready = isReady(deps);
-        return json(res, ready ? 200 : 503, { ready });
+        return sendJson(res, ready ? 200 : 503, { ready });
       }
       case '/status':
-        return json(res, 200, statusOf(deps));
+        return sendJson(res, 200, statusOf(deps));
       case '/metrics':
         deps.fleet.collect();
         deps.collect?.();
@@ -98,10 +93,10 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
             res.writeHead(200, { 'content-type': deps.metrics.registry.contentType });
             res.end(text);
           })
-          .catch(() => json(res, 500, { error: 'metrics unavailable' }));
+          .catch(() => sendJson(res, 500, { error: 'metrics unavailable' }));
         return;
       default:
-        return json(res, 404, { error: 'not found', paths: ['/health', '/ready', '/status', '/metrics', 'POST /-/reload'] });
+        return sendJson(res, 404, { error: 'not found', paths: ['/health', '/ready', '/status', '/metrics', 'POST /-/reload'] });
     }
   });
 }

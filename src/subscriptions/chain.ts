@@ -10,6 +10,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
+import { heightOf } from '../jsonrpc/hex.js';
 import type { Metrics } from '../metrics/registry.js';
 import { forward } from '../routing/forward.js';
 import type { Requirement } from '../routing/select.js';
@@ -215,8 +216,8 @@ export class ChainFeed extends EventEmitter {
     } catch {
       return null;
     }
-    if (typeof o.hash !== 'string' || typeof o.parentHash !== 'string' || typeof o.number !== 'string') return null;
-    const number = Number.parseInt(o.number, 16);
+    if (typeof o.hash !== 'string' || typeof o.parentHash !== 'string') return null;
+    const number = heightOf(o.number);
     if (number !== n) return null;
     for (const k of NOT_HEADER) delete o[k];
     return { number, hash: o.hash.toLowerCase(), parentHash: o.parentHash.toLowerCase(), header: JSON.stringify(o), seq: 0 };
@@ -250,7 +251,7 @@ export class ChainFeed extends EventEmitter {
     const s = this.settings;
     const { outcome } = await forward(
       { fleet: this.fleet, metrics: this.metrics, maxAttempts: s.maxAttempts, upstreamTimeoutMs: s.upstreamTimeoutMs },
-      { method, label: method, paramsJson, requirement, deadline: Date.now() + s.upstreamTimeoutMs * s.maxAttempts, trail: [] },
+      { method, label: method, paramsJson, requirement, deadline: this.fleet.now() + s.upstreamTimeoutMs * s.maxAttempts, trail: [] },
     );
     return outcome.result ?? null;
   }

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Call } from '../jsonrpc/parse.js';
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
-import { isHash } from '../jsonrpc/hex.js';
+import { isAddress, isHash } from '../jsonrpc/hex.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { SubscriptionSession } from '../pipeline/index.js';
@@ -134,8 +134,6 @@ export class Session implements SubscriptionSession {
   }
 }
 
-const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
-
 /** The logs filter of eth_subscribe: `{ address?, topics? }` as in eth_getLogs (no block range). */
 function parseFilter(v: unknown): LogFilter | RpcError {
   if (v === undefined || v === null) return { addresses: null, topics: [] };
@@ -144,7 +142,7 @@ function parseFilter(v: unknown): LogFilter | RpcError {
   let addresses: Set<string> | null = null;
   if (o.address !== undefined && o.address !== null) {
     const list = Array.isArray(o.address) ? o.address : [o.address];
-    if (!list.every((a) => typeof a === 'string' && ADDRESS.test(a))) return rpcErrors.invalidParams('address: expected an address or a list of addresses');
+    if (!list.every(isAddress)) return rpcErrors.invalidParams('address: expected an address or a list of addresses');
     if (list.length > 0) addresses = new Set((list as string[]).map((a) => a.toLowerCase()));
   }
   const topics: (Set<string> | null)[] = [];

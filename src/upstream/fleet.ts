@@ -23,6 +23,7 @@ import type { Config, UpstreamConfig } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
 import { Canon, type Header } from './heads.js';
 import { HttpUpstreamClient, type UpstreamClient } from './client.js';
+import { Breaker } from './health.js';
 import { freshStatus, movesHead, Upstream, type NodeStatus, type UpstreamState } from './node.js';
 import { Probe, type ProbeSettings } from './probe.js';
 
@@ -68,7 +69,9 @@ export class Fleet extends EventEmitter {
     private readonly metrics: Metrics,
     private readonly log: Logger,
     /** Builds the transport for one node (tests inject fakes); `latencyMs` seeds a replacement's average. */
-    private readonly makeClient: (c: UpstreamConfig, seed: { latencyMs?: number }) => UpstreamClient = (c, seed) => new HttpUpstreamClient(c, seed),
+    private readonly makeClient: (c: UpstreamConfig, seed: { latencyMs?: number; breaker?: Breaker }) => UpstreamClient = (c, seed) => new HttpUpstreamClient(c, seed),
+    /** The routing clock: head times, breaker cooldowns, call deadlines (forward.ts). Tests pass a controlled one. */
+    readonly now: () => number = Date.now,
   ) {
     super();
     // Every call waiting for a block adds a listener for a moment; thousands at once are normal.
@@ -77,7 +80,7 @@ export class Fleet extends EventEmitter {
   }
 
   private build(c: UpstreamConfig, status: NodeStatus, seed: { latencyMs?: number }): Upstream {
-    const u = new Upstream(this.makeClient(c, seed), status);
+    const u = new Upstream(this.makeClient(c, { ...seed, breaker: new Breaker({ now: this.now }) }), status);
     this.status.set(u, status);
     return u;
   }
@@ -139,7 +142,7 @@ export class Fleet extends EventEmitter {
   private track(u: Upstream): void {
     this.metrics.declareUpstream(u.name);
     if (this.opts.breaker) u.breaker.configure(this.opts.breaker);
-    const probe = new Probe(u, () => this.probeSettings(), {
+    const probe = new Probe(u, () => this.probeSettings(), this.now, {
       up: () => {
         this.log.debug({ upstream: u.name, state: 'healthy' }, 'probe: state');
         this.markUp(u);
@@ -174,7 +177,7 @@ export class Fleet extends EventEmitter {
     const s = this.s(u);
     if (!this.counts(u) || n <= s.head || n - this.head > this.opts.maxHeadJumpBlocks) return;
     s.head = n;
-    s.headAt = Date.now();
+    s.headAt = this.now();
     this.recompute();
     this.emit('upstream-head', u);
   }
@@ -184,14 +187,14 @@ export class Fleet extends EventEmitter {
    * question was asked; a lower head asked for before the node last proved a higher one is an old
    * answer, not a reorg.
    */
-  observeHeader(u: Upstream, header: Header, observedAt = Date.now()): void {
+  observeHeader(u: Upstream, header: Header, observedAt = this.now()): void {
     const s = this.s(u);
     if (!this.counts(u)) return;
     if (header.number < s.head && observedAt < s.headAt) return;
     if (header.number === s.head && header.hash === s.headHash) return;
     s.head = header.number;
     s.headHash = header.hash;
-    s.headAt = Date.now();
+    s.headAt = this.now();
     this.recompute();
     if (s.head >= this.head) {
       const fork = this.canon.observe(header);

@@ -46,12 +46,14 @@ export class Probe {
     private readonly u: Upstream,
     /** Read on every poll, so a reload's new intervals apply to running probes. */
     private readonly settings: () => ProbeSettings,
+    /** The fleet's clock: `observedAt` is compared with head times it keeps. */
+    private readonly now: () => number,
     private readonly sink: ProbeSink,
   ) {}
 
   start(): void {
     if (this.u.config.ws !== undefined) {
-      this.ws = new WsHeads(this.u.config.ws, (h) => this.sink.header(h, Date.now()));
+      this.ws = new WsHeads(this.u.config.ws, (h) => this.sink.header(h, this.now()));
       this.ws.start();
     }
     const tick = async (): Promise<void> => {
@@ -76,7 +78,7 @@ export class Probe {
     const { u } = this;
     const settings = this.settings();
     const timeout = Math.min(settings.upstreamTimeoutMs, Math.max(1000, settings.headPollMs * 2));
-    const now = Date.now();
+    const now = this.now();
     // Re-verify the chain after any outage too: what answers on that address may be another node now.
     if (u.state !== 'healthy' || now - this.chainCheckedAt >= settings.chainIdCheckMs) {
       const { verdict } = await u.call('eth_chainId', '[]', timeout, PROBE);
@@ -86,7 +88,7 @@ export class Probe {
       if (got !== settings.chainId) return this.sink.quarantined(got);
       this.chainCheckedAt = now;
     }
-    const asked = Date.now();
+    const asked = this.now();
     const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, PROBE);
     if (this.stopped) return;
     const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;

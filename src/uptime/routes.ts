@@ -51,7 +51,11 @@ export function uptimeAnswer(pages: UptimePages, path: string, accept: string | 
     const report = pages.report();
     const cors = { 'access-control-allow-origin': '*' };
     if (report === null) {
-      return { status: 503, body: JSON.stringify({ error: 'no probe has finished yet' }), headers: { ...COMMON, ...cors, 'cache-control': 'no-store', 'retry-after': '1' } };
+      return {
+        status: 503,
+        body: JSON.stringify({ error: 'no probe has finished yet' }),
+        headers: { ...COMMON, ...cors, 'content-type': 'application/json', 'cache-control': 'no-store', 'retry-after': '1' },
+      };
     }
     return { status: 200, body: JSON.stringify(report), headers: { ...COMMON, ...cors, 'content-type': 'application/json', 'cache-control': `public, max-age=${maxAge}` } };
   }

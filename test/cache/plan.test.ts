@@ -6,7 +6,7 @@
  * the byte bound; one oversized answer is not kept). Coalescing shares one promise per key.
  */
 import t from 'tap';
-import { canonical, planCache, blockOfTx, type ChainView } from '../../src/cache/plan.js';
+import { canonical, planCache, type ChainView } from '../../src/cache/plan.js';
 import { MemoryStore } from '../../src/cache/store.js';
 import { Coalescer } from '../../src/cache/coalesce.js';
 import { METHODS } from '../../src/methods/table.js';
@@ -150,12 +150,6 @@ t.test('keys: sorted object keys and lower-cased hex, so equivalent calls share 
   t.not(plan('eth_getBalance', [ADDR, '0x5'])!.key, plan('eth_getTransactionCount', [ADDR, '0x5'])!.key, 'another method: another entry');
   t.equal(plan('eth_getBlockByHash', [HASH.toUpperCase().replace('0X', '0x'), false])!.key, plan('eth_getBlockByHash', [HASH, false])!.key, 'block hash case');
   t.not(plan('eth_getBlockByNumber', ['0x5', true])!.key, plan('eth_getBlockByNumber', ['0x5', false])!.key, 'full and hashes-only blocks differ');
-});
-
-t.test('blockOfTx: the block a transaction or receipt answer belongs to', async (t) => {
-  t.equal(blockOfTx('{"hash":"0x1","blockNumber":"0x1f","blockHash":"0x2"}'), 31);
-  t.equal(blockOfTx('{"hash":"0x1","blockNumber":null}'), null, 'pending: no block');
-  t.equal(blockOfTx('"0x02f8"'), null, 'a raw transaction names no block');
 });
 
 t.test('MemoryStore: a reorg hides head entries, never immutable ones', async (t) => {

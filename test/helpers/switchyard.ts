@@ -33,12 +33,13 @@ export function testConfig(input: Partial<ConfigInput> & Pick<ConfigInput, 'upst
 export async function startSwitchyard(
   t: Test,
   input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>,
-  opts: { waitReady?: boolean; logger?: Logger; configFile?: string } = {},
+  opts: { waitReady?: boolean; logger?: Logger; configFile?: string; now?: () => number } = {},
 ): Promise<RunningSwitchyard> {
   const config = validateConfig(testConfig(input));
   // `logger`: a test that reads the log lines passes its own (e.g. createLogger('info', destination)).
   // `configFile`: the file POST /-/reload reads (the test writes it).
-  const app = await App.start(config, { logger: opts.logger ?? createLogger(config.log.level), processMetrics: false, configFile: opts.configFile });
+  // `now`: the routing clock (breaker cooldowns, head times, call deadlines), for tests that move time themselves.
+  const app = await App.start(config, { logger: opts.logger ?? createLogger(config.log.level), processMetrics: false, configFile: opts.configFile, now: opts.now });
   const { http, admin } = app.ports;
   const sy: RunningSwitchyard = {
     app,

@@ -91,19 +91,17 @@ t.test('global in-flight bound: maxInFlight 6 sheds a 7th call with 503 at once'
   const a = Array.from({ length: 4 }, (_, i) => track(client.post(balance(i), { 'x-forwarded-for': '10.0.0.1' })));
   const b = Array.from({ length: 2 }, (_, i) => track(client.post(balance(10 + i), { 'x-forwarded-for': '10.0.0.2' })));
   await waitFor('6 calls at the node', () => atNode() === 6);
-  const started = performance.now();
   const c = await client.post(balance(20), { 'x-forwarded-for': '10.0.0.3' });
-  const ms = performance.now() - started;
   t.equal(c.status, 503, 'a third client, under its own per-IP bound: 503');
   t.equal(c.json.error?.code, -32005);
   t.equal(c.json.error?.message, 'server overloaded');
   t.equal(c.json.error?.data?.reason, 'OVERLOADED');
   t.equal(c.json.error?.data?.retryAfterSeconds, 1);
   t.equal(c.headers['retry-after'], '1', 'Retry-After: 1');
-  t.ok(ms < 1_000, `shed fast (${Math.round(ms)} ms)`);
+  // The 6 calls are held at the node until released below: an answer now means it did not queue.
   t.ok(
     [...a, ...b].every((x) => x.reply === undefined),
-    'before any of the slow calls finished',
+    'shed at once: before any of the slow calls finished',
   );
   t.equal(atNode(), 6, 'and it never reached the node');
   const notification = await client.post({ jsonrpc: '2.0', method: 'eth_getBalance', params: [address(21), 'latest'] }, { 'x-forwarded-for': '10.0.0.3' });

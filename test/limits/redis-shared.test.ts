@@ -4,16 +4,17 @@
  * both instances keep serving with the same limits from their own memory (logged once, counted);
  * redis back on the same port: sharing resumes.
  * Clients are told apart by X-Forwarded-For (the instances trust 127.0.0.1), so each phase uses a
- * client no earlier phase has charged. Each client: 10 calls per second, no burst allowance.
+ * client no earlier phase has charged. Each client: one call per hour (ONE_CALL), so no figure
+ * depends on where a 1-second window ends.
  */
 import t, { type Test } from 'tap';
 import { Redis } from 'ioredis';
 import { startAnvil } from '../helpers/anvil.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
-import { Client, inOneWindow, isRateLimited, memoryLogger, metric, rpc, startRedis, type Reply } from './fixtures/tools.js';
+import { Client, isRateLimited, memoryLogger, metric, ONE_CALL, rpc, startRedis, type Reply } from './fixtures/tools.js';
 
-const BUDGET = 10;
+const BUDGET = 1;
 const anvil = await startAnvil();
 t.teardown(() => anvil.stop());
 const redis = await startRedis(t);
@@ -28,7 +29,7 @@ async function replica(t: Test): Promise<Replica> {
   const logs = memoryLogger('info');
   const sy = await startSwitchyard(
     t,
-    { upstreams: [{ name: 'a', url: anvil.url }], server: { trustedProxies: ['127.0.0.1/32'] }, rateLimit: { perIp: { ratePerSec: BUDGET, burst: BUDGET }, redis: redis.url } },
+    { upstreams: [{ name: 'a', url: anvil.url }], server: { trustedProxies: ['127.0.0.1/32'] }, rateLimit: { ...ONE_CALL, redis: redis.url } },
     { logger: logs.logger },
   );
   const client = new Client(t, sy.url);
@@ -56,7 +57,7 @@ async function alternate(n: number, who: Record<string, string>): Promise<Reply[
   return out;
 }
 
-/** Whether the two replicas share a budget now: a fresh client spends 10 through A, then tries B. */
+/** Whether the two replicas share a budget now: a fresh client spends its budget through A, then tries B. */
 async function sharing(): Promise<boolean> {
   const who = newClient();
   const spent = await Promise.all(Array.from({ length: BUDGET }, () => a.client.post(rpc('eth_chainId'), who)));
@@ -71,21 +72,15 @@ t.test('two replicas, one budget per client', async (t) => {
       const who = newClient();
       const before = await fallbacks(r);
       const reply = await r.client.post(rpc('eth_chainId'), who);
-      const key = `switchyard:rl:ip:sustained:${who['x-forwarded-for']}`;
+      const key = `switchyard:rl:ip:burst:${who['x-forwarded-for']}`;
       return ok(reply) && (await fallbacks(r)) === before && (await probe.exists(key)) === 1;
     });
   }
-  await inOneWindow(
-    t,
-    async () => ({ who: newClient(), close: async () => undefined }),
-    ({ who }) => alternate(15, who),
-    (replies) => {
-      t.ok(replies.slice(0, BUDGET).every(ok), 'A, B, A, B, ...: the first 10 calls admitted, 5 by each replica');
-      t.ok(
-        replies.slice(BUDGET).every((r) => r.status === 429 && isRateLimited(r.json)),
-        'the next 20 refused by both: 10 in all, not 10 each',
-      );
-    },
+  const replies = await alternate(15, newClient());
+  t.ok(replies.slice(0, BUDGET).every(ok), 'A, B, A, B, ...: the first call admitted (by A)');
+  t.ok(
+    replies.slice(BUDGET).every((r) => r.status === 429 && isRateLimited(r.json)),
+    'the next 29 refused by both: one budget in all, not one each',
   );
   t.ok(await sharing(), 'a client that spent its budget through A is refused by B');
 });
@@ -107,15 +102,11 @@ t.test('redis hung (SIGSTOP): calls go to local memory at once, not one command 
   );
   const ms = performance.now() - started;
   t.equal(first.status, 200);
-  t.ok(firstMs < 1_500, `a batch of 50 answered in ${Math.round(firstMs)} ms: at most one redis timeout (200 ms), not 50`);
-  t.ok(ms < 2_000, `and the next batch too (${Math.round(ms)} ms for both)`);
-  if (ms < 900) {
-    const all = [...first.json, ...second.json];
-    t.equal(all.filter((o: any) => o.result === '0xba').length, BUDGET, 'still limited from memory: 10 of 100 admitted');
-  } else {
-    const admitted = first.json.filter((o: any) => o.result === '0xba').length;
-    t.ok(admitted === BUDGET || admitted === 0, `still limited from memory (${admitted} of the first 50 admitted)`);
-  }
+  // One redis command timeout per call would be 50 x 200 ms = 10 s per batch; the bound is generous.
+  t.ok(firstMs < 5_000, `a batch of 50 answered in ${Math.round(firstMs)} ms: at most one redis timeout (200 ms), not 50`);
+  t.ok(ms < 5_000, `and the next batch too (${Math.round(ms)} ms for both)`);
+  const all = [...first.json, ...second.json];
+  t.equal(all.filter((o: any) => o.result === '0xba').length, BUDGET, 'still limited from memory: one of 100 admitted');
   t.ok((await fallbacks(a)) > before, 'counted as a fallback');
   redis.resume();
   await waitFor('replicas share a budget again', sharing, { timeoutMs: 30_000, intervalMs: 100 });
@@ -142,38 +133,30 @@ t.test('redis SIGKILLed: both keep serving with local limits, counted and logged
   t.ok((await fallbacks(a)) > before[0]!, 'A: switchyard_rate_limit_fallback_total > 0');
   t.ok((await fallbacks(b)) > before[1]!, 'B: switchyard_rate_limit_fallback_total > 0');
 
-  await inOneWindow(
-    t,
-    async () => ({ who: newClient(), close: async () => undefined }),
-    async ({ who }) => {
-      const viaA = await a.client.burst(
-        15,
-        () => rpc('eth_chainId'),
-        () => who,
-      );
-      const viaB = await b.client.burst(
-        15,
-        () => rpc('eth_chainId'),
-        () => who,
-      );
-      return { viaA, viaB };
-    },
-    ({ viaA, viaB }) => {
-      const all = [...viaA, ...viaB];
-      t.ok(
-        all.every((r) => r.status === 200 || r.status === 429),
-        'no 5xx: every answer is 200 or 429',
-      );
-      t.notOk(
-        all.some((r) => r.json?.error?.code === -32603),
-        'no -32603',
-      );
-      t.equal(viaA.filter(ok).length, BUDGET, 'A still limits the client: 10 of 15 admitted (never "allow all")');
-      t.equal(viaA.filter((r) => r.status === 429 && isRateLimited(r.json)).length, 5, 'A refuses 5 with 429 -32005');
-      t.equal(viaB.filter(ok).length, BUDGET, 'B limits it too, from its own memory (budgets are per replica while redis is down)');
-      t.equal(viaB.filter((r) => r.status === 429 && isRateLimited(r.json)).length, 5, 'B refuses 5');
-    },
+  const who = newClient();
+  const viaA = await a.client.burst(
+    15,
+    () => rpc('eth_chainId'),
+    () => who,
   );
+  const viaB = await b.client.burst(
+    15,
+    () => rpc('eth_chainId'),
+    () => who,
+  );
+  const all = [...viaA, ...viaB];
+  t.ok(
+    all.every((r) => r.status === 200 || r.status === 429),
+    'no 5xx: every answer is 200 or 429',
+  );
+  t.notOk(
+    all.some((r) => r.json?.error?.code === -32603),
+    'no -32603',
+  );
+  t.equal(viaA.filter(ok).length, BUDGET, 'A still limits the client: one of 15 admitted (never "allow all")');
+  t.equal(viaA.filter((r) => r.status === 429 && isRateLimited(r.json)).length, 14, 'A refuses 14 with 429 -32005');
+  t.equal(viaB.filter(ok).length, BUDGET, 'B limits it too, from its own memory (budgets are per replica while redis is down)');
+  t.equal(viaB.filter((r) => r.status === 429 && isRateLimited(r.json)).length, 14, 'B refuses 14');
   for (const [name, r, mark] of [
     ['A', a, marks[0]!],
     ['B', b, marks[1]!],
@@ -190,17 +173,11 @@ t.test('redis back on the same port: sharing resumes', async (t) => {
   const marks = [a.logs.lines().length, b.logs.lines().length];
   await redis.start();
   await waitFor('replicas share a budget again', sharing, { timeoutMs: 30_000, intervalMs: 100 });
-  await inOneWindow(
-    t,
-    async () => ({ who: newClient(), close: async () => undefined }),
-    ({ who }) => alternate(15, who),
-    (replies) => {
-      t.ok(replies.slice(0, BUDGET).every(ok), 'alternated calls: the first 10 admitted');
-      t.ok(
-        replies.slice(BUDGET).every((r) => r.status === 429),
-        'the next 20 refused: one budget of 10 again',
-      );
-    },
+  const replies = await alternate(15, newClient());
+  t.ok(replies.slice(0, BUDGET).every(ok), 'alternated calls: the first admitted');
+  t.ok(
+    replies.slice(BUDGET).every((r) => r.status === 429),
+    'the next 29 refused: one budget again',
   );
   for (const [name, r, mark] of [
     ['A', a, marks[0]!],

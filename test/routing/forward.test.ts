@@ -24,6 +24,9 @@ const http5xx: Verdict = { kind: 'retry', reason: 'http_5xx', health: true };
 const tooLarge: Verdict = { kind: 'retry', reason: 'response_too_large', health: false };
 const missing: Verdict = { kind: 'retry', reason: 'node_missing_block', health: false, error: '{"code":-32000,"message":"header not found"}' };
 
+/** The fleet's clock, stopped: deadlines are judged against it, not against the wall clock. */
+const NOW = 1_000_000;
+
 interface Row {
   name: string;
   a: Verdict[];
@@ -63,6 +66,14 @@ const ROWS: Row[] = [
   { name: 'null then a node error: the null stands', a: [ok('null')], b: [revert], call: { nullMayLag: true }, expect: 'result null', trail: ['a', 'b'] },
   { name: 'null where null is final', a: [ok('null')], b: [ok('"0x2"')], expect: 'result null', trail: ['a'] },
   { name: 'no routable node', a: [], b: [], down: ['a', 'b'], expect: 'error NO_UPSTREAM {"why":"none healthy"}', trail: [] },
+  {
+    name: 'the deadline has passed: no node asked, -32002 timeout',
+    a: [ok('"0x1"')],
+    b: [ok('"0x2"')],
+    call: { deadline: NOW },
+    expect: 'error UPSTREAM_FAILED {"attempts":0,"last":"timeout"}',
+    trail: [],
+  },
   {
     name: 'no node has the block and none can catch up',
     a: [],
@@ -104,13 +115,20 @@ const ROWS: Row[] = [
 for (const row of ROWS) {
   t.test(row.name, async (t) => {
     const clients = new Map<string, FakeClient>();
-    const fleet = new Fleet(OPTS, [upstreamConfig('a'), upstreamConfig('b')], new Metrics({ processMetrics: false }), createLogger('silent'), (c) => {
-      const f = new FakeClient(c);
-      f.latencyMs = c.name === 'a' ? 1 : 10;
-      f.answers = c.name === 'a' ? row.a : row.b;
-      clients.set(c.name, f);
-      return f;
-    });
+    const fleet = new Fleet(
+      OPTS,
+      [upstreamConfig('a'), upstreamConfig('b')],
+      new Metrics({ processMetrics: false }),
+      createLogger('silent'),
+      (c) => {
+        const f = new FakeClient(c);
+        f.latencyMs = c.name === 'a' ? 1 : 10;
+        f.answers = c.name === 'a' ? row.a : row.b;
+        clients.set(c.name, f);
+        return f;
+      },
+      () => NOW,
+    );
     t.teardown(() => fleet.stop());
     const heads = row.heads ?? [10, 10];
     for (const [i, u] of fleet.upstreams.entries()) {
@@ -123,7 +141,7 @@ for (const row of ROWS) {
       label: 'eth_call',
       paramsJson: '[]',
       requirement: row.requirement ?? {},
-      deadline: Date.now() + 30_000,
+      deadline: NOW + 30_000,
       trail: [],
       ...row.call,
     };
