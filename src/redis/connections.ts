@@ -8,8 +8,9 @@
  * to 2 s). Each user goes on without Redis in its own way (memory cache, local limits, its own
  * heads) and tells the link what it saw; the link keeps one up/down state per URL, logs one line per
  * transition naming what every user of that Redis does meanwhile, sets `switchyard_redis_up`, and
- * after a failed command holds every user off that Redis for a second, so a hung server costs at
- * most one timeout a second, not one per call.
+ * after a failed command reports it unusable for a second (the cache and shared heads skip it
+ * meanwhile; the rate limits keep an equal pause of their own), so a hung server costs at most one
+ * timeout a second, not one per call.
  * The connections are named `switchyard` and `switchyard-sub` (CLIENT LIST shows them).
  * Owns: connections, their state, the up metric and the transition lines. Refuses: keys, commands
  * and fallbacks (each user's own). URLs are never logged (they may carry a password).
