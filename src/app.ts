@@ -126,10 +126,11 @@ export class App {
     };
   }
 
+  /** Made after makeHttpDeps (at start and on reload): both fronts read client IPs with its ClientIp. */
   private makeWsDeps(c: Config): WsDeps {
     return {
       front: this.front,
-      clientIp: new ClientIp(c.server.trustedProxies),
+      clientIp: this.httpDeps.clientIp,
       metrics: this.metrics,
       log: this.log,
       feed: this.feed,
