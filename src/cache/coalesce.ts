@@ -3,11 +3,12 @@
  * its own response object (ids are added by the writer), so sharing is invisible to clients.
  */
 export class Coalescer<T> {
-  private readonly inFlight = new Map<string, Promise<T>>();
+  private inFlight = new Map<string, Promise<T>>();
   joined = 0;
 
   run(key: string, work: () => Promise<T>, onJoin?: () => void): Promise<T> {
-    const existing = this.inFlight.get(key);
+    const inFlight = this.inFlight;
+    const existing = inFlight.get(key);
     if (existing !== undefined) {
       this.joined++;
       onJoin?.();
@@ -16,16 +17,21 @@ export class Coalescer<T> {
     // then(ok, fail) rather than finally(): one promise less per call on the miss path.
     const p = work().then(
       (v) => {
-        this.inFlight.delete(key);
+        inFlight.delete(key);
         return v;
       },
       (err: unknown) => {
-        this.inFlight.delete(key);
+        inFlight.delete(key);
         throw err;
       },
     );
-    this.inFlight.set(key, p);
+    inFlight.set(key, p);
     return p;
+  }
+
+  /** Calls in flight keep their callers, but no call made from now on joins them (a reorg). */
+  forget(): void {
+    this.inFlight = new Map();
   }
 
   get size(): number {

@@ -44,7 +44,7 @@ export class ResponseCache {
 
   /** Synchronous unless the memory level misses and Redis must be asked. */
   lookup(plan: CachePlan): string | undefined | Promise<string | undefined> {
-    const value = this.memory.get(plan.key, plan.cls);
+    const value = this.memory.get(plan.key, plan.cls, plan.head);
     if (value === undefined && this.redis !== null && plan.cls !== 'head') return this.lookupShared(plan);
     this.metrics.recordCacheLookup(plan.cls, value !== undefined);
     return value;
@@ -70,15 +70,16 @@ export class ResponseCache {
   }
 
   coalesce<T>(key: string, work: () => Promise<T>): Promise<T> {
-    // The generation is part of the key: a call asked after a reorg must not share an answer
-    // fetched from the chain that reorg replaced (a head-scoped key can be the same on both chains).
-    return this.coalescer.run(`${this.memory.generation}|${key}`, work, this.joined) as Promise<T>;
+    return this.coalescer.run(key, work, this.joined) as Promise<T>;
   }
 
   private readonly joined = (): void => this.metrics.recordCoalesced();
 
   onReorg(): void {
     this.memory.dropUnfinalized();
+    // A call asked after a reorg must not share an answer fetched from the chain that reorg
+    // replaced (a head-scoped key can be the same on both chains).
+    this.coalescer.forget();
   }
 
   /** Refreshes the size gauges (scraped, not pushed). */

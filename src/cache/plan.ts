@@ -12,6 +12,7 @@ import { heightOf, isHash, isHexText } from '../jsonrpc/hex.js';
 export type CacheClass = 'immutable' | 'head' | 'tx';
 
 export interface CachePlan {
+  /** The entry's key: method and canonical params. A head-scoped entry is served only for `head` (store.ts). */
   key: string;
   cls: CacheClass;
   /**
@@ -20,7 +21,7 @@ export interface CachePlan {
    * not change when the head moves, so calls asked across a head change still share one call.
    */
   shareKey: string;
-  /** The head snapshot the plan was made under (a head-scoped key names it). */
+  /** The head snapshot the plan was made under: a head-scoped entry is looked up in that head's table. */
   head: number;
 }
 
@@ -33,7 +34,12 @@ export interface ChainView {
 export function canonical(v: unknown): string {
   // Hex text needs no escaping: quoted as is, without JSON.stringify.
   if (typeof v === 'string') return isHexText(v) ? `"${v.toLowerCase()}"` : JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (Array.isArray(v)) {
+    // A loop of concatenations: no intermediate array per level (this runs for every cacheable call).
+    let out = '[';
+    for (let i = 0; i < v.length; i++) out += i === 0 ? canonical(v[i]) : `,${canonical(v[i])}`;
+    return `${out}]`;
+  }
   if (v !== null && typeof v === 'object') {
     const keys = Object.keys(v).sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
@@ -98,6 +104,6 @@ export function planCache(method: string, spec: MethodSpec, params: readonly unk
   }
   if (cls === null) return null;
   const text = canonical(params);
-  const key = cls === 'head' ? `${method}@${view.head}:${text}` : `${method}:${text}`;
-  return { key, cls, shareKey: headBound ? key : `${method}:${text}`, head: view.head };
+  const key = `${method}:${text}`;
+  return { key, cls, shareKey: headBound ? `${method}@${view.head}:${text}` : key, head: view.head };
 }

@@ -2,8 +2,8 @@
  * The in-memory response cache, bounded by bytes (key + raw answer text), holding answers as the
  * exact text a node returned so a hit is never re-serialised. Two rooms:
  *   - immutable entries in an LRU of up to 3/4 of `maxBytes`;
- *   - head-scoped entries in a table for one head, up to 1/4 of `maxBytes`. Their keys name the
- *     head they were filled under, so once the head moves none of them can be hit again: the table
+ *   - head-scoped entries in a table for one head, up to 1/4 of `maxBytes`. The table answers only
+ *     lookups made for its head, so once the head moves none of them can be hit again: the table
  *     is dropped as a whole when the first answer for a newer head arrives, and on a reorg. Dead
  *     head-scoped entries never sit in the LRU pushing out immutable ones, and filling the table
  *     costs no LRU bookkeeping; when it is full, further answers for that head are not kept.
@@ -70,13 +70,15 @@ export class MemoryStore {
     return this.gen;
   }
 
-  get(key: string, cls: CacheClass): string | undefined {
-    return cls === 'head' ? this.head.get(key) : this.lru?.get(key);
+  /** `head`: the head a head-scoped entry is wanted for; only the table of that head answers. */
+  get(key: string, cls: CacheClass, head = -1): string | undefined {
+    if (cls !== 'head') return this.lru?.get(key);
+    return head === this.headAt ? this.head.get(key) : undefined;
   }
 
   /**
    * `gen` is the generation the answer was fetched under: a reorg meanwhile makes a head-scoped
-   * answer stale on arrival. `head` is the head a head-scoped answer's key names.
+   * answer stale on arrival. `head` is the head a head-scoped answer was fetched for.
    */
   set(key: string, value: string, cls: CacheClass, gen: number, head = -1): void {
     if (this.lru === null) return;

@@ -37,7 +37,8 @@ export type ParsedBody =
  */
 export const MAX_NESTING = 64;
 export const MAX_METHOD_LENGTH = 128;
-const MEMBERS = ['jsonrpc', 'id', 'method', 'params'] as const;
+/** The members whose raw text is kept (the others are read from the parsed object). */
+const MEMBERS = ['id', 'params'] as const;
 
 export function parseBody(text: string, maxBatchSize: number): ParsedBody {
   let value: unknown;

@@ -81,6 +81,21 @@ export function arrayElements(text: string, span: Span = { start: 0, end: text.l
   }
 }
 
+/** The span of the top-level array's element `index`, without collecting the others. */
+export function elementSpan(text: string, index: number): Span | undefined {
+  let i = skipWs(text, 0);
+  if (text.charCodeAt(i) !== 0x5b) return undefined;
+  i = skipWs(text, i + 1);
+  if (text.charCodeAt(i) === 0x5d) return undefined;
+  for (let n = 0; ; n++) {
+    const end = skipValue(text, i);
+    if (n === index) return { start: i, end };
+    i = skipWs(text, end);
+    if (text.charCodeAt(i) !== 0x2c) return undefined;
+    i = skipWs(text, i + 1);
+  }
+}
+
 /**
  * The spans of the members of the object at span, by key. A repeated key keeps its last value,
  * as JSON.parse does, so the raw text always agrees with the parsed object.

@@ -39,8 +39,19 @@ export class MethodPolicy {
     this.exactExtensions = new Set(cfg.extensions.filter((p) => !p.endsWith('*')));
   }
 
+  /** Answers for the table's methods and exact extensions, worked out once each (a bounded set of names). */
+  private readonly known = new Map<string, Resolved | null>();
+
   /** The spec to handle `method` with, or null when the method is unknown or not allowed. */
   resolve(method: string): Resolved | null {
+    const known = this.known.get(method);
+    if (known !== undefined) return known;
+    const r = this.work(method);
+    if (this.label(method) !== 'other') this.known.set(method, r);
+    return r;
+  }
+
+  private work(method: string): Resolved | null {
     if (SIGNING_METHODS.has(method) || this.denied(method)) return null;
     if (this.extension(method)) return { spec: EXTENSION_SPEC, extension: true };
     const spec = METHODS[method];

@@ -30,22 +30,28 @@ const TAGS = new Set(['latest', 'pending', 'earliest', 'safe', 'finalized']);
 
 type BlockRef = { kind: 'latest' } | { kind: 'tag'; tag: string } | { kind: 'number'; n: number } | { kind: 'hash' };
 
-function readBlockRef(v: unknown, where: string): BlockRef | RpcError {
+const LATEST: BlockRef = Object.freeze({ kind: 'latest' });
+const HASH: BlockRef = Object.freeze({ kind: 'hash' });
+
+const where = (index: number, member: string): string => (member === '' ? `params[${index}]` : `params[${index}].${member}`);
+
+/** `index` and `member` (a filter's fromBlock/toBlock) name the parameter in an error, made only when there is one. */
+function readBlockRef(v: unknown, index: number, member = ''): BlockRef | RpcError {
   if (typeof v === 'string') {
-    if (v === 'latest') return { kind: 'latest' };
+    if (v === 'latest') return LATEST;
     if (TAGS.has(v)) return { kind: 'tag', tag: v };
     const n = blockNumberOf(v);
     if (n !== null) return { kind: 'number', n };
     // A bare block hash (execution-apis BlockNumberOrTagOrHash; geth reads it as {blockHash}).
-    if (isHash(v)) return { kind: 'hash' };
-    return rpcErrors.invalidParams(`${where}: expected a block number, tag or hash, got ${JSON.stringify(v.slice(0, 80))}`);
+    if (isHash(v)) return HASH;
+    return rpcErrors.invalidParams(`${where(index, member)}: expected a block number, tag or hash, got ${JSON.stringify(v.slice(0, 80))}`);
   }
   if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
     const o = v as { blockHash?: unknown; blockNumber?: unknown };
-    if (isHash(o.blockHash)) return { kind: 'hash' };
-    if (o.blockNumber !== undefined) return readBlockRef(o.blockNumber, where);
+    if (isHash(o.blockHash)) return HASH;
+    if (o.blockNumber !== undefined) return readBlockRef(o.blockNumber, index, member);
   }
-  return rpcErrors.invalidParams(`${where}: expected a block number, tag, hash or {blockHash}`);
+  return rpcErrors.invalidParams(`${where(index, member)}: expected a block number, tag, hash or {blockHash}`);
 }
 
 function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {
@@ -77,7 +83,7 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
   if (spec.block !== undefined) {
     const v = params[spec.block];
     if (v === undefined || v === null) return { params, requirement: { minHead: ctx.head }, rewritten: false };
-    const ref = readBlockRef(v, `params[${spec.block}]`);
+    const ref = readBlockRef(v, spec.block);
     if ('code' in ref) return ref;
     if (ref.kind !== 'latest') return { params, requirement: requirementFor(ref, ctx), rewritten: false };
     const copy = params.slice();
@@ -107,7 +113,7 @@ function resolveFilter(index: number, params: unknown[], ctx: BlockContext): Res
       needsSync = true;
       continue;
     }
-    const ref = readBlockRef(v, `params[${index}].${key}`);
+    const ref = readBlockRef(v, index, key);
     if ('code' in ref) return ref;
     if (ref.kind === 'latest') {
       copy[key] = hex(ctx.head);

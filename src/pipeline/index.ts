@@ -14,7 +14,7 @@ import { broadcast, forward, type Attempted, type ForwardDeps } from '../routing
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { planCache, type CachePlan, type ResponseCache } from '../cache/index.js';
-import { arrayElements } from '../jsonrpc/scan.js';
+import { elementSpan } from '../jsonrpc/scan.js';
 import { heightInText } from '../jsonrpc/hex.js';
 import type { Requirement } from '../routing/select.js';
 import { resolveBlocks, type Resolution } from './blocks.js';
@@ -221,7 +221,7 @@ function paramsText(call: Call, spec: MethodSpec, res: Resolution): string {
   if (text === undefined) return JSON.stringify(res.params);
   if (!res.rewritten) return text;
   if (spec.block !== undefined && spec.filterObject === undefined) {
-    const span = arrayElements(text)[spec.block];
+    const span = elementSpan(text, spec.block);
     const value = res.params[spec.block];
     if (span !== undefined && typeof value === 'string') return `${text.slice(0, span.start)}${JSON.stringify(value)}${text.slice(span.end)}`;
   }

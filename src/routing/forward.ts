@@ -55,7 +55,7 @@ const ALREADY_KNOWN = /already known|already imported/i;
 
 /** What one forward() has learnt so far, across its attempts. */
 export interface Progress {
-  tried: Set<Upstream>;
+  tried: Upstream[];
   attempt: number;
   waited: number;
   lastNodeError?: { error: string; upstream: Upstream };
@@ -72,7 +72,7 @@ type Candidate = { upstream: Upstream } | { wait: true } | { done: Attempted } |
  */
 export function nextCandidate(deps: ForwardDeps, call: ForwardCall, p: Progress): Candidate {
   const requirement = p.nullFrom ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head) } : call.requirement;
-  const candidates = call.only ? (call.only.available && !p.tried.has(call.only) ? [call.only] : 'none healthy') : eligible(deps.fleet, requirement, p.tried);
+  const candidates = call.only ? (call.only.available && !p.tried.includes(call.only) ? [call.only] : 'none healthy') : eligible(deps.fleet, requirement, p.tried);
   if (typeof candidates !== 'string') return { upstream: choose(candidates, call.requirement.stickyKey) };
   if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };
   if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(deps.fleet, requirement.minHead, p.tried)) return { wait: true };
@@ -117,7 +117,7 @@ export function interpretVerdict(deps: ForwardDeps, call: ForwardCall, p: Progre
 }
 
 export function forward(deps: ForwardDeps, call: ForwardCall): Promise<Attempted> {
-  return attempt(deps, call, { tried: new Set(), attempt: 0, waited: 0, lastReason: '' });
+  return attempt(deps, call, { tried: [], attempt: 0, waited: 0, lastReason: '' });
 }
 
 /**
@@ -137,7 +137,7 @@ function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Promise<Att
   // Waiting for a head is not an attempt: the same attempt number goes on after it.
   if ('wait' in next) return waitForHead(deps, p, remaining).then(() => attempt(deps, call, p));
   const u = next.upstream;
-  p.tried.add(u);
+  p.tried.push(u);
   call.trail.push(u.name);
   const before = u.breaker.state;
   return u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining)).then(({ verdict, ms }) => {
@@ -156,7 +156,7 @@ function exhausted(p: Progress): Attempted {
   if (p.nullFrom) return { outcome: { result: 'null' }, upstream: p.nullFrom };
   if (p.lastNodeError) return { outcome: { nodeError: p.lastNodeError.error }, upstream: p.lastNodeError.upstream };
   return {
-    outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: p.tried.size, last: p.lastReason } }) },
+    outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: p.tried.length, last: p.lastReason } }) },
   };
 }
 
@@ -188,9 +188,9 @@ export async function broadcast(deps: ForwardDeps, call: ForwardCall): Promise<O
 }
 
 /** Some untried routable node is below the block the call needs, so it may reach it soon. */
-function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: ReadonlySet<Upstream>): boolean {
+function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: readonly Upstream[]): boolean {
   if (minHead === undefined) return false;
-  return fleet.upstreams.some((u) => u.available && !tried.has(u) && u.head < minHead);
+  return fleet.upstreams.some((u) => u.available && !tried.includes(u) && u.head < minHead);
 }
 
 /** keccak256 of the raw signed transaction bytes: its hash, as a node would report it. */

@@ -20,13 +20,13 @@ export interface Requirement {
 
 export type Ineligible = 'none healthy' | 'none in sync' | 'none has the block' | 'none has the capability' | 'all tried';
 
-export function eligible(fleet: Fleet, req: Requirement, exclude: ReadonlySet<Upstream>): Upstream[] | Ineligible {
+export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstream[]): Upstream[] | Ineligible {
   // The common case in one pass and one array: no capability, some node qualifies. The same
   // nodes in the same order as the filters below; they only run to say why none qualifies.
   if (req.capability === undefined) {
     const out: Upstream[] = [];
     for (const u of fleet.upstreams) {
-      if (!u.available || exclude.has(u)) continue;
+      if (!u.available || exclude.includes(u)) continue;
       if (req.minHead !== undefined && u.head < req.minHead) continue;
       if (req.maxLag !== undefined && fleet.lag(u) > req.maxLag) continue;
       out.push(u);
@@ -52,7 +52,7 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: ReadonlySet<Up
     pool = pool.filter((u) => fleet.lag(u) <= max);
     if (pool.length === 0) return 'none in sync';
   }
-  pool = pool.filter((u) => !exclude.has(u));
+  pool = pool.filter((u) => !exclude.includes(u));
   return pool.length === 0 ? 'all tried' : pool;
 }
 

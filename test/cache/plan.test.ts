@@ -36,15 +36,16 @@ t.test('block numbers: finalized is immutable, unfinalized <= head is head-scope
   t.equal(cls('eth_feeHistory', ['0x4', '0x10', [25, 75]]), 'immutable', 'feeHistory newest block at index 1');
 
   const head = plan('eth_getBlockByNumber', ['0x5b', false])!;
-  t.match(head.key, /@100:/, 'a head-scoped key carries the head it was filled under');
+  t.equal(head.head, 100, 'a head-scoped plan carries the head it was made under: the store serves it only for that head');
   const later = plan('eth_getBlockByNumber', ['0x5b', false], { head: 101, finalized: 90 })!;
-  t.not(later.key, head.key, 'so the next head looks for another entry');
-  t.equal(later.shareKey, head.shareKey, 'but calls in flight for that block share one upstream call across the head change');
+  t.equal(later.head, 101, 'so the next head looks in its own table');
+  t.equal(later.shareKey, head.shareKey, 'calls in flight for that block share one upstream call across the head change');
+  t.equal(head.shareKey, head.key, 'one string for both (the block is named: no head in either)');
   t.notMatch(head.shareKey, /@/);
   const gas = plan('eth_gasPrice', [])!;
   t.not(gas.shareKey, plan('eth_gasPrice', [], { head: 101, finalized: 90 })!.shareKey, 'an answer that follows the head is shared per head');
   const noBlock = plan('eth_estimateGas', [{ to: ADDR }])!;
-  t.equal(noBlock.shareKey, noBlock.key, "a left-out block is the node's latest: shared per head");
+  t.match(noBlock.shareKey, /@100:/, "a left-out block is the node's latest: shared per head");
   const fin = plan('eth_getBlockByNumber', ['0x5a', false])!;
   t.equal(fin.key, plan('eth_getBlockByNumber', ['0x5a', false], { head: 500, finalized: 400 })!.key, 'an immutable key does not depend on the head');
   t.notMatch(fin.key, /@/, 'immutable keys carry no head');
@@ -83,7 +84,7 @@ t.test('lookups by hash, transactions, head-scoped methods, optional blocks', as
   for (const m of ['eth_gasPrice', 'eth_maxPriorityFeePerGas', 'eth_blobBaseFee']) {
     const p = plan(m, [])!;
     t.equal(p.cls, 'head', m);
-    t.match(p.key, /@100:/, `${m} key carries the head`);
+    t.match(p.shareKey, /@100:/, `${m}: shared per head`);
   }
   t.equal(cls('eth_call', [{ to: ADDR }]), 'head', 'eth_call without a block parameter is the node latest: head-scoped');
   t.equal(cls('eth_estimateGas', [{ to: ADDR }]), 'head');
@@ -202,28 +203,28 @@ t.test('MemoryStore: head-scoped answers live in one table per head, apart from 
   const g = s.generation;
   s.set('imm', '"a"', 'immutable', g);
   s.set('gas@10', '"0x1"', 'head', g, 10);
-  t.equal(s.get('gas@10', 'head'), '"0x1"', 'a head-scoped answer is served for its head');
+  t.equal(s.get('gas@10', 'head', 10), '"0x1"', 'a head-scoped answer is served for its head');
   t.equal(s.stats().entries, 2, 'both counted');
   s.set('gas@9', '"0x0"', 'head', g, 9);
-  t.equal(s.get('gas@9', 'head'), undefined, 'an answer for an older head is not kept');
+  t.equal(s.get('gas@9', 'head', 9), undefined, 'an answer for an older head is not kept');
   s.set('gas@11', '"0x2"', 'head', g, 11);
-  t.equal(s.get('gas@11', 'head'), '"0x2"', 'the newer head is served');
-  t.equal(s.get('gas@10', 'head'), undefined, 'the older head table is dropped as a whole');
+  t.equal(s.get('gas@11', 'head', 11), '"0x2"', 'the newer head is served');
+  t.equal(s.get('gas@10', 'head', 10), undefined, 'the older head table is dropped as a whole');
   t.equal(s.stats().entries, 2, 'so it no longer counts');
   t.equal(s.get('imm', 'immutable'), '"a"', 'immutable entries are untouched by head moves');
 
   // The head table holds at most a quarter of maxBytes; the LRU the rest.
   const before = s.stats().bytes;
   for (let i = 0; i < 500; i++) s.set(`bal${i}@11`, 'z'.repeat(100), 'head', g, 11);
-  const kept = Array.from({ length: 500 }, (_, i) => s.get(`bal${i}@11`, 'head')).filter((v) => v !== undefined).length;
+  const kept = Array.from({ length: 500 }, (_, i) => s.get(`bal${i}@11`, 'head', 11)).filter((v) => v !== undefined).length;
   t.ok(kept > 0 && kept < 500, `the head table stops at its share: ${kept} of 500 kept`);
   const added = s.stats().bytes - before;
   t.ok(added <= max / 4 && added > max / 4 - 1_000, `the head table fills up to max/4 and no further: ${added} bytes`);
   for (let i = 0; i < 500; i++) s.set(`imm${i}`, 'w'.repeat(100), 'immutable', g);
   t.ok(s.stats().bytes <= max, `the whole cache stays within maxBytes: ${s.stats().bytes}`);
   s.set('gas@12', '"0x3"', 'head', g, 12);
-  t.equal(s.get('gas@12', 'head'), '"0x3"', 'a full table is replaced by the next head');
-  t.equal(s.get('bal0@11', 'head'), undefined);
+  t.equal(s.get('gas@12', 'head', 12), '"0x3"', 'a full table is replaced by the next head');
+  t.equal(s.get('bal0@11', 'head', 11), undefined);
 });
 
 t.test('Coalescer: one promise per key while in flight', async (t) => {

@@ -1,10 +1,18 @@
 import t from 'tap';
-import { arrayElements, nestingDepthExceeds, objectMembers } from '../../src/jsonrpc/scan.js';
+import { arrayElements, elementSpan, nestingDepthExceeds, objectMembers } from '../../src/jsonrpc/scan.js';
 
 t.test('array elements keep their exact source text', async (t) => {
   const text = ' [ 1 , "a,]" , {"x":[1,2]} ,null,12345678901234567890 ] ';
   const spans = arrayElements(text).map((s) => text.slice(s.start, s.end));
   t.same(spans, ['1', '"a,]"', '{"x":[1,2]}', 'null', '12345678901234567890']);
+  const one = (i: number) => {
+    const s = elementSpan(text, i);
+    return s === undefined ? undefined : text.slice(s.start, s.end);
+  };
+  t.same([0, 1, 2, 3, 4].map(one), spans, 'elementSpan finds each element alone');
+  t.equal(one(5), undefined, 'past the end');
+  t.equal(elementSpan('[]', 0), undefined, 'empty array');
+  t.equal(elementSpan('{"a":1}', 0), undefined, 'not an array');
 });
 
 t.test('object members: last duplicate wins, escaped keys are decoded', async (t) => {

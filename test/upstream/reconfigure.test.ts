@@ -42,7 +42,7 @@ t.test('re-weighting keeps the node routable and its metrics', async (t) => {
     [true, true],
     'routable at once: same address, same node',
   );
-  const pool = eligible(fleet, { minHead: 7 }, new Set());
+  const pool = eligible(fleet, { minHead: 7 }, []);
   t.same(typeof pool === 'string' ? pool : pool.map((u) => u.name), ['a', 'b'], 'eligible for a call at the head right away');
   await reweighting;
   t.ok(oldA.retiring, 'the old object is retired');
