@@ -119,13 +119,22 @@ export async function startSwitchyardProcess(
  * One anvil for the benchmark, quiet: by default it prints a line per call, and at tens of
  * thousands of calls a second that pipe (and whoever drains it) would slow the node down and make
  * the node direct look no faster than the proxies in front of it.
+ * Like a live chain, it is past finality and makes a block every BLOCK_SECONDS: a read at `latest`
+ * is then head-scoped (kept in the head table, dropped when the head moves), as in production. At
+ * genesis with no block time every `latest` read would be finalized, fill the immutable LRU and
+ * churn it for the rest of the run, which no live chain does.
  */
+/** The bench chain's block time. */
+const BLOCK_SECONDS = 2;
+
 export async function startQuietAnvil(): Promise<Proc & { url: string; port: number }> {
   const port = await freePort();
-  const p = startProcess('anvil', ANVIL_BIN, ['--port', String(port), '--host', '127.0.0.1', '--chain-id', '186', '--quiet']);
+  const p = startProcess('anvil', ANVIL_BIN, ['--port', String(port), '--host', '127.0.0.1', '--chain-id', '186', '--quiet', '--block-time', String(BLOCK_SECONDS)]);
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitUntil('anvil', async () => (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('0xba'), 30_000);
+    // 100 blocks: `finalized` (head - 64 on anvil) is then below the head.
+    await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"anvil_mine","params":["0x64"]}');
   } catch (err) {
     await p.stop();
     throw new Error(`${(err as Error).message}\n${p.output()}`);
@@ -287,7 +296,11 @@ export interface WrkResult {
  * and the run that had one does not count (run.ts). The check reads each body in Lua, which costs
  * wrk a little CPU; the node-direct row shows whether wrk still outpaces every proxy.
  */
-export function luaScript(body: { constant: string; expect: number } | { batch: number }): string {
+/**
+ * A constant body, or batches of `eth_getBalance` of a new address every call at `block` (default
+ * `latest`; a finalized number makes every answer an immutable cache entry).
+ */
+export function luaScript(body: { constant: string; expect: number } | { batch: number; block?: string }): string {
   const expect = 'constant' in body ? body.expect : body.batch;
   const check = `
 -- globals, not locals: done() reads them from each thread with thread:get
@@ -327,7 +340,7 @@ local counter = 0
 local run = 0
 function init(args) run = tonumber(args[1]) or 0 end
 local function call(i)
-  return string.format('{"jsonrpc":"2.0","id":%d,"method":"eth_getBalance","params":["0x%08x%032x","latest"]}', i, run, i)
+  return string.format('{"jsonrpc":"2.0","id":%d,"method":"eth_getBalance","params":["0x%08x%032x","${body.block ?? 'latest'}"]}', i, run, i)
 end
 function request()
   local parts = {}
