@@ -11,7 +11,8 @@
  *               and vs the bare server doing BUSY_US of busy work per request: what a few
  *               microseconds of a proxy's own work cost in throughput on this machine
  *   local       eth_chainId, answered by Switchyard itself, vs a bare node:http server answering it
- *   RSS         Switchyard's VmRSS with 1,000 idle keep-alive connections: fresh; after sustained
+ *   RSS         the main process's VmRSS after each round (its scenarios are minutes of sustained
+ *               load with the default cache); and with 1,000 idle keep-alive connections: fresh; after sustained
  *               misses with the cache off (`cache.maxBytes: 0`: the process without its cache), read
  *               after each of three sustained runs too, to show whether it keeps growing; and
  *               the main process after all the runs with the default cache (128 MiB), filled
@@ -172,6 +173,8 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
   const stops: (() => Promise<void>)[] = [];
   let rows: Row[] = [];
+  /** The main process's RSS after each round: minutes of sustained load with the default cache. */
+  const roundRss: number[] = [];
   let rss: { fresh: RssFigure; noCache: RssFigure; loaded: RssFigure; noCacheRuns: number[] } | undefined;
   try {
     process.stdout.write(`switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned\n`);
@@ -229,6 +232,7 @@ async function main(): Promise<number> {
     for (let round = 1; round <= ROUNDS; round++) {
       process.stdout.write(`round ${round}/${ROUNDS}\n`);
       for (const s of scenarios) runs.get(s)!.push(await measure(s));
+      roundRss.push(rssMb(sy.pid));
     }
     rows = scenarios.map((s) => {
       const rs = runs.get(s)!;
@@ -303,6 +307,7 @@ async function main(): Promise<number> {
     const cacheRss = rss.loaded.with - rss.noCache.with;
     lines.push(
       `| RSS, fresh process: idle -> ${rss.fresh.open} idle connections (MB) | ${rss.fresh.before.toFixed(1)} -> ${rss.fresh.with.toFixed(1)} | | <= 150 (cache excluded) |`,
+      `| RSS of the main process (default cache) after each round of all the scenarios (MB) | ${roundRss.map((x) => x.toFixed(1)).join(' / ')} | | bounded |`,
       `| RSS during sustained misses, cache off: after each of 3 runs (MB) | ${rss.noCacheRuns.map((x) => x.toFixed(1)).join(' / ')} | | bounded |`,
       `| RSS after sustained misses, cache off: idle -> ${rss.noCache.open} connections (MB) | ${rss.noCache.before.toFixed(1)} -> ${rss.noCache.with.toFixed(1)} | | |`,
       `| RSS after all the runs, default cache holding ${rss.loaded.cacheMb.toFixed(1)} MB (counted): idle -> ${rss.loaded.open} connections (MB) | ${rss.loaded.before.toFixed(1)} -> ${rss.loaded.with.toFixed(1)} | | |`,
