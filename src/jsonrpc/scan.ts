@@ -126,9 +126,14 @@ export function objectMembers(text: string, span: Span, wanted: readonly string[
 function wantedKey(text: string, start: number, end: number, wanted: readonly string[]): string | undefined {
   const length = end - start - 2;
   for (const w of wanted) if (w.length === length && text.startsWith(w, start + 1)) return w;
-  if (text.lastIndexOf('\\', end) < start) return undefined;
-  const key = JSON.parse(text.slice(start, end)) as string;
-  return wanted.includes(key) ? key : undefined;
+  // Only a key holding an escape can still be one of `wanted`. Looked for within the key alone: a
+  // search from the key into the rest of the text would cost the text's length for every key.
+  for (let i = start + 1; i < end - 1; i++) {
+    if (text.charCodeAt(i) !== 0x5c) continue;
+    const key = JSON.parse(text.slice(start, end)) as string;
+    return wanted.includes(key) ? key : undefined;
+  }
+  return undefined;
 }
 
 /** Whether the value at span (already-valid JSON) nests arrays/objects deeper than limit; stops early. */
