@@ -22,7 +22,8 @@ const ENTRY_OVERHEAD = 256;
 /**
  * A copy of `s` that owns its characters. Answers are slices of the node's response text (for a
  * batch, of the whole batch), and a V8 slice keeps its parent alive: a cached 10-byte balance
- * would otherwise pin a 100 kB batch response and the byte bound would be fiction.
+ * would otherwise pin a 100 kB batch response and the byte bound would be fiction. Keys need no
+ * copy: planCache builds them from parsed values, never from a slice of a request or an answer.
  */
 function own(s: string): string {
   // Concatenating makes a new string; slicing it flattens that string into one fresh copy (V8),
@@ -83,14 +84,14 @@ export class MemoryStore {
   set(key: string, value: string, cls: CacheClass, gen: number, head = -1): void {
     if (this.lru === null) return;
     if (cls !== 'head') {
-      this.lru.set(own(key), own(value));
+      this.lru.set(key, own(value));
       return;
     }
     if (gen !== this.gen || head < this.headAt) return;
     if (head > this.headAt) this.dropHead(head);
     const size = entrySize(value, key);
     if (size > this.maxEntry || this.headBytes + size > this.headMax || this.head.has(key)) return;
-    this.head.set(own(key), own(value));
+    this.head.set(key, own(value));
     this.headBytes += size;
   }
 
