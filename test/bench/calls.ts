@@ -1,0 +1,75 @@
+/**
+ * What one call costs Switchyard apart from HTTP: `node --import tsx test/bench/calls.ts` (not part
+ * of `npm run bench` or `npm test`). An in-process Switchyard in front of one anvil (the bench's
+ * chain: past finality, a block every 2 s); CALLS_CONNECTIONS (32) loops each hand the front
+ * (src/server/front.ts, what the HTTP and WebSocket listeners call) a body of eth_getBalance misses
+ * at `latest` and wait for its answer, first one call per body, then CALLS_BATCH (25) per body,
+ * CALLS_SECONDS (5) each after a 1 s warm-up. Prints this process's CPU time per body and per call
+ * (anvil runs in its own process and is not counted). With an HTTP request's own cost H from
+ * `npm run bench` (a single miss there minus a call here), a batch of 25 costs
+ * (H + 25 x call) / (H + call) single calls: the README's batch arithmetic.
+ */
+import { App } from '../../src/app.js';
+import { validateConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/log/logger.js';
+import type { Front } from '../../src/server/front.js';
+import { startQuietAnvil, waitUntil } from './tools.js';
+
+const CONNECTIONS = Number(process.env.CALLS_CONNECTIONS ?? 32);
+const BATCH = Number(process.env.CALLS_BATCH ?? 25);
+const SECONDS = Number(process.env.CALLS_SECONDS ?? 5);
+
+async function main(): Promise<void> {
+  const anvil = await startQuietAnvil();
+  const log = createLogger('warn');
+  const config = validateConfig({
+    chainId: 186,
+    server: { host: '127.0.0.1', port: 0, wsPort: null, maxInFlight: 100_000, maxInFlightPerIp: 100_000 },
+    admin: { host: '127.0.0.1', port: 0 },
+    upstreams: [{ name: 'anvil', url: anvil.url }],
+    rateLimit: { perIp: null },
+    log: { level: 'warn' },
+    uptime: { store: null },
+  });
+  const app = await App.start(config, { logger: log, processMetrics: false });
+  try {
+    await waitUntil('switchyard ready', async () => app.ready);
+    // The front is private to the app: this tool measures it without the HTTP listener around it.
+    const front = (app as unknown as { front: Front }).front;
+    let n = 0;
+    const call = (): string => {
+      n++;
+      return `{"jsonrpc":"2.0","id":${n},"method":"eth_getBalance","params":["0x${n.toString(16).padStart(40, '0')}","latest"]}`;
+    };
+    const body = (size: number): string => (size === 1 ? call() : `[${Array.from({ length: size }, call).join(',')}]`);
+    for (const size of [1, BATCH]) {
+      for (const seconds of [1, SECONDS]) {
+        let bodies = 0;
+        let bad = 0;
+        const until = performance.now() + seconds * 1000;
+        const cpu = process.cpuUsage();
+        const loop = async (): Promise<void> => {
+          while (performance.now() < until) {
+            const r = await front.process(body(size), { ip: '127.0.0.1' }, log);
+            const results = r.body.split('"result"').length - 1;
+            if (r.status !== 200 || results !== size || r.body.includes('"error"')) bad++;
+            bodies++;
+          }
+        };
+        await Promise.all(Array.from({ length: CONNECTIONS }, loop));
+        const used = process.cpuUsage(cpu);
+        if (seconds === 1) continue; // the warm-up
+        const us = (used.user + used.system) / bodies;
+        process.stdout.write(
+          `${String(size).padStart(3)} call(s) per body: ${bodies} bodies, ${us.toFixed(1)} us CPU per body, ${(us / size).toFixed(1)} us per call, ${bad} bad answers\n`,
+        );
+        if (bad > 0) process.exitCode = 1;
+      }
+    }
+  } finally {
+    await app.close();
+    await anvil.stop();
+  }
+}
+
+void main();
