@@ -4,7 +4,7 @@
  * Owns: JSON-RPC 2.0 request validation. Refuses: method policy, limits, routing.
  */
 import { CATALOGUE, RpcError, rpcErrors } from './errors.js';
-import { arrayElements, nestingDepthExceeds, objectMembers, type Span } from './scan.js';
+import { nestingDepthExceeds, objectAt, skipValue, skipWs, type Span } from './scan.js';
 
 /** A valid call. `id` is the raw JSON text of the id, or undefined for a notification. */
 export interface Call {
@@ -48,7 +48,7 @@ export function parseBody(text: string, maxBatchSize: number): ParsedBody {
     return { kind: 'error', error: new RpcError('PARSE_ERROR'), status: 200, asArray: false };
   }
   if (!Array.isArray(value)) {
-    return { kind: 'calls', batch: false, slots: [toSlot(text, { start: 0, end: text.length }, value, 0)] };
+    return { kind: 'calls', batch: false, slots: [toSlot(text, skipWs(text, 0), value, 0).slot] };
   }
   if (value.length === 0) {
     return { kind: 'error', error: new RpcError('EMPTY_BATCH'), status: 200, asArray: false };
@@ -57,16 +57,27 @@ export function parseBody(text: string, maxBatchSize: number): ParsedBody {
     const error = rpcErrors.batchTooLarge(value.length, maxBatchSize);
     return { kind: 'error', error, status: CATALOGUE.BATCH_TOO_LARGE.http, asArray: true };
   }
-  const spans = arrayElements(text);
-  return { kind: 'calls', batch: true, slots: value.map((v, i) => toSlot(text, spans[i]!, v, i)) };
+  // One pass over the text: each element's members are found on the way to its end.
+  const slots: Slot[] = new Array(value.length);
+  let i = skipWs(text, skipWs(text, 0) + 1); // past '['
+  for (let k = 0; k < value.length; k++) {
+    const { slot, end } = toSlot(text, i, value[k], k);
+    slots[k] = slot;
+    i = skipWs(text, skipWs(text, end) + 1); // past ','
+  }
+  return { kind: 'calls', batch: true, slots };
 }
 
-function toSlot(text: string, span: Span, value: unknown, index: number): Slot {
+/** The slot for the element that starts at `start` (parsed as `value`), and the index just past it. */
+function toSlot(text: string, start: number, value: unknown, index: number): { slot: Slot; end: number } {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    return { id: 'null', error: new RpcError('INVALID_REQUEST') };
+    return { slot: { id: 'null', error: new RpcError('INVALID_REQUEST') }, end: skipValue(text, start) };
   }
-  const obj = value as Record<string, unknown>;
-  const raw = objectMembers(text, span, MEMBERS);
+  const { members: raw, end } = objectAt(text, start, MEMBERS);
+  return { slot: checkCall(text, { start, end }, value as Record<string, unknown>, raw, index), end };
+}
+
+function checkCall(text: string, span: Span, obj: Record<string, unknown>, raw: Map<string, Span>, index: number): Slot {
   const idSpan = raw.get('id');
   let id: string | undefined;
   if (idSpan) {

@@ -14,7 +14,7 @@ function isWs(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
-function skipWs(text: string, i: number): number {
+export function skipWs(text: string, i: number): number {
   while (i < text.length && isWs(text.charCodeAt(i))) i++;
   return i;
 }
@@ -101,20 +101,25 @@ export function elementSpan(text: string, index: number): Span | undefined {
  * as JSON.parse does, so the raw text always agrees with the parsed object.
  */
 export function objectMembers(text: string, span: Span, wanted: readonly string[]): Map<string, Span> {
-  const out = new Map<string, Span>();
-  let i = skipWs(text, span.start);
-  if (text.charCodeAt(i) !== 0x7b) return out;
+  return objectAt(text, span.start, wanted).members;
+}
+
+/** objectMembers for the object that opens at `start`, and the index just past it (one pass). */
+export function objectAt(text: string, start: number, wanted: readonly string[]): { members: Map<string, Span>; end: number } {
+  const members = new Map<string, Span>();
+  let i = skipWs(text, start);
+  if (text.charCodeAt(i) !== 0x7b) return { members, end: skipValue(text, i) };
   i = skipWs(text, i + 1);
-  if (text.charCodeAt(i) === 0x7d) return out;
+  if (text.charCodeAt(i) === 0x7d) return { members, end: i + 1 };
   for (;;) {
     const keyEnd = skipString(text, i);
     const key = wantedKey(text, i, keyEnd, wanted);
     i = skipWs(text, keyEnd);
     i = skipWs(text, i + 1); // past ':'
     const end = skipValue(text, i);
-    if (key !== undefined) out.set(key, { start: i, end });
+    if (key !== undefined) members.set(key, { start: i, end });
     i = skipWs(text, end);
-    if (text.charCodeAt(i) !== 0x2c) return out;
+    if (text.charCodeAt(i) !== 0x2c) return { members, end: i + 1 }; // past '}'
     i = skipWs(text, i + 1);
   }
 }
