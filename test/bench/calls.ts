@@ -1,19 +1,26 @@
 /**
- * What one call costs Switchyard apart from HTTP: `node --import tsx test/bench/calls.ts` (not part
- * of `npm run bench` or `npm test`). An in-process Switchyard in front of one anvil (the bench's
- * chain: past finality, a block every 2 s); CALLS_CONNECTIONS (32) loops each hand the front
- * (src/server/front.ts, what the HTTP and WebSocket listeners call) a body of eth_getBalance misses
- * at `latest` and wait for its answer, first one call per body, then CALLS_BATCH (25) per body,
+ * What one call costs Switchyard apart from HTTP: `npm run build && node --import tsx
+ * test/bench/calls.ts` (not part of `npm run bench` or `npm test`; it loads the built dist/, or
+ * CALLS_BUILD=DIR's, another checkout built, for a before/after). An in-process Switchyard in
+ * front of one anvil (the bench's chain: past finality, a block every 2 s); CALLS_CONNECTIONS (32)
+ * loops each hand the front (src/server/front.ts, what the HTTP and WebSocket listeners call) a
+ * body of eth_getBalance misses at `latest` and wait for its answer: one call per body, then
+ * CALLS_BATCH (25) per body,
  * CALLS_SECONDS (5) each after a 1 s warm-up. Prints this process's CPU time per body and per call
  * (anvil runs in its own process and is not counted). With an HTTP request's own cost H from
  * `npm run bench` (a single miss there minus a call here), a batch of 25 costs
  * (H + 25 x call) / (H + call) single calls: the README's batch arithmetic.
  */
-import { App } from '../../src/app.js';
-import { validateConfig } from '../../src/config/load.js';
-import { createLogger } from '../../src/log/logger.js';
+import { pathToFileURL } from 'node:url';
 import type { Front } from '../../src/server/front.js';
 import { startQuietAnvil, waitUntil } from './tools.js';
+
+// The built code (dist/, as `npm start` runs it), typed by its sources.
+const build = process.env.CALLS_BUILD ? pathToFileURL(`${process.env.CALLS_BUILD}/`) : new URL('../../', import.meta.url);
+const dist = (path: string): Promise<unknown> => import(new URL(`dist/${path}`, build).href);
+const { App } = (await dist('app.js')) as typeof import('../../src/app.js');
+const { validateConfig } = (await dist('config/load.js')) as typeof import('../../src/config/load.js');
+const { createLogger } = (await dist('log/logger.js')) as typeof import('../../src/log/logger.js');
 
 const CONNECTIONS = Number(process.env.CALLS_CONNECTIONS ?? 32);
 const BATCH = Number(process.env.CALLS_BATCH ?? 25);
