@@ -125,7 +125,12 @@ t.test('a reorg: removed logs first, then the new chain', async (t) => {
   const address = await deploy(node.url, () => Promise.resolve());
   const ws = await openSocket(t, sy.url.replace('http', 'ws'));
   const seen = collect(ws, await subscribe(ws, ['newHeads']), await subscribe(ws, ['logs', { address }]));
-  const ping = (v: number): Promise<unknown> => call(node.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: address, data: pingData(v) }]);
+  // One block per ping: anvil answers eth_sendTransaction before it mines, so on a busy machine the
+  // next ping could join the same block; each waits for its receipt.
+  const ping = async (v: number): Promise<void> => {
+    const tx = (await call(node.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: address, data: pingData(v) }])).result as string;
+    await waitFor(`ping ${v} mined`, async () => (await call(node.url, 'eth_getTransactionReceipt', [tx])).result ?? undefined);
+  };
   for (const v of [1, 2, 3]) await ping(v);
   await waitFor('three logs', () => seen.logs.length === 3);
   const dropped = seen.logs.slice(1);
