@@ -20,6 +20,9 @@ import type { Logger } from 'pino';
 import { Gauge } from 'prom-client';
 import type { Metrics } from '../metrics/registry.js';
 
+/** The gauge of every Redis in use, registered while one is (absent without Redis). */
+export const REDIS_UP = 'switchyard_redis_up';
+
 /** After a failed command, users skip this Redis for this long before trying it again. */
 export const HOLD_OFF_MS = 1_000;
 
@@ -160,14 +163,18 @@ export class RedisConnections {
     this.setGauge();
   }
 
-  /** 1 while every Redis in use answers. Registered with the first connection: absent without Redis. */
+  /**
+   * 1 while every Redis in use answers. Registered with the first connection and removed with the
+   * last (a reload can drop rateLimit.redis): absent while no Redis is in use, never a false 0.
+   */
   private setGauge(): void {
     if (this.byUrl.size === 0) {
-      this.gauge?.set(0);
+      if (this.gauge !== null) this.metrics.registry.removeSingleMetric(REDIS_UP);
+      this.gauge = null;
       return;
     }
     this.gauge ??= new Gauge({
-      name: 'switchyard_redis_up',
+      name: REDIS_UP,
       help: '1 while every Redis in use (cache, rate limits, shared heads) is reachable',
       registers: [this.metrics.registry],
     });

@@ -20,6 +20,7 @@ import { testConfig } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 import { freePort } from '../helpers/ports.js';
 import { stopProcess } from '../helpers/process.js';
+import { startRedis } from '../helpers/redis.js';
 
 const PROMETHEUS = '/usr/bin/prometheus';
 const PROMTOOL = '/usr/bin/promtool';
@@ -168,6 +169,9 @@ if (!existsSync(PROMETHEUS)) {
   t.test('a real Prometheus scrapes Switchyard; the dashboard and alert rules query only exported metrics', async (t) => {
     const anvil = await startAnvil();
     t.teardown(() => anvil.stop());
+    // A Redis for the rate limits: switchyard_redis_up (RedisUnreachable, the Redis panel) exists
+    // only while some Redis is in use.
+    const redis = await startRedis(t);
 
     // Process metrics on: the dashboard's process panels need them (startSwitchyard turns them off).
     // Rate limits roomy enough for the traffic below, except eth_getLogs, which costs more than the
@@ -175,7 +179,7 @@ if (!existsSync(PROMETHEUS)) {
     const config = validateConfig(
       testConfig({
         upstreams: [{ name: 'node-a', url: anvil.url }],
-        rateLimit: { perIp: { ratePerSec: 10_000, burst: 10_000 }, methodCost: { eth_getLogs: 1_000_000 } },
+        rateLimit: { perIp: { ratePerSec: 10_000, burst: 10_000 }, methodCost: { eth_getLogs: 1_000_000 }, redis: redis.url },
       }),
     );
     const app = await App.start(config, { logger: createLogger('silent'), processMetrics: true });

@@ -102,3 +102,23 @@ t.test('one connection per Redis URL, shared by cache, rate limits and shared he
   t.equal(up[0]?.level, 'info', 'at info');
   t.same(await connections(), { switchyard: 1, 'switchyard-sub': 1 }, 'reconnected: still one of each');
 });
+
+t.test('switchyard_redis_up is absent while a reload leaves no Redis in use', async (t) => {
+  const redis = await startRedis(t);
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  const input = (redisUrl: string | null): Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'> => ({
+    upstreams: [{ name: 'anvil', url: anvil.url }],
+    rateLimit: { perIp: { ratePerSec: 1_000, burst: 1_000 }, redis: redisUrl },
+  });
+  const sy = await startSwitchyard(t, input(redis.url));
+  const samples = async (): Promise<number[]> => metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_redis_up');
+  await waitFor('switchyard_redis_up 1 with rateLimit.redis', async () => (await samples())[0] === 1);
+  await sy.app.reload(validateConfig(testConfig(input(null))));
+  // A 0 here would fire RedisUnreachable for a replica that no longer uses any Redis.
+  await waitFor('the gauge gone once no Redis is in use', async () => (await samples()).length === 0);
+  t.pass('no switchyard_redis_up sample without a Redis');
+  await sy.app.reload(validateConfig(testConfig(input(redis.url))));
+  await waitFor('switchyard_redis_up 1 again', async () => (await samples())[0] === 1);
+  t.pass('back with the Redis');
+});
