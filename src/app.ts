@@ -84,9 +84,9 @@ export class App {
     this.metrics = new Metrics({ processMetrics: opts.processMetrics, version: VERSION, chainId: config.chainId });
     this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log, undefined, opts.now);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
-    this.redis = new RedisConnections(this.metrics, this.log.child({ room: 'redis' }));
+    this.redis = new RedisConnections(this.metrics, this.log.child({ room: 'redis' }), this.fleet.now);
     this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log, this.redis);
-    this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log, undefined, this.redis);
+    this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log, this.redis);
     this.fleet.on('reorg', () => this.cache.onReorg());
     this.sharedHeads =
       config.redis === null ? null : new SharedHeads(this.redis, config.redis, config.chainId, this.fleet, this.metrics, Math.min(config.routing.headPollMs, 1_000));
@@ -301,7 +301,7 @@ export class App {
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
     if (JSON.stringify(prev.rateLimit) !== JSON.stringify(next.rateLimit)) {
       const old = this.rateLimits;
-      this.rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log, undefined, this.redis);
+      this.rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log, this.redis);
       void old.close();
     }
     this.pipeline.update(this.pipelineDeps(next));

@@ -15,7 +15,8 @@
  * Time: the Redis windows are timed by Redis itself; the memory windows are rate-limiter-flexible's
  * RateLimiterMemory, which reads Date.now and arms a timer per window and takes no clock. Its unit
  * tests replace both with @sinonjs/fake-timers rather than this file keeping a second, hand-written
- * window store that would have to match the Redis one; the Redis retry pause takes `now`.
+ * window store that would have to match the Redis one. The pause after a Redis failure is the
+ * connection's own hold-off (redis/connections.ts), shared with the other users of that Redis.
  */
 import type { Redis } from 'ioredis';
 import type { BlockList } from 'node:net';
@@ -60,13 +61,6 @@ interface Bucket {
 }
 
 /**
- * After a Redis failure (a refused or timed-out command), calls go straight to local memory for
- * this long before Redis is tried again. Without it a hung Redis (connected, not answering) would
- * cost every call of every batch a full command timeout.
- */
-const SHARED_RETRY_MS = 1_000;
-
-/**
  * A refund this close to its window's end may land after it: the store then starts the next window
  * at -cost, a budget larger than configured. Near the end the refund is skipped instead; the
  * refused cost dies with the window a moment later.
@@ -105,9 +99,6 @@ export class RateLimits {
   private readonly costPrefixes: [string, number][] = [];
   private readonly link: RedisLink | null;
   private readonly redis: Redis | null;
-  private redisDown = false;
-  /** Until then, limits are applied from local memory without asking Redis. */
-  private sharedDownUntil = 0;
   /** Calls refused for rate since start. */
   private refused = 0;
 
@@ -115,8 +106,6 @@ export class RateLimits {
     private readonly cfg: RateLimitConfig,
     private readonly metrics: Metrics,
     private readonly log: Logger,
-    /** The clock that times the Redis retry pause; the memory windows keep rate-limiter-flexible's own (Date.now). */
-    private readonly now: () => number = Date.now,
     /** The process's Redis connections (one of its own when not given). */
     connections?: RedisConnections,
   ) {
@@ -143,7 +132,7 @@ export class RateLimits {
     const redis = this.redis;
     return {
       // rate-limiter-flexible's insurance limiter would hide a failure from us, so the memory
-      // fallback is chosen here instead (see SHARED_RETRY_MS).
+      // fallback is chosen here instead (see charge).
       shared:
         redis === null
           ? null
@@ -152,14 +141,12 @@ export class RateLimits {
     };
   }
 
+  /**
+   * Redis connected and not in the hold-off after a failed command: without that pause a hung
+   * Redis (connected, not answering) would cost every call of every batch a command timeout.
+   */
   private sharedUsable(): boolean {
-    return this.redis !== null && this.redis.status === 'ready' && this.now() >= this.sharedDownUntil;
-  }
-
-  /** A change in what this limiter saw is evidence for the connection's state (which logs the transition). */
-  private noteRedis(up: boolean): void {
-    if (up === this.redisDown) this.link?.note(up);
-    this.redisDown = !up;
+    return this.link?.usable === true;
   }
 
   /** Whether an API key is one this configuration knows (an unknown key is refused, not ignored). */
@@ -198,7 +185,6 @@ export class RateLimits {
   private async charge(limiter: Bucket, id: string, methods: readonly string[]): Promise<Admission[]> {
     let shared = limiter.shared !== null && this.sharedUsable();
     const fellBack = (): boolean => limiter.shared !== null && !shared;
-    if (fellBack()) this.noteRedis(false);
     let sharedWorked = false;
     const out: Admission[] = [];
     for (const m of methods) {
@@ -213,9 +199,9 @@ export class RateLimits {
           sharedWorked = true;
           continue;
         } catch {
-          // Redis refused or timed out: this call and the next ones are charged in memory.
-          this.sharedDownUntil = this.now() + SHARED_RETRY_MS;
-          this.noteRedis(false);
+          // Redis refused or timed out: this call and the next ones are charged in memory, and
+          // every user of this Redis skips it for the hold-off.
+          this.link!.note(false);
           shared = false;
         }
       }
@@ -228,7 +214,7 @@ export class RateLimits {
       }
     }
     if (fellBack()) this.metrics.recordRateLimitFallback();
-    else if (sharedWorked && this.redisDown) this.noteRedis(true);
+    else if (sharedWorked) this.link!.note(true);
     const refused = out.filter((a) => a !== null).length;
     if (refused > 0) {
       this.refused += refused;

@@ -8,9 +8,8 @@
  * to 2 s). Each user goes on without Redis in its own way (memory cache, local limits, its own
  * heads) and tells the link what it saw; the link keeps one up/down state per URL, logs one line per
  * transition naming what every user of that Redis does meanwhile, sets `switchyard_redis_up`, and
- * after a failed command reports it unusable for a second (the cache and shared heads skip it
- * meanwhile; the rate limits keep an equal pause of their own), so a hung server costs at most one
- * timeout a second, not one per call.
+ * after a failed command reports it unusable for a second (every user skips it meanwhile), so a
+ * hung server costs at most one timeout a second, not one per call.
  * The connections are named `switchyard` and `switchyard-sub` (CLIENT LIST shows them).
  * Owns: connections, their state, the up metric and the transition lines. Refuses: keys, commands
  * and fallbacks (each user's own). URLs are never logged (they may carry a password).
@@ -71,6 +70,7 @@ class Connection {
   constructor(
     private readonly url: string,
     private readonly changed: (c: Connection, before: boolean | null) => void,
+    private readonly now: () => number,
   ) {
     this.client = new Redis(url, { ...OPTIONS, connectionName: 'switchyard' });
     this.client.on('ready', () => this.note(true));
@@ -80,7 +80,7 @@ class Connection {
 
   note(answered: boolean): void {
     if (this.closing) return;
-    this.holdOffUntil = answered ? 0 : Date.now() + HOLD_OFF_MS;
+    this.holdOffUntil = answered ? 0 : this.now() + HOLD_OFF_MS;
     // A command that answered proves nothing while the connection itself is not ready.
     const up = answered && this.client.status === 'ready';
     if (up === this.up) return;
@@ -90,7 +90,7 @@ class Connection {
   }
 
   get usable(): boolean {
-    return this.client.status === 'ready' && Date.now() >= this.holdOffUntil;
+    return this.client.status === 'ready' && this.now() >= this.holdOffUntil;
   }
 
   subscriber(): Redis {
@@ -115,13 +115,15 @@ export class RedisConnections {
   constructor(
     private readonly metrics: Metrics,
     private readonly log: Logger,
+    /** The clock that times the hold-off after a failed command. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** The shared connection to `url` for `user` (opened on the first ask). */
   link(url: string, user: RedisUser): RedisLink {
     let c = this.byUrl.get(url);
     if (c === undefined) {
-      c = new Connection(url, (conn, before) => this.transition(conn, before));
+      c = new Connection(url, (conn, before) => this.transition(conn, before), this.now);
       this.byUrl.set(url, c);
       this.setGauge();
     }

@@ -33,7 +33,7 @@ t.afterEach(() => clock.uninstall());
 
 function rig(t: Test, cfg: Partial<RateLimitConfig> = {}): Rig {
   const metrics = new Metrics({ processMetrics: false });
-  const limits = new RateLimits({ perIp: PER_IP, methodCost: DEFAULT_METHOD_COST, redis: null, exempt: [], apiKeys: [], ...cfg }, metrics, createLogger('silent'), () => clock.now);
+  const limits = new RateLimits({ perIp: PER_IP, methodCost: DEFAULT_METHOD_COST, redis: null, exempt: [], apiKeys: [], ...cfg }, metrics, createLogger('silent'));
   t.teardown(() => limits.close());
   return {
     limits,
