@@ -65,35 +65,26 @@ export function skipValue(text: string, i: number): number {
   return i;
 }
 
-/** The spans of the top-level value's elements when it is an array. */
-export function arrayElements(text: string, span: Span = { start: 0, end: text.length }): Span[] {
-  let i = skipWs(text, span.start);
+/** The spans of the top-level value's elements when it is an array (the first `limit` of them). */
+export function arrayElements(text: string, limit = Number.POSITIVE_INFINITY): Span[] {
+  let i = skipWs(text, 0);
   const out: Span[] = [];
   if (text.charCodeAt(i) !== 0x5b) return out;
   i = skipWs(text, i + 1);
   if (text.charCodeAt(i) === 0x5d) return out;
-  for (;;) {
+  while (out.length < limit) {
     const end = skipValue(text, i);
     out.push({ start: i, end });
     i = skipWs(text, end);
     if (text.charCodeAt(i) !== 0x2c) return out;
     i = skipWs(text, i + 1);
   }
+  return out;
 }
 
-/** The span of the top-level array's element `index`, without collecting the others. */
+/** The span of the top-level array's element `index`: the walk stops there. */
 export function elementSpan(text: string, index: number): Span | undefined {
-  let i = skipWs(text, 0);
-  if (text.charCodeAt(i) !== 0x5b) return undefined;
-  i = skipWs(text, i + 1);
-  if (text.charCodeAt(i) === 0x5d) return undefined;
-  for (let n = 0; ; n++) {
-    const end = skipValue(text, i);
-    if (n === index) return { start: i, end };
-    i = skipWs(text, end);
-    if (text.charCodeAt(i) !== 0x2c) return undefined;
-    i = skipWs(text, i + 1);
-  }
+  return arrayElements(text, index + 1)[index];
 }
 
 /**
