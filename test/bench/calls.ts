@@ -13,7 +13,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import type { Front } from '../../src/server/front.js';
-import { startQuietAnvil, waitUntil } from './tools.js';
+import { startQuietAnvil, switchyardConfig, waitUntil } from './tools.js';
 
 // The built code (dist/, as `npm start` runs it), typed by its sources.
 const build = process.env.CALLS_BUILD ? pathToFileURL(`${process.env.CALLS_BUILD}/`) : new URL('../../', import.meta.url);
@@ -29,15 +29,8 @@ const SECONDS = Number(process.env.CALLS_SECONDS ?? 5);
 async function main(): Promise<void> {
   const anvil = await startQuietAnvil();
   const log = createLogger('warn');
-  const config = validateConfig({
-    chainId: 186,
-    server: { host: '127.0.0.1', port: 0, wsPort: null, maxInFlight: 100_000, maxInFlightPerIp: 100_000 },
-    admin: { host: '127.0.0.1', port: 0 },
-    upstreams: [{ name: 'anvil', url: anvil.url }],
-    rateLimit: { perIp: null },
-    log: { level: 'warn' },
-    uptime: { store: null },
-  });
+  const bench = switchyardConfig(anvil.url, { admin: { host: '127.0.0.1', port: 0 }, uptime: { store: null } });
+  const config = validateConfig({ ...bench, server: { ...(bench.server as object), host: '127.0.0.1', port: 0, wsPort: null } });
   const app = await App.start(config, { logger: log, processMetrics: false });
   try {
     await waitUntil('switchyard ready', async () => app.ready);

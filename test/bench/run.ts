@@ -50,6 +50,7 @@ import {
   startPassthrough,
   startQuietAnvil,
   startSwitchyardProcess,
+  switchyardConfig,
   wrk,
   writeScript,
   type WrkResult,
@@ -71,19 +72,6 @@ const BUSY_US = 10;
 /** The node direct must answer at least this many times HAProxy's rate for the run to count. */
 const NODE_MARGIN = 1.25;
 const CHAIN_ID_CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
-
-function switchyardConfig(anvilUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    ...extra,
-    chainId: 186,
-    // keep-alive long enough for the idle-connection figure; in-flight caps above what the
-    // connections x 25-call batches put in flight, so the limits never answer instead of the node.
-    server: { keepAliveTimeoutMs: 120_000, maxInFlight: 100_000, maxInFlightPerIp: 100_000 },
-    upstreams: [{ name: 'anvil', url: anvilUrl }],
-    rateLimit: { perIp: null },
-    log: { level: 'warn' },
-  };
-}
 
 interface Scenario {
   label: string;

@@ -115,6 +115,20 @@ export async function startSwitchyardProcess(
   return { ...p, url: `http://127.0.0.1:${port}`, adminUrl };
 }
 
+/** Switchyard as the benchmarks run it, in front of the bench's anvil. */
+export function switchyardConfig(anvilUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    ...extra,
+    chainId: 186,
+    // keep-alive long enough for the idle-connection figure; in-flight caps above what the
+    // connections x 25-call batches put in flight, so the limits never answer instead of the node.
+    server: { keepAliveTimeoutMs: 120_000, maxInFlight: 100_000, maxInFlightPerIp: 100_000 },
+    upstreams: [{ name: 'anvil', url: anvilUrl }],
+    rateLimit: { perIp: null },
+    log: { level: 'warn' },
+  };
+}
+
 /**
  * One anvil for the benchmark, quiet: by default it prints a line per call, and at tens of
  * thousands of calls a second that pipe (and whoever drains it) would slow the node down and make
