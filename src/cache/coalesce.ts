@@ -6,7 +6,11 @@ export class Coalescer<T> {
   private inFlight = new Map<string, Promise<T>>();
   joined = 0;
 
-  run(key: string, work: () => Promise<T>, onJoin?: () => void): Promise<T> {
+  /**
+   * `work` runs once per key in flight; `then` turns its value into what every caller gets (it runs
+   * once, in the same step that ends the sharing: one promise per call fewer on the miss path).
+   */
+  run<A>(key: string, work: () => Promise<A>, then: (value: A) => T, onJoin?: () => void): Promise<T> {
     const inFlight = this.inFlight;
     const existing = inFlight.get(key);
     if (existing !== undefined) {
@@ -14,11 +18,10 @@ export class Coalescer<T> {
       onJoin?.();
       return existing;
     }
-    // then(ok, fail) rather than finally(): one promise less per call on the miss path.
     const p = work().then(
       (v) => {
         inFlight.delete(key);
-        return v;
+        return then(v);
       },
       (err: unknown) => {
         inFlight.delete(key);

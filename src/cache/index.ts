@@ -69,8 +69,9 @@ export class ResponseCache {
     if (cls === 'immutable') this.redis?.set(plan.key, value);
   }
 
-  coalesce<T>(key: string, work: () => Promise<T>): Promise<T> {
-    return this.coalescer.run(key, work, this.joined) as Promise<T>;
+  /** Identical calls in flight share one `work` and one `then` (see Coalescer.run). */
+  coalesce<A, T>(key: string, work: () => Promise<A>, then: (value: A) => T): Promise<T> {
+    return this.coalescer.run(key, work, then, this.joined) as Promise<T>;
   }
 
   private readonly joined = (): void => this.metrics.recordCoalesced();

@@ -177,7 +177,8 @@ export class Pipeline {
     const gen = d.cache.generation;
     // Identical reads in flight at once share one upstream call; per-client (sticky) ones per client.
     const key = plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
-    return d.cache.coalesce(key, send).then((attempted) => {
+    // The answer is stored (and what it proves learnt) once, by whichever call reached the node.
+    return d.cache.coalesce(key, send, (attempted: Attempted) => {
       if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
       return this.afterForward(spec, attempted, proves);
     });
