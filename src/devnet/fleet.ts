@@ -220,19 +220,29 @@ class Fleet implements Devnet {
     }
     if (!leader) throw new Error('no live node follows the chain; cannot produce a block');
     const others = live.filter((m) => m !== leader);
-    await produceBlock(
-      this.ctx,
-      leader.node,
-      others.map((m) => m.node),
-    );
-    leader.head = chain.headNumber;
-    await Promise.all(
-      others.map((m) =>
-        this.keepUp(m).catch((err: unknown) => {
-          this.log.warn({ node: m.node.name, err: String(err) }, 'node not brought along; retrying next block');
-        }),
-      ),
-    );
+    // A following node takes no client request from the moment its pool is collected until it has
+    // replayed the new block: a transaction sent to it in between would otherwise sit in its pool,
+    // be mined into its copy of the block, and show clients (until rolled back) a block and a
+    // receipt the chain never had. It reaches the pool once the node holds the block, and the next
+    // block collects it.
+    const releases = await Promise.all(others.filter((m) => m.mode.kind === 'follow').map((m) => m.node.hold()));
+    try {
+      await produceBlock(
+        this.ctx,
+        leader.node,
+        others.map((m) => m.node),
+      );
+      leader.head = chain.headNumber;
+      await Promise.all(
+        others.map((m) =>
+          this.keepUp(m).catch((err: unknown) => {
+            this.log.warn({ node: m.node.name, err: String(err) }, 'node not brought along; retrying next block');
+          }),
+        ),
+      );
+    } finally {
+      for (const release of releases) release();
+    }
     return chain.headNumber;
   }
 }

@@ -1,6 +1,8 @@
 // One anvil process of the devnet: how it is started (flags that make every node's genesis equal),
-// when it counts as ready, how it is killed, and a minimal JSON-RPC client to it. It knows nothing
-// about the other nodes or about the chain the devnet is building.
+// when it counts as ready, how it is killed, and a minimal JSON-RPC client to it. Clients reach it
+// through its front (front.ts), which the devnet closes while it replays a block into the node; the
+// devnet's own calls go to anvil directly. It knows nothing about the other nodes or about the
+// chain the devnet is building.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -8,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
+import { NodeFront } from './front.js';
 
 export interface AnvilNodeOptions {
   index: number;
@@ -68,7 +71,11 @@ export function anvilBinary(): string {
 export class AnvilNode {
   readonly index: number;
   readonly name: string;
+  /** The port clients use: the node's front (front.ts), kept for every restart. */
   private boundPort: number;
+  /** The port anvil itself listens on, a free one picked at each start; only the devnet talks to it. */
+  private anvilPort = 0;
+  private readonly front: NodeFront;
   private child: ChildProcess | null = null;
   private id = 0;
   private readonly opts: AnvilNodeOptions;
@@ -80,6 +87,7 @@ export class AnvilNode {
     this.name = `node-${opts.index}`;
     this.boundPort = opts.port;
     this.log = opts.logger.child({ node: this.name });
+    this.front = new NodeFront(opts.host, () => this.anvilPort);
   }
 
   get port(): number {
@@ -106,7 +114,7 @@ export class AnvilNode {
       '--host',
       o.host,
       '--port',
-      String(this.boundPort),
+      '0',
       '--chain-id',
       String(o.chainId),
       '--timestamp',
@@ -127,6 +135,7 @@ export class AnvilNode {
     try {
       await this.waitListening(child);
       await this.waitAnswering(child);
+      this.boundPort = await this.front.open(this.boundPort);
     } catch (err) {
       await this.kill();
       throw err;
@@ -158,7 +167,7 @@ export class AnvilNode {
         const m = /^Listening on .*:(\d+)\s*$/.exec(line);
         if (!m) return;
         listening = true;
-        this.boundPort = Number(m[1]);
+        this.anvilPort = Number(m[1]);
         clearTimeout(timer);
         child.off('exit', onExit);
         resolve();
@@ -181,10 +190,24 @@ export class AnvilNode {
     }
   }
 
-  /** SIGKILL by pid, resolving when the process is gone. Idempotent. */
-  kill(): Promise<void> {
+  /**
+   * Runs `fn` (a block replay) while no client request reaches anvil: requests arriving meanwhile
+   * wait, so no transaction can slip into the block and no client sees the node mid-replay.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.front.exclusive(fn);
+  }
+
+  /** Keeps client requests from anvil until the returned function is called (see exclusive). */
+  hold(): Promise<() => void> {
+    return this.front.hold();
+  }
+
+  /** Closes the front and SIGKILLs anvil by pid, resolving when the process is gone. Idempotent. */
+  async kill(): Promise<void> {
+    await this.front.close();
     const child = this.child;
-    if (!child) return Promise.resolve();
+    if (!child) return;
     return new Promise((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) {
         if (this.child === child) this.child = null;
@@ -206,7 +229,7 @@ export class AnvilNode {
 
   async call<T = unknown>(method: string, params: unknown[] = [], timeoutMs = RPC_TIMEOUT_MS): Promise<T> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: ++this.id, method, params });
-    const res = await request(this.url, {
+    const res = await request(`http://${this.opts.host}:${this.anvilPort}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body,

@@ -71,16 +71,23 @@ export async function syncNode(ctx: ReplicaContext, node: AnvilNode, target: num
   return n;
 }
 
-async function replayBlock(ctx: ReplicaContext, node: AnvilNode, block: BlockRecord): Promise<void> {
+/** Replays one recorded block into `node` with its front closed (node.ts `exclusive`): no client
+ * transaction enters the pool meanwhile, and no client sees the node before the block matches. */
+function replayBlock(ctx: ReplicaContext, node: AnvilNode, block: BlockRecord): Promise<void> {
+  return node.exclusive(() => replayAttempts(ctx, node, block));
+}
+
+async function replayAttempts(ctx: ReplicaContext, node: AnvilNode, block: BlockRecord): Promise<void> {
   for (let attempt = 1; attempt <= MAX_REPLAY_ATTEMPTS; attempt++) {
     for (const raw of block.rawTxs) await offer(node, raw, ctx.logger);
     await node.call('anvil_setNextBlockBaseFeePerGas', [hex(block.baseFee)]);
     await node.call('evm_mine', [block.timestamp]);
     const got = await latest(node);
     if (got.hash === block.hash) return;
-    // A transaction that reached this node's pool after the leader collected pools got mined too
-    // (or arrival order differed). Mined transactions leave the pool, so after the rollback the
-    // next attempt holds only what the block needs.
+    // A transaction in this node's pool that the block lacks got mined too (one sent over a
+    // WebSocket connection, which the front does not hold, or on a node kept behind, one a later
+    // block has), or arrival order differed. Mined transactions leave the pool, so after the
+    // rollback the next attempt holds only what the block needs.
     ctx.logger.debug({ node: node.name, block: block.number, attempt, got: got.transactions.length, want: block.txHashes.length }, 'replay mismatch, rolling back');
     await salvage(ctx, node, got);
     await node.call('anvil_rollback', [num(got) - (block.number - 1)]);
