@@ -25,7 +25,8 @@ export class NodeFront {
   private resumed: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private submitting = 0;
-  private drained: (() => void) | null = null;
+  /** Holds waiting for `submitting` to reach 0 (several may wait: holds nest). */
+  private drainWaiters: (() => void)[] = [];
 
   constructor(
     private readonly host: string,
@@ -101,12 +102,11 @@ export class NodeFront {
   private drain(): Promise<void> {
     if (this.submitting === 0) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(done, DRAIN_TIMEOUT_MS);
-      function done(): void {
+      const timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
+      this.drainWaiters.push(() => {
         clearTimeout(timer);
         resolve();
-      }
-      this.drained = done;
+      });
     });
   }
 
@@ -138,7 +138,11 @@ export class NodeFront {
     } catch {
       res.destroy();
     } finally {
-      if (submits && --this.submitting === 0) this.drained?.();
+      if (submits && --this.submitting === 0) {
+        const waiters = this.drainWaiters;
+        this.drainWaiters = [];
+        for (const w of waiters) w();
+      }
     }
   }
 
