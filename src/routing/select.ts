@@ -14,7 +14,7 @@ export interface Requirement {
   /** The node may be at most this many blocks behind the fleet head. */
   maxLag?: number;
   capability?: 'debug' | 'archive';
-  /** Same key -> same node while the eligible set is unchanged (pending state, nonces). */
+  /** Same key -> same node while that node is eligible (pending state, nonces). */
   stickyKey?: string;
 }
 
@@ -62,16 +62,42 @@ export function cost(u: Upstream): number {
 
 export function choose(candidates: readonly Upstream[], stickyKey?: string, random: () => number = Math.random): Upstream {
   if (candidates.length === 1) return candidates[0]!;
-  if (stickyKey !== undefined) {
-    const sorted = [...candidates].sort((a, b) => (a.name < b.name ? -1 : 1));
-    return sorted[hash(stickyKey) % sorted.length]!;
-  }
+  if (stickyKey !== undefined) return rendezvous(candidates, hash(stickyKey));
   const i = Math.floor(random() * candidates.length);
   let j = Math.floor(random() * (candidates.length - 1));
   if (j >= i) j++;
   const a = candidates[i]!;
   const b = candidates[j]!;
   return cost(a) <= cost(b) ? a : b;
+}
+
+/**
+ * Rendezvous (highest random weight) choice: every candidate gets a score from the key and its
+ * name, the highest wins. A key keeps its node while that node stays eligible, whichever others
+ * come and go (a node a block behind at a head change, a node restarting); when its node leaves,
+ * only its keys move, and they come back when it returns. Depends on names only, so replicas agree.
+ */
+function rendezvous(candidates: readonly Upstream[], keyHash: number): Upstream {
+  let best = candidates[0]!;
+  let bestScore = -1;
+  for (const u of candidates) {
+    const score = mix(keyHash ^ hash(u.name));
+    if (score > bestScore || (score === bestScore && u.name < best.name)) {
+      best = u;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+/** MurmurHash3's 32-bit finaliser: a bijection in which every input bit moves every output bit. */
+function mix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }
 
 /** FNV-1a, 32 bits: stable across processes, so replicas agree on sticky choices and filter ids. */

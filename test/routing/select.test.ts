@@ -248,7 +248,36 @@ t.test('sticky keys', async (t) => {
   for (const n of first) spread.set(n, (spread.get(n) ?? 0) + 1);
   t.equal(spread.size, 4, `every node gets some keys: ${JSON.stringify([...spread])}`);
   for (const [name, n] of spread) t.ok(n > 20, `${name} gets ${n} of 200 keys`);
-  t.equal(first[0], ['n0', 'n1', 'n2', 'n3'][hash(keys[0]!) % 4], 'the choice is hash(key) mod the name-sorted set');
+  t.test('a key moves only when its own node leaves, and comes back with it', async (t) => {
+    for (const gone of pool) {
+      const rest = pool.filter((u) => u !== gone);
+      const without = keys.map((k) => choose(rest, k).name);
+      let moved = 0;
+      keys.forEach((k, i) => {
+        if (first[i] === gone.name) moved++;
+        else t.equal(without[i], first[i], `${k} stays on ${first[i]} when ${gone.name} leaves`);
+      });
+      t.ok(moved > 20, `the ${moved} keys of ${gone.name} moved`);
+      t.notOk(without.includes(gone.name), 'none is sent to the node that left');
+      const moves = new Set(without.filter((_, i) => first[i] === gone.name));
+      t.ok(moves.size >= 2, `the keys of ${gone.name} spread over the others: ${[...moves].join(', ')}`);
+    }
+    t.same(
+      keys.map((k) => choose(pool, k).name),
+      first,
+      'with every node back, every key is where it was',
+    );
+  });
+  t.test('a node a block behind at a head change moves only its own keys', async (t) => {
+    const behind = fleetOf(t, [{ name: 'n0' }, { name: 'n1' }, { name: 'n2', head: 9 }, { name: 'n3' }], 10).fleet;
+    const candidates = eligible(behind, { minHead: 10 }, none);
+    t.same(names(candidates), ['n0', 'n1', 'n3']);
+    if (typeof candidates === 'string') return;
+    const during = keys.map((k) => choose(candidates, k).name);
+    keys.forEach((k, i) => {
+      if (first[i] !== 'n2') t.equal(during[i], first[i], `${k} stays on ${first[i]}`);
+    });
+  });
   t.test('a single candidate is returned whatever the key', async (t) => {
     t.equal(choose([pool[2]!], 'any'), pool[2]);
   });

@@ -13,7 +13,8 @@ import { startFakeNode, type FakeAnswer } from '../helpers/fake-node.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { call, get, post } from '../helpers/rpc.js';
 import { waitFor } from '../helpers/wait.js';
-import { hash as stickyHash } from '../../src/routing/select.js';
+import { choose } from '../../src/routing/select.js';
+import type { Upstream } from '../../src/upstream/node.js';
 
 const wallet = new Wallet(DEV_KEY);
 const to = '0x000000000000000000000000000000000000dEaD';
@@ -79,10 +80,10 @@ t.test('transport failure after the node forwarded it: the retry answers the has
       },
     };
   });
-  // Writes stick to one node per client IP (hash of "127.0.0.1" over the name-sorted set): name the
-  // fake node so that it is the preferred one.
-  const fakeFirst = stickyHash('127.0.0.1') % 2 === 0;
-  const fakeName = fakeFirst ? 'a-fake' : 'z-fake';
+  // Writes stick to one node per client IP (a choice made from the IP and the node names only):
+  // name the fake node so that it is the one 127.0.0.1 sticks to.
+  const named = (name: string): Upstream => ({ name }) as Upstream;
+  const fakeName = ['fake-a', 'fake-b', 'fake-c', 'fake-d'].find((n) => choose([named(n), named('m-anvil')], '127.0.0.1').name === n)!;
   const sy = await startSwitchyard(t, {
     upstreams: [
       { name: fakeName, url: fake.url },
