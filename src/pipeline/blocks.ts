@@ -2,7 +2,8 @@
  * Reading a call's block parameter into a routing requirement.
  * `latest` (or a missing block on a state read) is pinned to the request's head snapshot, so every
  * call of a batch sees the same block and the answer agrees with eth_blockNumber. A number needs a
- * node that has it; `pending` sticks to one node per client; `earliest` prefers archive nodes.
+ * node that has it, and so do `safe`/`finalized` (a node at the snapshot head); `pending` sticks to
+ * one node per client; `earliest` prefers archive nodes.
  * Every block parameter takes the same forms: a number, a tag, a block hash, or an EIP-1898 object
  * ({blockHash} / {blockNumber}); a method that takes fewer forms gets the node's own answer.
  */
@@ -65,13 +66,21 @@ function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {
     case 'hash':
       return { maxLag: ctx.maxLagBlocks };
     case 'tag':
-      // Pending state (nonces) must come from one node per client, and one that has every block
-      // the client may have seen: the same node its transactions are sent to (see resolveBlocks).
-      if (ref.tag === 'pending') return { minHead: ctx.head, stickyKey: ctx.clientKey };
+      if (ref.tag === 'pending') return sticky(ctx);
       if (ref.tag === 'earliest') return { capability: 'archive' };
-      return { maxLag: ctx.maxLagBlocks };
+      // safe/finalized: a node at the snapshot head. A node behind it may know an older finalized
+      // block than one already answered, and the tag would go backwards between requests.
+      return { minHead: ctx.head };
   }
 }
+
+/**
+ * Pending state (nonces) and transactions: one node per client, the node its transactions were
+ * sent to, for as long as that node is in sync. Requiring the snapshot head instead would move the
+ * client to another node whenever its own is a moment late with a new block, and the other node's
+ * pool may not hold the client's last transaction yet.
+ */
+const sticky = (ctx: BlockContext): Requirement => ({ maxLag: ctx.maxLagBlocks, stickyKey: ctx.clientKey });
 
 const hex = (n: number): string => `0x${n.toString(16)}`;
 
@@ -82,7 +91,14 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
   }
   if (spec.block !== undefined) {
     const v = params[spec.block];
-    if (v === undefined || v === null) return { params, requirement: { minHead: ctx.head }, rewritten: false };
+    if (v === undefined || v === null) {
+      // A state read without its block reads `latest`, pinned like it. A method whose block comes
+      // first (by number) needs it, and one short of other params too: the node answers those.
+      if (spec.block === 0 || params.length < spec.block) return { params, requirement: { minHead: ctx.head }, rewritten: false };
+      const copy = params.slice();
+      copy[spec.block] = hex(ctx.head);
+      return { params: copy, requirement: { minHead: ctx.head }, rewritten: true };
+    }
     const ref = readBlockRef(v, spec.block);
     if ('code' in ref) return ref;
     if (ref.kind !== 'latest') return { params, requirement: requirementFor(ref, ctx), rewritten: false };
@@ -91,11 +107,11 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
     return { params: copy, requirement: requirementFor(ref, ctx), rewritten: true };
   }
   if (spec.filterObject !== undefined) return resolveFilter(spec.filterObject, params, ctx);
-  if (spec.handling === 'write') return { params, requirement: { minHead: ctx.head, stickyKey: ctx.clientKey }, rewritten: false };
+  if (spec.handling === 'write') return { params, requirement: sticky(ctx), rewritten: false };
   return { params, requirement: { maxLag: ctx.maxLagBlocks }, rewritten: false };
 }
 
-/** eth_getLogs: blockHash, or a fromBlock..toBlock range whose `latest` ends are pinned to the snapshot. */
+/** eth_getLogs: blockHash, or a fromBlock..toBlock range whose `latest` (or missing) ends are pinned to the snapshot. */
 function resolveFilter(index: number, params: unknown[], ctx: BlockContext): Resolution | RpcError {
   const f = params[index];
   if (f === null || typeof f !== 'object' || Array.isArray(f)) {
@@ -109,11 +125,8 @@ function resolveFilter(index: number, params: unknown[], ctx: BlockContext): Res
   let needsSync = false;
   for (const key of ['fromBlock', 'toBlock'] as const) {
     const v = filter[key];
-    if (v === undefined || v === null) {
-      needsSync = true;
-      continue;
-    }
-    const ref = readBlockRef(v, index, key);
+    // A missing end is `latest` (eth_getLogs' default), pinned like it.
+    const ref = v === undefined || v === null ? LATEST : readBlockRef(v, index, key);
     if ('code' in ref) return ref;
     if (ref.kind === 'latest') {
       copy[key] = hex(ctx.head);

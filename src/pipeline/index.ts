@@ -172,7 +172,18 @@ export class Pipeline {
     const d = this.deps;
     const paramsJson = paramsText(call, spec, res);
     const send = (): Promise<Attempted> =>
-      forward(d, { method: call.method, label, paramsJson, requirement, deadline: ctx.deadline, nullMayLag: spec.nullMayLag, rawTransaction: raw, trail: ctx.trail, log: ctx.log });
+      forward(d, {
+        method: call.method,
+        label,
+        paramsJson,
+        requirement,
+        deadline: ctx.deadline,
+        nullMayLag: spec.nullMayLag,
+        head: ctx.head,
+        rawTransaction: raw,
+        trail: ctx.trail,
+        log: ctx.log,
+      });
     if (!cacheable) return send().then((a) => this.afterForward(spec, a, proves));
     const gen = d.cache.generation;
     // Identical reads in flight at once share one upstream call; per-client (sticky) ones per client.

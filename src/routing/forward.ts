@@ -35,8 +35,13 @@ export interface ForwardCall {
   paramsJson: string;
   requirement: Requirement;
   deadline: number;
-  /** A null answer may mean the node lags: ask one node at least as far ahead before believing it. */
+  /**
+   * A null answer may mean the node lags: ask once more, of a node at least as far ahead as that
+   * one and as `head`, before believing it.
+   */
   nullMayLag?: boolean;
+  /** The request's head snapshot (what eth_blockNumber told the client). */
+  head?: number;
   /** eth_sendRawTransaction: the raw transaction, so "already known" on a retry can answer its hash. */
   rawTransaction?: string;
   /** Only these upstreams (filter calls go to the one node that holds the filter). */
@@ -71,7 +76,10 @@ type Candidate = { upstream: Upstream } | { wait: true } | { done: Attempted } |
  * that failed, others may reach it soon), an answer already decided, or stop.
  */
 export function nextCandidate(deps: ForwardDeps, call: ForwardCall, p: Progress): Candidate {
-  const requirement = p.nullFrom ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head) } : call.requirement;
+  // The second opinion on a null comes from a node that has every block the client may have seen:
+  // one as far behind as the first (a lookup by hash may go to a node a few blocks behind) would
+  // turn a receipt the client already got into null.
+  const requirement = p.nullFrom ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head, call.head ?? 0) } : call.requirement;
   const candidates = call.only ? (call.only.available && !p.tried.includes(call.only) ? [call.only] : 'none healthy') : eligible(deps.fleet, requirement, p.tried);
   if (typeof candidates !== 'string') return { upstream: choose(candidates, call.requirement.stickyKey) };
   if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };

@@ -57,6 +57,8 @@ export class Fleet extends EventEmitter {
   finalized = -1;
   /** The block number clients have been told; never decreases while this process lives. */
   private served = -1;
+  /** When the fleet head last changed (the routing clock). */
+  private headSince = 0;
   private servedCap: (() => number) | null = null;
   private readonly probes = new Map<Upstream, Probe>();
   /** The writable state of every upstream, current and retiring: the fleet's alone. */
@@ -201,6 +203,9 @@ export class Fleet extends EventEmitter {
       if (fork !== null) {
         this.metrics.recordReorg();
         this.log.warn({ upstream: u.name, fork, head: header.number }, 'reorg: blocks from this height changed');
+        // The blocks above a shorter new chain are gone: eth_blockNumber follows the chain down
+        // rather than pin `latest` to a block no node has any more.
+        if (this.served > this.head) this.served = this.head;
         this.emit('reorg', fork);
       }
     }
@@ -257,14 +262,28 @@ export class Fleet extends EventEmitter {
       .map((u) => u.head)
       .sort((a, b) => b - a);
     let head = heads[0] ?? -1;
+    const max = this.opts.maxHeadJumpBlocks;
     // With two or more nodes, a head far beyond the runner-up is a broken or hostile node, not progress.
-    if (heads.length >= 2 && head - heads[1]! > this.opts.maxHeadJumpBlocks) head = heads[1]!;
+    if (heads.length >= 2 && head - heads[1]! > max) head = heads[1]!;
+    // A node left alone (the others down) is measured against the fleet head it would replace: a
+    // leap far beyond it waits for another node to confirm it. The allowance grows by a block a
+    // second, so a node that really moved on while the fleet was down is believed in time.
+    else if (heads.length === 1 && this.upstreams.length >= 2 && this.head >= 0 && head - this.head > max + (this.now() - this.headSince) / 1000) {
+      head = this.head;
+    }
     // Such a node is not routed either: what it answers for `latest` is not this chain's latest.
     for (const u of this.upstreams) this.s(u).implausible = head >= 0 && u.head - head > this.opts.maxHeadJumpBlocks;
     const previous = this.head;
     if (head >= 0) {
+      if (head !== this.head) this.headSince = this.now();
       this.head = head;
       this.finalized = this.finalizedHeight(head);
+    }
+    // A block number served from a head now judged implausible was never this chain's: clients
+    // must not be held to it (every `latest` read would wait for a block no node will have).
+    if (head >= 0 && this.served - head > max) {
+      this.log.warn({ served: this.served, head }, 'eth_blockNumber served from an implausible head: back to the fleet head');
+      this.served = head;
     }
     this.publish();
     if (this.head > previous) this.emit('head', this.head);

@@ -153,3 +153,49 @@ for (const row of ROWS) {
     for (const [name, c] of clients) t.equal(c.sent.length, call.trail.filter((n) => n === name).length, `${name} got exactly the calls in the trail`);
   });
 }
+
+t.test('a null is checked with a node at the request head, not one merely as far ahead as the first', async (t) => {
+  // a and b lag (a hash lookup may go to either), c is at the head the client was told of: the
+  // receipt is only on c. Asking b after a would return null for a receipt the client already saw.
+  const answers: Record<string, Verdict[]> = { a: [ok('null')], b: [ok('null')], c: [ok('{"status":"0x1"}')] };
+  const latency: Record<string, number> = { a: 1, b: 10, c: 100 };
+  const clients = new Map<string, FakeClient>();
+  const fleet = new Fleet(
+    OPTS,
+    ['a', 'b', 'c'].map((n) => upstreamConfig(n)),
+    new Metrics({ processMetrics: false }),
+    createLogger('silent'),
+    (c) => {
+      const f = new FakeClient(c);
+      f.latencyMs = latency[c.name]!;
+      f.answers = answers[c.name]!;
+      clients.set(c.name, f);
+      return f;
+    },
+    () => NOW,
+  );
+  t.teardown(() => fleet.stop());
+  for (const [i, u] of fleet.upstreams.entries()) {
+    fleet.markUp(u);
+    fleet.observeHeader(u, { number: [8, 9, 10][i]!, hash: `0x${i}`, parentHash: '0x0' });
+  }
+  // Power of two choices draws a and b first (then a, the cheaper, is asked).
+  const random = Math.random;
+  Math.random = () => 0;
+  t.teardown(() => {
+    Math.random = random;
+  });
+  const call: ForwardCall = {
+    method: 'eth_getTransactionReceipt',
+    label: 'eth_getTransactionReceipt',
+    paramsJson: '[]',
+    requirement: { maxLag: 5 },
+    nullMayLag: true,
+    head: 10,
+    deadline: NOW + 30_000,
+    trail: [],
+  };
+  const got = await forward({ fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 }, call);
+  t.equal(summary(got.outcome), 'result {"status":"0x1"}');
+  t.same(call.trail, ['a', 'c'], 'the second opinion came from the node at the head');
+});

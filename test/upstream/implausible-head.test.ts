@@ -6,7 +6,7 @@
 import t from 'tap';
 import { startAnvil } from '../helpers/anvil.js';
 import { fakeHeader, startFakeNode } from '../helpers/fake-node.js';
-import { get, post } from '../helpers/rpc.js';
+import { call, get, post } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -51,4 +51,50 @@ t.test('a node claiming an implausible head does not move the fleet head', async
     t.equal(r.result, '0x0', `latest read ${i} answered by the real node`);
   }
   t.equal(liar.calls.filter((c) => c.method === 'eth_getBalance').length, 0, 'the liar got none of them');
+});
+
+t.test('a liar left alone does not take the fleet head, and a block number it served is given up', async (t) => {
+  const real = await startAnvil();
+  t.teardown(() => real.stop());
+  await post(real.url, { jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x5'] });
+  // The honest node behind a gate that can make it look down (503 to everything).
+  let down = false;
+  const honest = await startFakeNode(t, (method, params) => {
+    if (down) return { status: 503, body: '' };
+    return {
+      defer: async () => {
+        const r = await call(real.url, method, params);
+        return r.error ? { error: r.error } : { result: r.result };
+      },
+    };
+  });
+  const liar = await startFakeNode(t, (method, params) => {
+    if (method === 'eth_getBlockByNumber' && params[0] === 'latest') return { result: fakeHeader(5_000_000) };
+    return undefined;
+  });
+  const sy = await startSwitchyard(t, {
+    upstreams: [
+      { name: 'honest', url: honest.url },
+      { name: 'liar', url: liar.url },
+    ],
+    routing: { maxHeadJumpBlocks: 1000 },
+  });
+  const status = async (): Promise<{ fleetHead: number; blockNumber: number; upstreams: { name: string; state: string; implausibleHead: boolean }[] }> =>
+    (await get(`${sy.adminUrl}/status`)).json();
+  await waitFor('both polled, the liar flagged', async () => (await status()).upstreams.find((u) => u.name === 'liar')?.implausibleHead === true);
+  t.equal((await call(sy.url, 'eth_blockNumber', [])).result, '0x5');
+
+  down = true;
+  await waitFor('the honest node is down', async () => (await status()).upstreams.find((u) => u.name === 'honest')?.state === 'down');
+  const alone = await status();
+  t.equal(alone.fleetHead, 5, 'alone, the liar does not move the fleet head');
+  t.equal(alone.upstreams.find((u) => u.name === 'liar')?.implausibleHead, true, 'it is still flagged');
+  const bn = await call(sy.url, 'eth_blockNumber', []);
+  t.equal(bn.error?.code, -32002, `no node can be trusted with a block number: ${JSON.stringify(bn)}`);
+
+  down = false;
+  await waitFor('the honest node is back', async () => (await status()).upstreams.find((u) => u.name === 'honest')?.state === 'healthy');
+  const r = (await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [`0x${'1'.repeat(40)}`, 'latest'] })).json();
+  t.same(r, { jsonrpc: '2.0', id: 1, result: '0x0' }, 'a latest read is answered by the honest node');
+  t.equal((await call(sy.url, 'eth_blockNumber', [])).result, '0x5', 'eth_blockNumber is the real head again');
 });
