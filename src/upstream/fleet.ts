@@ -149,9 +149,9 @@ export class Fleet extends EventEmitter {
         this.log.debug({ upstream: u.name, state: 'healthy' }, 'probe: state');
         this.markUp(u);
       },
-      down: () => {
-        this.log.debug({ upstream: u.name, state: 'down' }, 'probe: state');
-        this.markDown(u);
+      down: (why) => {
+        this.log.debug({ upstream: u.name, state: 'down', why }, 'probe: state');
+        this.markDown(u, why);
       },
       header: (h, observedAt) => {
         this.log.debug({ upstream: u.name, head: h.number }, 'probe: head');
@@ -218,8 +218,8 @@ export class Fleet extends EventEmitter {
   }
 
   /** A probe could not reach the node, or its answer was not one. */
-  markDown(u: Upstream): void {
-    this.setState(u, 'down');
+  markDown(u: Upstream, why?: string): void {
+    this.setState(u, 'down', why);
   }
 
   /** The node answers another chain id (`got`, or null when unreadable): never routed until it is right. */
@@ -244,11 +244,11 @@ export class Fleet extends EventEmitter {
     this.s(u).finalizedSupported = false;
   }
 
-  private setState(u: Upstream, state: UpstreamState): void {
+  private setState(u: Upstream, state: UpstreamState, why?: string): void {
     const s = this.s(u);
     if (s.state !== state) {
       const level = state === 'healthy' ? 'info' : 'warn';
-      this.log[level]({ upstream: u.name, from: s.state, to: state }, 'upstream state changed');
+      this.log[level]({ upstream: u.name, from: s.state, to: state, why }, 'upstream state changed');
       s.state = state;
       this.recompute();
       if (state === 'healthy') this.emit('upstream-head', u);

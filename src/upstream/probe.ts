@@ -9,6 +9,7 @@ import { parseHeader } from './heads.js';
 import type { Upstream } from './node.js';
 import { parseQuantity } from '../jsonrpc/hex.js';
 import { WsHeads } from './ws-heads.js';
+import type { Verdict } from './classify.js';
 
 export interface ProbeSettings {
   chainId: number;
@@ -20,7 +21,8 @@ export interface ProbeSettings {
 /** Observations, reported to the fleet (its transitions decide what they mean). */
 export interface ProbeSink {
   up(): void;
-  down(): void;
+  /** `why`: what the probe got instead (a retry reason, a node error code, an unreadable header); no URL. */
+  down(why: string): void;
   /** `observedAt`: when the question was asked, so an answer older than a newer proof is ignored. */
   header(h: Header, observedAt: number): void;
   finalized(n: number): void;
@@ -83,7 +85,7 @@ export class Probe {
     if (u.state !== 'healthy' || now - this.chainCheckedAt >= settings.chainIdCheckMs) {
       const { verdict } = await u.call('eth_chainId', '[]', timeout, PROBE);
       if (this.stopped) return;
-      if (verdict.kind !== 'result') return this.sink.down();
+      if (verdict.kind !== 'result') return this.sink.down(`eth_chainId: ${whyNot(verdict)}`);
       const got = parseQuantity(verdict.result);
       if (got !== settings.chainId) return this.sink.quarantined(got);
       this.chainCheckedAt = now;
@@ -92,7 +94,7 @@ export class Probe {
     const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, PROBE);
     if (this.stopped) return;
     const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
-    if (header === null) return this.sink.down();
+    if (header === null) return this.sink.down(`latest block: ${verdict.kind === 'result' ? 'not a block header' : whyNot(verdict)}`);
     this.sink.up();
     this.sink.header(header, asked);
     if (u.finalizedSupported && ++this.polls % FINALIZED_EVERY_POLLS === 1) await this.pollFinalized(timeout);
@@ -106,6 +108,11 @@ export class Probe {
     const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
     if (header !== null) this.sink.finalized(header.number);
   }
+}
+
+/** Why an answer was not one, for the log: the retry reason or the node error's code. */
+function whyNot(v: Exclude<Verdict, { kind: 'result' }>): string {
+  return v.kind === 'retry' ? v.reason : `node error ${v.code}`;
 }
 
 export { parseQuantity } from '../jsonrpc/hex.js';

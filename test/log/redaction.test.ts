@@ -2,7 +2,7 @@
  * No upstream URL or credential reaches a log line: an error whose message quotes a URL with
  * credentials is logged through the `err` serializer with the URL scrubbed (message and stack),
  * and a Switchyard whose upstream (credentials in its URL) cannot be reached logs, at debug,
- * nothing that carries the credentials, the host:port or the path.
+ * nothing that carries the credentials, the host:port or the path, while its state change says why.
  */
 import t from 'tap';
 import { Writable } from 'node:stream';
@@ -46,4 +46,11 @@ t.test('an unreachable upstream with credentials in its URL leaves no trace of t
   await waitFor('the probe logged the node down', () => log.text().includes('"upstream":"hidden"'));
   const text = log.text();
   for (const secret of ['VerySecretToken', 'operator', 'KEY-42', `127.0.0.1:${port}`]) t.notOk(text.includes(secret), `no ${secret} in ${text.split('\n').length} lines`);
+  const line = await waitFor('the state change logged', () =>
+    log
+      .text()
+      .split('\n')
+      .find((l) => l.includes('upstream state changed') && l.includes('"to":"down"')),
+  );
+  t.match(JSON.parse(line), { upstream: 'hidden', from: 'connecting', to: 'down', why: 'eth_chainId: transport' }, 'it says why, without the address');
 });
