@@ -46,7 +46,21 @@ export function rpcTarget(req: IncomingMessage): { apiKey?: string } | null {
   const headerKey = typeof header === 'string' && header !== '' ? header : undefined;
   if (path === '/') return { apiKey: headerKey };
   const m = /^\/key\/([^/]+)\/?$/.exec(path);
-  return m ? { apiKey: decodeURIComponent(m[1]!) } : null;
+  return m ? { apiKey: decodeKey(m[1]!) } : null;
+}
+
+/**
+ * A key with a malformed percent-escape (`/key/%ff`) is no key anyone was given: it becomes the
+ * empty key, which is never configured (keys have at least 16 characters), so it is refused as an
+ * unknown key (401) instead of throwing a URIError, which in the WebSocket upgrade handler would
+ * end the process.
+ */
+function decodeKey(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return '';
+  }
 }
 
 export interface HttpTimeouts {
