@@ -3,6 +3,8 @@
  * Owns: finding the raw source text of array elements and object members, so ids, params and
  * results travel as the exact bytes they arrived as (an id of 12345678901234567890 or 1.5 must come
  * back unchanged, which no JS number can promise). Refuses: validation (JSON.parse did it).
+ * The depth pre-scan of long bodies runs nestingDepthExceeds, arrayElements and balancedEnd on text
+ * JSON.parse has not seen yet: they never throw and always end, whatever the text.
  */
 
 export interface Span {
@@ -63,6 +65,28 @@ export function skipValue(text: string, i: number): number {
     i++;
   }
   return i;
+}
+
+/**
+ * For text not yet validated: index just past the array or object that opens at i, or -1 when the
+ * text ends before its brackets balance (skipValue cannot tell that from a value closed at the end).
+ */
+export function balancedEnd(text: string, i: number): number {
+  let depth = 0;
+  while (i < text.length) {
+    const d = text.charCodeAt(i);
+    if (d === 0x22) {
+      i = skipString(text, i);
+      continue;
+    }
+    if (d === 0x7b || d === 0x5b) depth++;
+    else if (d === 0x7d || d === 0x5d) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+    i++;
+  }
+  return -1;
 }
 
 /** The spans of the top-level value's elements when it is an array (the first `limit` of them). */

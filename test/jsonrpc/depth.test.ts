@@ -1,7 +1,7 @@
 // The nesting-depth rule (SPEC 3.1): each request object may nest 64 levels, counted from itself;
 // a deeper one gets -32600 in its own slot with its own id, and the rest of a batch goes on.
 import t from 'tap';
-import { MAX_NESTING, parseBody, type Slot } from '../../src/jsonrpc/parse.js';
+import { DEPTH_PRESCAN_MIN_LENGTH, MAX_NESTING, parseBody, type Slot } from '../../src/jsonrpc/parse.js';
 
 const deep = (n: number, inner = '1'): string => '['.repeat(n) + inner + ']'.repeat(n);
 const request = (id: string, params: string): string => `{"jsonrpc":"2.0","id":${id},"method":"eth_call","params":${params}}`;
@@ -59,4 +59,84 @@ t.test('broken JSON is -32700 at any depth', async (t) => {
   const parsed = parseBody('['.repeat(100_000), 100);
   t.equal(parsed.kind, 'error');
   if (parsed.kind === 'error') t.equal(parsed.error.code, -32700);
+});
+
+// Long bodies are scanned for depth before JSON.parse (which would build every level first).
+
+/** Runs fn with JSON.parse recording each text it is given. */
+function parsedTexts<T>(fn: () => T): { result: T; texts: string[] } {
+  const texts: string[] = [];
+  const real = JSON.parse;
+  JSON.parse = ((text: string, reviver?: Parameters<typeof JSON.parse>[1]) => {
+    texts.push(text);
+    return real(text, reviver);
+  }) as typeof JSON.parse;
+  try {
+    return { result: fn(), texts };
+  } finally {
+    JSON.parse = real;
+  }
+}
+
+t.test('a long too-deep body gets the depth answer and JSON.parse never sees the deep part', async (t) => {
+  const levels = DEPTH_PRESCAN_MIN_LENGTH;
+  const single = request('"abc"', deep(levels));
+  t.ok(single.length >= DEPTH_PRESCAN_MIN_LENGTH, 'over the pre-scan length');
+  const one = parsedTexts(() => slots(single));
+  t.equal(one.result[0]?.error?.reason, 'TOO_DEEP');
+  t.equal(one.result[0]?.id, '"abc"');
+  t.ok(
+    one.texts.every((s) => s.length < levels),
+    'only short texts (the id) were parsed',
+  );
+
+  const batch = `[${request('1', '[]')},${request('2', deep(levels))},${deep(levels, '')},{"jsonrpc":"2.0","method":"eth_call","params":${deep(levels)}},${request('3', deep(MAX_NESTING - 1))}]`;
+  const many = parsedTexts(() => slots(batch));
+  const s = many.result;
+  t.equal(s.length, 5);
+  t.ok(s[0]?.call, 'a shallow call goes on');
+  t.same([s[1]?.error?.reason, s[1]?.id], ['TOO_DEEP', '2'], 'a too-deep call: -32600 with its id');
+  t.same([s[2]?.error?.reason, s[2]?.id], ['INVALID_REQUEST', 'null'], 'a too-deep array: not a request object');
+  t.same([s[3]?.error?.reason, s[3]?.id], ['TOO_DEEP', 'null'], 'a too-deep notification');
+  t.ok(s[4]?.call, 'a call at the limit goes on');
+  t.ok(
+    many.texts.every((x) => x.length < levels),
+    'no too-deep element was parsed',
+  );
+});
+
+t.test('a long too-deep body that is not JSON around its deep part is still -32700', async (t) => {
+  const n = DEPTH_PRESCAN_MIN_LENGTH;
+  for (const text of [
+    '['.repeat(n),
+    `${request('1', deep(n))},`,
+    `[${request('1', deep(n))} x]`,
+    `[${request('1', deep(n))},]`,
+    `{${'{'.repeat(n)}}`,
+    `[${request('1x', deep(n))}]`,
+    `[{"a":1,}, ${request('1', deep(n))}]`,
+  ]) {
+    const parsed = parseBody(text, 100);
+    t.equal(parsed.kind === 'error' ? parsed.error.code : 'calls', -32700, text.slice(0, 40));
+  }
+});
+
+t.test('a long too-deep batch over maxBatchSize: 413 batch too large, as for any batch', async (t) => {
+  const parsed = parseBody(
+    `[${Array(3)
+      .fill(request('1', deep(DEPTH_PRESCAN_MIN_LENGTH)))
+      .join(',')}]`,
+    2,
+  );
+  t.equal(parsed.kind === 'error' && parsed.error.reason, 'BATCH_TOO_LARGE');
+  t.equal(parsed.kind === 'error' && parsed.error.message, 'batch too large: 3 calls, at most 2 allowed');
+});
+
+t.test('the pre-scan ignores brackets inside strings, escaped quotes included', async (t) => {
+  const brackets = '['.repeat(DEPTH_PRESCAN_MIN_LENGTH);
+  // \" does not end a string; \\ before a quote does.
+  for (const param of [`"${brackets}"`, `"\\"${brackets}"`, `"\\\\\\"${brackets}\\\\"`, `{"\\"${brackets}":"${']'.repeat(100)}"}`]) {
+    const [s] = slots(request('1', `[${param}]`));
+    t.ok(s?.call, `a long string of brackets is no nesting: ${param.slice(0, 12)}`);
+  }
 });

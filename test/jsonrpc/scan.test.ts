@@ -1,5 +1,5 @@
 import t from 'tap';
-import { arrayElements, elementSpan, nestingDepthExceeds, objectMembers } from '../../src/jsonrpc/scan.js';
+import { arrayElements, balancedEnd, elementSpan, nestingDepthExceeds, objectMembers } from '../../src/jsonrpc/scan.js';
 
 t.test('array elements keep their exact source text', async (t) => {
   const text = ' [ 1 , "a,]" , {"x":[1,2]} ,null,12345678901234567890 ] ';
@@ -36,4 +36,10 @@ t.test('strings with escaped quotes and backslashes end where JSON says', async 
   );
   t.equal(nestingDepthExceeds(`${'['.repeat(70)}"${']'.repeat(70)}"${']'.repeat(70)}`, 64), true);
   t.equal(nestingDepthExceeds(`["${'['.repeat(200)}\\\\"]`, 64), false);
+});
+
+t.test('balancedEnd: past the closing bracket, or -1 when the text ends first', async (t) => {
+  t.equal(balancedEnd('[1,["]"],{"a":"}"}] x', 0), 19);
+  t.equal(balancedEnd('{{}', 0), -1, 'a closing bracket at the very end is not enough');
+  t.equal(balancedEnd('["\\"]"', 0), -1, 'an escaped quote does not end the string');
 });
