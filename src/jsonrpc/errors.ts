@@ -33,6 +33,18 @@ export const CATALOGUE = {
   BODY_TOO_LARGE: { code: -32600, http: 413, message: 'request body too large', doc: 'the body is over `server.maxBodyBytes` (counted as bytes arrive)' },
   BAD_CONTENT_TYPE: { code: -32600, http: 415, message: 'unsupported content type: expected application/json', doc: 'POST without a JSON content type' },
   BAD_HTTP_METHOD: { code: -32600, http: 405, message: 'HTTP method not allowed: use POST', doc: 'an HTTP method other than POST, GET, OPTIONS' },
+  BAD_HTTP_REQUEST: {
+    code: -32600,
+    http: 400,
+    message: 'bad HTTP request',
+    doc: 'the bytes are not an HTTP request Node can read (malformed request line or headers, headers too large); the connection is closed',
+  },
+  REQUEST_TIMEOUT: {
+    code: -32600,
+    http: 408,
+    message: 'request timeout: the request did not arrive in time',
+    doc: 'headers not in within `server.headersTimeoutMs`, or the body not within `server.bodyTimeoutMs` more; the connection is closed',
+  },
   NOT_FOUND: { code: -32600, http: 404, message: 'not found: JSON-RPC is served at /', doc: 'a path other than `/`' },
   METHOD_NOT_FOUND: {
     code: -32601,

@@ -88,7 +88,9 @@ export class Front {
     if (valid > 0 && admitted === 0) {
       for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), 'RATE_LIMITED');
       const texts = refuseAll(slots, (c) => rateLimited(refused?.get(c.index) ?? 1));
-      return { status: 429, body: writeBody(batch, texts), calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
+      // A notification is not answered, but a refusal with a status still carries a body (SPEC 3.2).
+      const body = writeBody(batch, texts) || errorText('null', rateLimited(retryAfter ?? 1));
+      return { status: 429, body, calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
     }
     const admission = d.concurrency.acquire(who.ip, admitted);
     if (admission !== 'ok') {

@@ -88,14 +88,20 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
     },
   );
   // A malformed request line or a slow client: answer 400/408 if the socket still can, never crash.
+  // There is no response object here: the whole HTTP answer is written to the socket (Node docs).
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (socket.writable && !socket.destroyed) {
-      const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
-      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+      const body = timeout ? REQUEST_TIMEOUT_BODY : BAD_HTTP_REQUEST_BODY;
+      const status = timeout ? '408 Request Timeout' : '400 Bad Request';
+      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     } else socket.destroy();
   });
   return server;
 }
+
+const REQUEST_TIMEOUT_BODY = errorText('null', new RpcError('REQUEST_TIMEOUT'));
+const BAD_HTTP_REQUEST_BODY = errorText('null', new RpcError('BAD_HTTP_REQUEST'));
 
 function crashed(deps: HttpDeps, res: ServerResponse, err: unknown): void {
   deps.log.error({ err }, 'http handler crashed');

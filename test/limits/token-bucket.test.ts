@@ -64,6 +64,24 @@ t.test('batch partial admission: answers and -32005 in their slots, in order; a 
   );
 });
 
+t.test('a notification over the limit: 429 still carries a -32005 body, id null', async (t) => {
+  const { client } = await fresh(t);
+  t.ok(admitted(await client.post(rpc('eth_chainId'))), 'the one call of the budget');
+  for (const body of [
+    { jsonrpc: '2.0', method: 'eth_chainId', params: [] },
+    [
+      { jsonrpc: '2.0', method: 'eth_chainId' },
+      { jsonrpc: '2.0', method: 'eth_chainId' },
+    ],
+  ]) {
+    const r = await client.post(body);
+    t.equal(r.status, 429, 'HTTP 429');
+    t.ok(isRateLimited(r.json) && !Array.isArray(r.json), 'one -32005 "rate limit exceeded" object');
+    t.equal(r.json?.id, null, 'id null');
+    t.equal(r.headers['retry-after'], String(r.json?.error?.data?.retryAfterSeconds), 'Retry-After as in data');
+  }
+});
+
 t.test('perIp: null turns the per-IP limit off', async (t) => {
   const { client } = await fresh(t, { perIp: null });
   const replies = await client.burst(50, () => rpc('eth_chainId'));

@@ -3,6 +3,7 @@
 // net_listening need no node) and the deny list (dev-node and signing methods never reach a node).
 
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import t, { type Test } from 'tap';
 import { request } from 'undici';
 import { startAnvil } from '../helpers/anvil.js';
@@ -257,4 +258,24 @@ t.test('eth_chainId, net_version, net_listening are answered with no node at all
   t.equal(r.text, '[{"jsonrpc":"2.0","id":1,"result":"0xba"},{"jsonrpc":"2.0","id":2,"result":"186"},{"jsonrpc":"2.0","id":3,"result":true}]');
   const fwd = await post(sy2.url, '{"jsonrpc":"2.0","id":4,"method":"eth_gasPrice"}');
   t.equal(fwd.json().error?.code, -32002, 'a forwarded call has no upstream (so the above were local)');
+});
+
+t.test('bytes that are not HTTP: 400 with a -32600 body, id null', async (t) => {
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(new URL(sy.url).port), '127.0.0.1');
+    let data = '';
+    socket.on('data', (d: Buffer) => (data += d.toString('latin1')));
+    socket.on('close', () => resolve(data));
+    socket.on('error', reject);
+    socket.write('NOT HTTP AT ALL\r\n\r\n');
+  });
+  const [head, body] = answer.split('\r\n\r\n', 2) as [string, string];
+  t.match(head, /^HTTP\/1\.1 400 /, 'HTTP 400');
+  t.match(head, /content-type: application\/json/i);
+  const rpc = JSON.parse(body);
+  t.equal(rpc.jsonrpc, '2.0');
+  t.equal(rpc.id, null);
+  t.equal(rpc.error.code, -32600);
+  t.equal(rpc.error.data.reason, 'BAD_HTTP_REQUEST');
+  await stillServing(t);
 });

@@ -80,6 +80,19 @@ async function servedQuickly(t: Test, sy: RunningSwitchyard, what: string): Prom
 const port = (sy: RunningSwitchyard): number => Number(new URL(sy.url).port);
 const cutOff = (text: string): boolean => text === '' || text.startsWith('HTTP/1.1 408');
 
+/** A 408 still carries a JSON-RPC error body (SPEC 3.2): -32600 REQUEST_TIMEOUT, id null. */
+function timeoutBodies(t: Test, answers: string[]): void {
+  const timeouts = answers.filter((a) => a.startsWith('HTTP/1.1 408'));
+  t.ok(
+    timeouts.every((a) => {
+      const [head, body] = a.split('\r\n\r\n', 2) as [string, string];
+      const rpc = JSON.parse(body);
+      return /content-type: application\/json/i.test(head) && rpc.id === null && rpc.error.code === -32600 && rpc.error.data.reason === 'REQUEST_TIMEOUT';
+    }),
+    `each 408 carries a -32600 body with id null (${timeouts.length} answers)`,
+  );
+}
+
 t.test('trickled headers are cut off by server.headersTimeoutMs', async (t) => {
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], server: { headersTimeoutMs: HEADERS_MS, bodyTimeoutMs: BODY_MS } });
   const clients = await Promise.all(Array.from({ length: 20 }, () => dial(port(sy))));
@@ -97,6 +110,7 @@ t.test('trickled headers are cut off by server.headersTimeoutMs', async (t) => {
     answers.some((a) => a.startsWith('HTTP/1.1 408')),
     '408 Request Timeout where the socket could still take it',
   );
+  timeoutBodies(t, answers);
 });
 
 t.test('headers in time, then a trickled body: cut off by headers + bodyTimeoutMs', async (t) => {
@@ -118,6 +132,7 @@ t.test('headers in time, then a trickled body: cut off by headers + bodyTimeoutM
     answers.some((a) => a.includes('"result"')),
     'none got its batch processed',
   );
+  timeoutBodies(t, answers);
 });
 
 t.test('1,000 idle connections: others are served; the idle ones are closed by the headers timeout', async (t) => {
