@@ -25,7 +25,7 @@ export class ClientIp {
     if (!this.any || forwardedFor === undefined || !this.isTrusted(socketIp)) return socketIp;
     const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor)
       .split(',')
-      .map((h) => normalize(h.trim()))
+      .map((h) => normalize(withoutPort(h.trim())))
       .filter((h) => h !== '');
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = hops[i]!;
@@ -39,4 +39,16 @@ export class ClientIp {
 /** `::ffff:1.2.3.4` is the IPv4 client 1.2.3.4: one client, one bucket. */
 function normalize(ip: string): string {
   return ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
+}
+
+/**
+ * Some proxies write a hop with its port: `1.2.3.4:5678`, or `[2001:db8::1]:443` (IPv6 is
+ * bracketed when a port follows, so a bare IPv6 address never has one). The port is dropped; a hop
+ * that is no address even then is left as it was, to be judged as garbage.
+ */
+function withoutPort(hop: string): string {
+  const v6 = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(hop);
+  if (v6 !== null) return isIP(v6[1]!) === 6 ? v6[1]! : hop;
+  const v4 = /^([\d.]+):\d{1,5}$/.exec(hop);
+  return v4 !== null && isIP(v4[1]!) === 4 ? v4[1]! : hop;
 }

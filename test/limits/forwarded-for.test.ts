@@ -117,6 +117,13 @@ t.test('ClientIp', async (t) => {
   t.equal(lb.resolve('10.9.9.9', '1.2.3.4, bogus'), '10.9.9.9', 'garbage right of the client: the peer (the proxy wrote something unreadable)');
   t.equal(lb.resolve('10.9.9.9', 'bogus, 1.2.3.4'), '1.2.3.4', 'garbage left of the client never matters');
   t.equal(lb.resolve('10.9.9.9', '10.0.0.1, 10.0.0.2'), '10.0.0.1', 'every hop trusted: the farthest one');
+  t.equal(lb.resolve('10.9.9.9', '1.1.1.1:1234'), '1.1.1.1', 'an IPv4 hop with a port: the address');
+  t.equal(lb.resolve('10.9.9.9', '[2001:db9::1]:443'), '2001:db9::1', 'a bracketed IPv6 hop with a port: the address');
+  t.equal(lb.resolve('10.9.9.9', '[2001:db9::1]'), '2001:db9::1', 'a bracketed IPv6 hop without a port');
+  t.equal(lb.resolve('10.9.9.9', '2001:db9::1:443'), '2001:db9::1:443', 'a bare IPv6 hop has no port: all of it is the address');
+  t.equal(lb.resolve('10.9.9.9', '1.1.1.1:1234, 10.0.0.2:80'), '1.1.1.1', 'a trusted hop with a port is still trusted');
+  t.equal(lb.resolve('10.9.9.9', '1.1.1.1:port'), '10.9.9.9', 'not a port: garbage, so the peer');
+  t.equal(lb.resolve('10.9.9.9', '[not-an-ip]:80'), '10.9.9.9', 'brackets around garbage: the peer');
 
   t.throws(() => new ClientIp(['not-a-cidr']), /expected an IP or CIDR/, 'a bad CIDR is refused when built');
   t.throws(() => new ClientIp(['10.0.0.0/33']), /expected an IP or CIDR/, 'an IPv4 prefix over 32 is refused with the same wording');
