@@ -216,6 +216,7 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   const log = logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: reqId }) : deps.log;
   let apiKey: string | undefined;
   const finish = (status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void => {
+    closeIfStopping(deps, res);
     if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes) send(res, status, body, reqId, cors, extra);
     else sendLarge(res, req, status, body, reqId, cors, extra);
     deps.metrics.recordHttp(status, info.calls ?? null);
@@ -249,8 +250,6 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   };
 
   if (deps.isDraining()) return reject('SHUTTING_DOWN', CONNECTION_CLOSE);
-  // Node merges this into every writeHead below and closes the socket after the answer.
-  if (deps.closeConnections?.()) res.setHeader('connection', 'close');
   if (deps.uptime && (req.method === 'GET' || req.method === 'HEAD')) {
     const page = uptimeAnswer(deps.uptime, (req.url ?? '/').split('?', 1)[0]!, req.headers.accept);
     // Public and read-only: its own CORS and cache headers, whatever server.cors says.
@@ -258,6 +257,7 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   }
   const target = rpcTarget(req);
   if (req.method === 'OPTIONS') {
+    closeIfStopping(deps, res);
     res.writeHead(204, {
       ...cors,
       'x-request-id': reqId,
@@ -297,6 +297,15 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
       crashed(deps, res, err);
     }
   });
+}
+
+/**
+ * During the shutdown delay every answer carries Connection: close, including answers to calls that
+ * began before SIGTERM: decided as the answer is written, not when the request arrived. Node merges
+ * the header into the writeHead that follows and closes the socket after the answer.
+ */
+function closeIfStopping(deps: HttpDeps, res: ServerResponse): void {
+  if (deps.closeConnections?.()) res.setHeader('connection', 'close');
 }
 
 const CONNECTION_CLOSE: Readonly<Record<string, string>> = Object.freeze({ connection: 'close' });

@@ -1,7 +1,7 @@
 /**
  * SIGTERM (SPEC 9): /ready turns 503 at once; for server.shutdownDelayMs calls are still answered,
  * with Connection: close; then new connections are refused, the call already in flight finishes
- * with its answer, and the process exits 0.
+ * with its answer (Connection: close as well), and the process exits 0.
  */
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
@@ -47,7 +47,7 @@ log: { level: info }
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000000', '0x1'] }),
-  }).then(async (r) => ({ status: r.statusCode, body: await r.body.text() }));
+  }).then(async (r) => ({ status: r.statusCode, body: await r.body.text(), connection: r.headers.connection }));
   await waitFor('the slow call reached the node', () => slowCalls === 1);
 
   cli.proc.kill('SIGTERM');
@@ -79,5 +79,6 @@ log: { level: info }
   const done = await inFlight;
   t.equal(done.status, 200, 'the in-flight call finished');
   t.equal(done.body, '{"jsonrpc":"2.0","id":"slow","result":"0x2a"}');
+  t.equal(done.connection, 'close', 'a call that began before SIGTERM is answered with Connection: close too');
   t.equal(await cli.exited, 0, 'exit code 0');
 });
