@@ -72,6 +72,15 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const log = createLogger(config.log.level);
+  // Installed at once: without a handler a SIGHUP ends the process, and in `start` mode the devnet
+  // boots first. A HUP before the proxy runs is remembered and applied once it does.
+  let app: App | undefined;
+  let hupPending = false;
+  process.on('SIGHUP', () => {
+    if (app !== undefined) return void app.reloadFile();
+    if (!hupPending) log.info('SIGHUP before the proxy is running: the file is read again once it is');
+    hupPending = true;
+  });
   // Loaded only once the config is valid, so a bad file is reported (exit 2) without loading them.
   const [{ App }, { startDevnet }] = await Promise.all([import('./app.js'), import('./devnet/index.js')]);
   let devnet: Devnet | null = null;
@@ -88,7 +97,6 @@ async function main(argv: string[]): Promise<number> {
     });
     log.info({ nodes: devnet.nodes().map((n) => n.name), control: devnet.controlUrl }, 'devnet started');
   }
-  let app: App;
   try {
     app = await App.start(config, { logger: log, configFile: file });
   } catch (err) {
@@ -96,7 +104,7 @@ async function main(argv: string[]): Promise<number> {
     await devnet?.stop();
     return 1;
   }
-  process.on('SIGHUP', () => void app.reloadFile());
+  if (hupPending) void app.reloadFile();
   const signal = await waitForSignal(['SIGTERM', 'SIGINT']);
   // SIGTERM comes from an orchestrator or balancer-aware stop: keep serving unready for the shutdown
   // delay. SIGINT is a person at a terminal: drain at once.
