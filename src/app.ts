@@ -42,6 +42,21 @@ export interface AppOptions {
 /** What a reload from the file did: applied, or refused with the problems found. */
 export type ReloadResult = { ok: true } | { ok: false; problems: string[] };
 
+/**
+ * Listens, or fails with an error naming the listener and its address. These are Switchyard's own
+ * listen addresses, not upstream URLs, so they may be logged; the log scrubs `host:port` from
+ * error text, hence "host port N".
+ */
+async function listenOn(server: Server, listener: 'http' | 'ws' | 'admin', host: string, port: number): Promise<void> {
+  server.listen(port, host);
+  try {
+    await once(server, 'listening');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw Object.assign(new Error(`${listener} listener could not listen on ${host} port ${port}: ${code}`), { code, listener, host, port });
+  }
+}
+
 export interface Ports {
   http: number;
   /** The separate WebSocket port (null when server.wsPort is null). */
@@ -230,11 +245,14 @@ export class App {
 
   private async listen(): Promise<void> {
     const c = this.config;
-    this.http.listen(c.server.port, c.server.host);
-    this.admin.listen(c.admin.port, c.admin.host);
-    this.wsHttp?.listen(c.server.wsPort ?? 0, c.server.host);
-    await Promise.all([once(this.http, 'listening'), once(this.admin, 'listening'), ...(this.wsHttp ? [once(this.wsHttp, 'listening')] : [])]);
-    this.log.info({ ports: this.ports, chainId: c.chainId, upstreams: c.upstreams.map((u) => u.name) }, 'switchyard listening');
+    await Promise.all([
+      listenOn(this.http, 'http', c.server.host, c.server.port),
+      listenOn(this.admin, 'admin', c.admin.host, c.admin.port),
+      ...(this.wsHttp ? [listenOn(this.wsHttp, 'ws', c.server.host, c.server.wsPort ?? 0)] : []),
+    ]);
+    // `websocket`, not `ws`: the log redacts every `ws` key (upstream WebSocket URLs).
+    const { http, admin, ws } = this.ports;
+    this.log.info({ ports: { http, admin, websocket: ws }, chainId: c.chainId, upstreams: c.upstreams.map((u) => u.name) }, 'switchyard listening');
   }
 
   get ports(): Ports {
