@@ -87,12 +87,15 @@ export class WsFront {
     if (target.apiKey !== undefined && !d.knowsKey(target.apiKey)) return refuse('401 Unauthorized', 'INVALID_API_KEY');
     const ip = d.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
     if ((this.perIp.get(ip) ?? 0) >= d.maxConnectionsPerIp) return refuse('429 Too Many Requests', 'RATE_LIMITED');
-    this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1);
+    // Counted only once the handshake succeeded: a handshake ws rejects (no key, wrong version,
+    // socket already gone) never reaches the callback, so nothing would ever take the count back.
+    // Without verifyClient the callback runs synchronously, so no other upgrade slips in between.
     this.wss.handleUpgrade(req, socket, head, (ws) => this.connection(ws, ip, target.apiKey));
   }
 
   private connection(ws: WebSocket, ip: string, apiKey: string | undefined): void {
     const d = this.deps;
+    this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1);
     const session = new Session({
       feed: d.feed,
       pending: d.pending,
