@@ -153,10 +153,14 @@ export class WsFront {
     this.send(ws, errorText('null', new RpcError('INTERNAL_ERROR')));
   }
 
-  /** Writes one frame unless the client already holds maxBufferBytes unsent: then it is closed with 1013. */
+  /**
+   * Writes one frame unless the client already holds maxBufferBytes unsent: then it is closed with
+   * 1013. Only data queued and not yet taken counts, not the frame at hand, so one answer larger
+   * than the cap still reaches a reader that keeps up; memory stays under the cap plus one answer.
+   */
   private send(ws: WebSocket, text: string): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (ws.bufferedAmount + Buffer.byteLength(text) > this.deps.maxBufferBytes) {
+    if (ws.bufferedAmount >= this.deps.maxBufferBytes) {
       this.deps.metrics.wsCloses.inc({ reason: 'slow_reader' });
       this.clients.get(ws)?.session.close();
       ws.close(1013, 'slow reader: too much unsent data');
