@@ -338,7 +338,9 @@ export class App {
    * SIGTERM (SPEC 9): /ready turns 503 at once and for server.shutdownDelayMs calls are still
    * served, each answer with Connection: close, so a balancer checking /ready takes this replica out
    * of rotation while nothing is refused. Then the listener closes, idle connections are closed,
-   * requests on open connections get 503, and in-flight calls finish within server.shutdownGraceMs.
+   * requests on open connections get 503, and in-flight calls finish within server.shutdownGraceMs:
+   * WebSocket frames already received are answered and written, later ones refused, then every
+   * socket is closed with 1001.
    */
   async drain(opts: { delay?: boolean } = {}): Promise<void> {
     if (this.stopping) return;
@@ -353,8 +355,9 @@ export class App {
     this.http.closeIdleConnections();
     this.wsHttp?.close();
     this.wsHttp?.closeIdleConnections();
-    await this.ws.close(1001);
     const deadline = Date.now() + graceMs;
+    // WebSocket frames already received are answered before their sockets get 1001 (SPEC 9).
+    await this.ws.close(1001, deadline);
     while (this.concurrency.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     this.http.closeAllConnections();
     await closed;

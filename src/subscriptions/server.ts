@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer, WebSocket } from 'ws';
 import { RpcError } from '../jsonrpc/errors.js';
 import { errorText } from '../jsonrpc/response.js';
-import type { Metrics } from '../metrics/registry.js';
+import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { ClientIp } from '../server/client-ip.js';
 import { peerAddress } from '../server/proxy-protocol.js';
 import type { Front, FrontResult } from '../server/front.js';
@@ -45,6 +45,8 @@ interface Client {
   ip: string;
   alive: boolean;
   session: Session;
+  /** Frames received and not yet answered: shutdown waits for them before it closes the socket. */
+  unanswered: number;
 }
 
 export class WsFront {
@@ -52,6 +54,8 @@ export class WsFront {
   private readonly clients = new Map<WebSocket, Client>();
   private readonly perIp = new Map<string, number>();
   private pinger: NodeJS.Timeout | null = null;
+  /** Shutdown began: frames that arrive from now on are refused with SHUTTING_DOWN. */
+  private closing = false;
 
   constructor(private deps: WsDeps) {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxMessageBytes, perMessageDeflate: false, clientTracking: false });
@@ -103,7 +107,7 @@ export class WsFront {
       maxPerConnection: () => this.deps.maxPerConnection,
       send: (text) => this.send(ws, text),
     });
-    const client: Client = { ip, alive: true, session };
+    const client: Client = { ip, alive: true, session, unanswered: 0 };
     this.clients.set(ws, client);
     d.metrics.wsConnections.set(this.clients.size);
     const log = d.log.child({ ws: ip });
@@ -120,7 +124,6 @@ export class WsFront {
       this.deps.metrics.wsConnections.set(this.clients.size);
     });
     let tail: Promise<void> = Promise.resolve();
-    let waiting = 0;
     ws.on('message', (data: WebSocket.RawData) => {
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
       let text: string;
@@ -137,15 +140,21 @@ export class WsFront {
       // one HTTP connection are: a client that sends two frames reads the answers in that order.
       let out: FrontResult | Promise<FrontResult>;
       try {
-        out = this.deps.front.process(text, { ip, apiKey, session }, log);
+        out = this.closing ? this.shuttingDown() : this.deps.front.process(text, { ip, apiKey, session }, log);
       } catch (err) {
         out = Promise.reject(err);
       }
-      if (!(out instanceof Promise) && waiting === 0) return deliver(out);
-      waiting++;
+      if (!(out instanceof Promise) && client.unanswered === 0) return deliver(out);
+      client.unanswered++;
       const answer = Promise.resolve(out);
-      tail = tail.then(() => answer.then(deliver, (err: unknown) => this.crashed(ws, err))).finally(() => waiting--);
+      tail = tail.then(() => answer.then(deliver, (err: unknown) => this.crashed(ws, err))).finally(() => client.unanswered--);
     });
+  }
+
+  /** A frame that arrived after shutdown began: refused whole, as an HTTP body is then (503). */
+  private shuttingDown(): FrontResult {
+    this.deps.metrics.recordRefused(INVALID_METHOD, 'SHUTTING_DOWN');
+    return { status: 503, body: errorText('null', new RpcError('SHUTTING_DOWN')), calls: null, methods: () => [], upstreams: [], errors: 1 };
   }
 
   private crashed(ws: WebSocket, err: unknown): void {
@@ -186,9 +195,17 @@ export class WsFront {
     this.pinger.unref();
   }
 
-  /** SIGTERM: every socket is closed with 1001 (going away); sockets that do not answer are cut. */
-  async close(code = 1001): Promise<void> {
+  /**
+   * SIGTERM: frames already received are answered and their answers written, until `deadline`
+   * (epoch ms; none by default), while later frames are refused with SHUTTING_DOWN; then every
+   * socket is closed with 1001 (going away), after what was queued for it. Sockets that do not
+   * answer the close are cut.
+   */
+  async close(code = 1001, deadline = 0): Promise<void> {
+    this.closing = true;
     if (this.pinger) clearInterval(this.pinger);
+    const unanswered = (): boolean => [...this.clients.values()].some((c) => c.unanswered > 0);
+    while (unanswered() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const all = [...this.clients.keys()];
     if (all.length > 0 && code === 1001) this.deps.metrics.wsCloses.inc({ reason: 'shutdown' }, all.length);
     await Promise.all(
