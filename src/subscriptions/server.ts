@@ -132,22 +132,27 @@ export class WsFront {
       } catch {
         text = '\u0000'; // not JSON: the front answers it with -32700, in its turn
       }
+      const frame = session.frame();
       const deliver = (r: FrontResult): void => {
         if (r.body !== '') this.send(ws, r.body);
-        session.flush();
+        frame.written();
       };
       // Frames are worked on concurrently but answered in the order they arrived, as requests on
       // one HTTP connection are: a client that sends two frames reads the answers in that order.
       let out: FrontResult | Promise<FrontResult>;
       try {
-        out = this.closing ? this.shuttingDown() : this.deps.front.process(text, { ip, apiKey, session }, log);
+        out = this.closing ? this.shuttingDown() : this.deps.front.process(text, { ip, apiKey, session: frame }, log);
       } catch (err) {
         out = Promise.reject(err);
       }
       if (!(out instanceof Promise) && client.unanswered === 0) return deliver(out);
       client.unanswered++;
       const answer = Promise.resolve(out);
-      tail = tail.then(() => answer.then(deliver, (err: unknown) => this.crashed(ws, err))).finally(() => client.unanswered--);
+      const crashed = (err: unknown): void => {
+        this.crashed(ws, err);
+        frame.written();
+      };
+      tail = tail.then(() => answer.then(deliver, crashed)).finally(() => client.unanswered--);
     });
   }
 

@@ -2,7 +2,8 @@
  * One WebSocket connection's subscriptions: eth_subscribe / eth_unsubscribe, Switchyard's own ids,
  * the per-connection cap, and turning feed events into this client's notifications (logs filtered
  * by address/topics as in eth_getLogs). A subscription's notifications wait until the answer that
- * gave its id has been written. Closing the session frees everything it holds.
+ * gave its id has been written: calls reach the session through the frame they came in (frame()),
+ * and only that frame's answer releases them. Closing the session frees everything it holds.
  */
 import { randomBytes } from 'node:crypto';
 import type { Call } from '../jsonrpc/parse.js';
@@ -41,7 +42,13 @@ export interface SessionDeps {
   send: (text: string) => void;
 }
 
-export class Session implements SubscriptionSession {
+/** One frame's way into the session (one request or batch). */
+export interface FrameSubscriptions extends SubscriptionSession {
+  /** The frame's answer has been written (or never will be): its subscriptions may notify now. */
+  written(): void;
+}
+
+export class Session {
   private readonly subs = new Map<string, Sub>();
   private closed = false;
 
@@ -51,7 +58,21 @@ export class Session implements SubscriptionSession {
     return this.subs.size;
   }
 
-  call(call: Call): Outcome {
+  /**
+   * A frame's access to eth_subscribe/eth_unsubscribe. Frames are answered in order but worked on
+   * concurrently, so the answer written before another frame's says nothing about this one's ids.
+   */
+  frame(): FrameSubscriptions {
+    const made: Sub[] = [];
+    return {
+      call: (call) => this.call(call, made),
+      written: () => {
+        for (const sub of made) this.release(sub);
+      },
+    };
+  }
+
+  private call(call: Call, made: Sub[]): Outcome {
     if (call.method === 'eth_unsubscribe') {
       const id = call.params[0];
       if (typeof id !== 'string') return { error: rpcErrors.invalidParams('expected a subscription id') };
@@ -72,18 +93,17 @@ export class Session implements SubscriptionSession {
     const sub: Sub = { id, kind, since: this.deps.feed.current, filter, ready: false, held: [], stop: () => undefined };
     this.start(sub);
     this.subs.set(id, sub);
+    made.push(sub);
     this.deps.metrics.wsSubscriptions.inc({ kind });
     return { result: `"${id}"` };
   }
 
-  /** The answers of a frame were written: subscriptions made by it may notify from now on. */
-  flush(): void {
-    for (const sub of this.subs.values()) {
-      if (sub.ready) continue;
-      sub.ready = true;
-      for (const text of sub.held) this.deps.send(text);
-      sub.held = [];
-    }
+  private release(sub: Sub): void {
+    // Unsubscribed in the same frame, or the socket closed: what it held is never sent.
+    if (sub.ready || this.subs.get(sub.id) !== sub) return;
+    sub.ready = true;
+    for (const text of sub.held) this.deps.send(text);
+    sub.held = [];
   }
 
   close(): void {
