@@ -62,7 +62,7 @@ export class Metrics {
   });
   private readonly httpRequests = new Counter({
     name: 'switchyard_http_requests_total',
-    help: 'HTTP requests on the JSON-RPC port, by status',
+    help: 'HTTP requests on the JSON-RPC ports (WebSocket upgrades included), by status',
     labelNames: ['status'],
     registers: [this.registry],
   });

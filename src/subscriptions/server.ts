@@ -6,7 +6,7 @@
  * client (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
  * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (server/front.ts), the feeds.
  */
-import type { IncomingMessage, Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, WebSocket } from 'ws';
@@ -81,20 +81,32 @@ export class WsFront {
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const d = this.deps;
     socket.on('error', () => socket.destroy());
-    const refuse = (status: string, reason: 'SHUTTING_DOWN' | 'NOT_FOUND' | 'INVALID_API_KEY' | 'RATE_LIMITED'): void => {
-      const body = errorText('null', new RpcError(reason));
-      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // An upgrade is a GET: it counts in HTTP requests by status, never as a call (as over HTTP).
+    const refuse = (reason: 'SHUTTING_DOWN' | 'NOT_FOUND' | 'INVALID_API_KEY' | 'RATE_LIMITED'): void => {
+      const e = new RpcError(reason);
+      const body = errorText('null', e);
+      d.metrics.recordHttp(e.http, null);
+      socket.end(`HTTP/1.1 ${e.http} ${STATUS_CODES[e.http]}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     };
-    if (d.isDraining()) return refuse('503 Service Unavailable', 'SHUTTING_DOWN');
+    if (d.isDraining()) return refuse('SHUTTING_DOWN');
     const target = rpcTarget(req);
-    if (target === null) return refuse('404 Not Found', 'NOT_FOUND');
-    if (target.apiKey !== undefined && !d.knowsKey(target.apiKey)) return refuse('401 Unauthorized', 'INVALID_API_KEY');
+    if (target === null) return refuse('NOT_FOUND');
+    if (target.apiKey !== undefined && !d.knowsKey(target.apiKey)) return refuse('INVALID_API_KEY');
     const ip = d.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
-    if ((this.perIp.get(ip) ?? 0) >= d.maxConnectionsPerIp) return refuse('429 Too Many Requests', 'RATE_LIMITED');
+    if ((this.perIp.get(ip) ?? 0) >= d.maxConnectionsPerIp) return refuse('RATE_LIMITED');
+    const answerable = socket.readable && socket.writable;
+    let opened = false;
     // Counted only once the handshake succeeded: a handshake ws rejects (no key, wrong version,
     // socket already gone) never reaches the callback, so nothing would ever take the count back.
     // Without verifyClient the callback runs synchronously, so no other upgrade slips in between.
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.connection(ws, ip, target.apiKey));
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      opened = true;
+      d.metrics.recordHttp(101, null);
+      this.connection(ws, ip, target.apiKey);
+    });
+    // Refused by ws itself: 405 for a method other than GET, 400 for a missing or malformed
+    // handshake header. A client already gone got no answer and is not counted.
+    if (!opened && answerable) d.metrics.recordHttp(req.method === 'GET' ? 400 : 405, null);
   }
 
   private connection(ws: WebSocket, ip: string, apiKey: string | undefined): void {
@@ -113,7 +125,10 @@ export class WsFront {
     const log = d.log.child({ ws: ip });
     ws.on('pong', () => (client.alive = true));
     ws.on('error', (err: Error & { code?: string }) => {
-      if (err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.deps.metrics.wsCloses.inc({ reason: 'too_large' });
+      if (err.code !== 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') return;
+      // A frame over maxMessageBytes is a body refused whole: one call of method invalid, as over HTTP.
+      this.deps.metrics.wsCloses.inc({ reason: 'too_large' });
+      this.deps.metrics.recordRefused(INVALID_METHOD, 'BODY_TOO_LARGE');
     });
     ws.on('close', () => {
       session.close();
