@@ -32,7 +32,7 @@ export const CATALOGUE = {
   BATCH_TOO_LARGE: { code: -32600, http: 413, message: 'batch too large', doc: 'a batch holds more than `server.maxBatchSize` calls' },
   BODY_TOO_LARGE: { code: -32600, http: 413, message: 'request body too large', doc: 'the body is over `server.maxBodyBytes` (counted as bytes arrive)' },
   BAD_CONTENT_TYPE: { code: -32600, http: 415, message: 'unsupported content type: expected application/json', doc: 'POST without a JSON content type' },
-  BAD_HTTP_METHOD: { code: -32600, http: 405, message: 'HTTP method not allowed: use POST', doc: 'an HTTP method other than POST, GET, OPTIONS' },
+  BAD_HTTP_METHOD: { code: -32600, http: 405, message: 'HTTP method not allowed: use POST', doc: 'an HTTP method other than POST, GET, HEAD, OPTIONS' },
   BAD_HTTP_REQUEST: {
     code: -32600,
     http: 400,

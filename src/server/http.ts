@@ -116,7 +116,9 @@ function send(res: ServerResponse, status: number, body: string, reqId: string |
   if (cors === NO_HEADERS && extra === NO_HEADERS && reqId !== undefined) {
     res.writeHead(status, ['content-type', 'application/json', 'content-length', length, 'x-request-id', reqId]);
   } else {
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': length, ...cors, ...(reqId === undefined ? {} : { 'x-request-id': reqId }), ...extra });
+    // Both may name what the answer varies by (Origin, Accept): it varies by both.
+    const vary = cors.vary !== undefined && extra.vary !== undefined && cors.vary !== extra.vary ? { vary: `${cors.vary}, ${extra.vary}` } : NO_HEADERS;
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': length, ...cors, ...(reqId === undefined ? {} : { 'x-request-id': reqId }), ...extra, ...vary });
   }
   res.end(body);
 }
@@ -269,10 +271,12 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
     deps.metrics.recordHttp(204, null);
     return;
   }
-  if (req.method === 'GET') {
+  // HEAD as GET (monitors probe with it; Node sends no body for HEAD).
+  if (req.method === 'GET' || req.method === 'HEAD') {
     if (target === null) return reject('NOT_FOUND');
     const info = { name: 'switchyard', version: deps.version, chainId: `0x${deps.chainId.toString(16)}`, ready: deps.isReady() };
-    return finish(200, JSON.stringify(info), NO_HEADERS);
+    // With the uptime page on, a browser's GET / gets the page: this answer depends on Accept too.
+    return finish(200, JSON.stringify(info), deps.uptime ? VARY_ACCEPT : NO_HEADERS);
   }
   if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', ALLOW);
   if (target === null) return reject('NOT_FOUND');
@@ -309,4 +313,5 @@ function closeIfStopping(deps: HttpDeps, res: ServerResponse): void {
 }
 
 const CONNECTION_CLOSE: Readonly<Record<string, string>> = Object.freeze({ connection: 'close' });
-const ALLOW: Readonly<Record<string, string>> = Object.freeze({ allow: 'POST, GET, OPTIONS' });
+const ALLOW: Readonly<Record<string, string>> = Object.freeze({ allow: 'POST, GET, HEAD, OPTIONS' });
+const VARY_ACCEPT: Readonly<Record<string, string>> = Object.freeze({ vary: 'Accept' });

@@ -74,7 +74,7 @@ t.test('PUT and DELETE: 405 with Allow and a -32600 body', async (t) => {
   for (const method of ['PUT', 'DELETE', 'PATCH']) {
     const r = await raw(method, method === 'DELETE' ? undefined : CHAIN_ID, { 'content-type': 'application/json' });
     t.equal(r.status, 405, method);
-    t.equal(r.headers.allow, 'POST, GET, OPTIONS', method);
+    t.equal(r.headers.allow, 'POST, GET, HEAD, OPTIONS', method);
     const body = JSON.parse(r.text);
     t.equal(body.jsonrpc, '2.0');
     t.equal(body.id, null);

@@ -69,6 +69,11 @@ t.test('the uptime paths over HTTP', async (t) => {
   t.match(await browserRoot.body.text(), /<title>Switchyard status<\/title>/);
   const clientRoot = await get(`${sy.url}/`);
   t.same(Object.keys(clientRoot.json()), ['name', 'version', 'chainId', 'ready'], 'other clients keep the JSON object of SPEC 3.2');
+  t.equal(clientRoot.headers.vary, 'Accept', 'and are told it depends on Accept (a cache must not hand it to a browser)');
+  const headRoot = await request(`${sy.url}/`, { method: 'HEAD' });
+  t.equal(headRoot.statusCode, 200, 'HEAD / (how monitors probe) is answered like GET');
+  t.equal(headRoot.headers['content-type'], 'application/json');
+  t.equal(await headRoot.body.text(), '', 'without a body');
 
   const json = await request(`${sy.url}/uptime.json`, { headers: { origin: 'https://someone.example' } });
   t.equal(json.headers['content-type'], 'application/json');
