@@ -296,11 +296,30 @@ export class App {
   /**
    * Applies a new configuration without dropping in-flight calls. Listening addresses, the cache
    * and the chain id are fixed for the life of the process; a change to them is logged and ignored.
-   * The log level and the HTTP timeouts apply at once (Node reads the server's timeouts per
-   * connection, so open keep-alive connections keep theirs).
+   * The log level and the HTTP timeouts apply at once
+   * (Node reads the server's timeouts per connection, so open keep-alive connections keep theirs).
+   * All or nothing: what can throw (upstream clients, rate limiters) is built before anything
+   * running changes, so a reload that fails leaves the whole running configuration as it was.
    */
   async reload(next: Config): Promise<void> {
     const prev = this.config;
+    const upstreams = this.fleet.prepare(fleetOptions(next), next.upstreams);
+    const rateLimitsChanged = JSON.stringify(prev.rateLimit) !== JSON.stringify(next.rateLimit);
+    let rateLimits = this.rateLimits;
+    let pipelineDeps: PipelineDeps;
+    let frontDeps: FrontDeps;
+    let httpDeps: HttpDeps;
+    try {
+      if (rateLimitsChanged) rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log, this.redis);
+      pipelineDeps = this.pipelineDeps(next);
+      frontDeps = { ...this.frontDeps(next), rateLimits };
+      httpDeps = this.makeHttpDeps(next);
+    } catch (err) {
+      upstreams.discard();
+      if (rateLimits !== this.rateLimits) void rateLimits.close();
+      throw err;
+    }
+    // From here on nothing throws: the new configuration goes in whole.
     const fixed: string[] = [];
     if (JSON.stringify(prev.cache) !== JSON.stringify(next.cache)) fixed.push('cache');
     if (prev.server.port !== next.server.port || prev.server.host !== next.server.host || prev.server.wsPort !== next.server.wsPort) fixed.push('server.host/port/wsPort');
@@ -317,21 +336,22 @@ export class App {
     this.uptime?.update(next.uptime);
     this.config = next;
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
-    if (JSON.stringify(prev.rateLimit) !== JSON.stringify(next.rateLimit)) {
+    if (rateLimits !== this.rateLimits) {
       const old = this.rateLimits;
-      this.rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log, this.redis);
+      this.rateLimits = rateLimits;
       void old.close();
     }
-    this.pipeline.update(this.pipelineDeps(next));
-    this.front.update(this.frontDeps(next));
-    this.httpDeps = this.makeHttpDeps(next);
+    this.pipeline.update(pipelineDeps);
+    this.front.update(frontDeps);
+    this.httpDeps = httpDeps;
     this.feed.update(this.feedSettings(next));
     this.ws.update(this.makeWsDeps(next));
-    await this.fleet.reconfigure(fleetOptions(next), next.upstreams);
+    const retired = upstreams.apply();
     this.pending.reconfigure();
     const changed = Object.keys(next).filter((k) => JSON.stringify(prev[k as keyof Config]) !== JSON.stringify(next[k as keyof Config]));
     this.log.debug({ changed }, 'reload: sections changed');
     this.log.info({ upstreams: next.upstreams.map((u) => u.name) }, 'configuration reloaded');
+    await retired;
   }
 
   /**

@@ -50,6 +50,13 @@ export function fleetOptions(cfg: Config): FleetOptions {
   };
 }
 
+/** A new upstream set built by Fleet.prepare: swapped in by `apply`, or thrown away by `discard`. */
+export interface FleetChange {
+  /** Swaps the new set in at once; resolves when the removed nodes have drained and closed. */
+  apply(): Promise<void>;
+  discard(): void;
+}
+
 export class Fleet extends EventEmitter {
   upstreams: Upstream[] = [];
   /** Highest plausible head among healthy upstreams; -1 until one is known. */
@@ -331,32 +338,56 @@ export class Fleet extends EventEmitter {
    * removed ones stop getting new calls and are closed once their in-flight calls finish.
    */
   async reconfigure(opts: FleetOptions, configs: readonly UpstreamConfig[]): Promise<void> {
-    this.opts = opts;
-    if (opts.breaker) for (const u of this.upstreams) u.breaker.configure(opts.breaker);
+    await this.prepare(opts, configs).apply();
+  }
+
+  /**
+   * Builds the upstreams of a new configuration without touching the running fleet: building a
+   * client can throw (a URL whose credentials do not decode, an unreadable caFile), and a reload
+   * that fails must leave the fleet as it was. `apply` swaps them in (it must run in the same turn
+   * as prepare, so a kept node's copied state is current); `discard` closes what was built.
+   */
+  prepare(opts: FleetOptions, configs: readonly UpstreamConfig[]): FleetChange {
     const byName = new Map(this.upstreams.map((u) => [u.name, u]));
     const next: Upstream[] = [];
-    for (const c of configs) {
-      const old = byName.get(c.name);
-      if (old && JSON.stringify(old.config) === JSON.stringify(c)) {
-        next.push(old);
-        byName.delete(c.name);
-      } else {
-        // Same address, other weight/tags/pool size: the same node, so it keeps what the fleet
-        // knows of it (state, head, finality) and its latency, and stays routable. Starting it as
-        // 'connecting' left a gap until its first poll, and re-weighting every upstream at once
-        // answered calls with "none healthy" meanwhile. Its chain id is checked again on the
-        // tracker's first poll all the same.
-        const same = old !== undefined && old.config.url === c.url && old.config.ws === c.ws;
-        const u = same ? this.build(c, { ...this.s(old), retiring: false }, { latencyMs: old.latencyMs }) : this.build(c, freshStatus(), {});
-        next.push(u);
-        this.track(u);
+    const built: Upstream[] = [];
+    try {
+      for (const c of configs) {
+        const old = byName.get(c.name);
+        if (old && JSON.stringify(old.config) === JSON.stringify(c)) {
+          next.push(old);
+          byName.delete(c.name);
+        } else {
+          // Same address, other weight/tags/pool size: the same node, so it keeps what the fleet
+          // knows of it (state, head, finality) and its latency, and stays routable. Starting it as
+          // 'connecting' left a gap until its first poll, and re-weighting every upstream at once
+          // answered calls with "none healthy" meanwhile. Its chain id is checked again on the
+          // tracker's first poll all the same.
+          const same = old !== undefined && old.config.url === c.url && old.config.ws === c.ws;
+          const u = same ? this.build(c, { ...this.s(old), retiring: false }, { latencyMs: old.latencyMs }) : this.build(c, freshStatus(), {});
+          next.push(u);
+          built.push(u);
+        }
       }
+    } catch (err) {
+      for (const u of built) void u.client.close();
+      throw err;
     }
     const removed = [...byName.values()];
-    for (const u of removed) this.retire(u);
-    this.upstreams = next;
-    this.recompute();
-    await Promise.all(removed.map((u) => this.drain(u)));
+    return {
+      apply: async () => {
+        this.opts = opts;
+        if (opts.breaker) for (const u of this.upstreams) u.breaker.configure(opts.breaker);
+        for (const u of built) this.track(u);
+        for (const u of removed) this.retire(u);
+        this.upstreams = next;
+        this.recompute();
+        await Promise.all(removed.map((u) => this.drain(u)));
+      },
+      discard: () => {
+        for (const u of built) void u.client.close();
+      },
+    };
   }
 
   /** The node is being removed: it takes no new calls and its head stops counting at once. */
