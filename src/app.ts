@@ -287,7 +287,8 @@ export class App {
     } catch (err) {
       this.metrics.recordReload(false);
       this.log.error({ err }, 'reload failed; the running configuration stays');
-      return { ok: false, problems: [(err as Error).message] };
+      // A node's error may quote the address it failed to reach: the answer is as scrubbed as the log.
+      return { ok: false, problems: [redactUrls((err as Error).message)] };
     }
     this.metrics.recordReload(true);
     return { ok: true };

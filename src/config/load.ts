@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
+import { maskUrlText } from './mask.js';
 import { configSchema, type Config } from './schema.js';
 
 /** Every problem found in a file, one line each; main.ts turns it into exit code 2. */
@@ -79,7 +80,37 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return s === '' ? '(root)' : s;
 }
 
+/** An issue as one line, with a value that may hold credentials never quoted (SPEC 6). */
 function describeIssue(issue: z.core.$ZodIssue): string {
+  const line = describeAnyIssue(issue);
+  const kind = secretKind(issue.path);
+  const input = issue.input;
+  if (kind === null || typeof input !== 'string' || input === '') return line;
+  // The quoted value becomes its description; any other trace of it is cut out.
+  return line
+    .split(JSON.stringify(input))
+    .map((part) => part.replaceAll(input, '[not shown]'))
+    .join(describeSecret(kind, input));
+}
+
+/**
+ * Options whose values may hold credentials: upstream URLs (user:key@, keys in the path or query)
+ * and headers (authorization, x-api-key), Redis URLs (passwords), API keys.
+ */
+function secretKind(path: readonly PropertyKey[]): 'url' | 'secret' | null {
+  const [a, b, c, d] = path;
+  if (a === 'upstreams' && typeof b === 'number') return c === 'url' || c === 'ws' ? 'url' : c === 'headers' ? 'secret' : null;
+  if (a === 'rateLimit' && b === 'apiKeys' && d === 'key') return 'secret';
+  return path.at(-1) === 'redis' ? 'url' : null;
+}
+
+function describeSecret(kind: 'url' | 'secret', value: string): string {
+  const masked = kind === 'url' ? maskUrlText(value) : null;
+  if (masked !== null) return JSON.stringify(masked);
+  return kind === 'url' ? 'a value that is not a URL (not shown: it may hold credentials)' : 'a value that is not shown (it is a secret)';
+}
+
+function describeAnyIssue(issue: z.core.$ZodIssue): string {
   const where = formatPath(issue.path);
   switch (issue.code) {
     case 'unrecognized_keys':

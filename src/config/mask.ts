@@ -21,6 +21,17 @@ export function maskUrl(raw: string): string {
   return `${u.protocol}//${creds}${u.host}${rest}`;
 }
 
+/**
+ * maskUrl for a value that may not parse as a URL (an error message about it): scheme://host is
+ * kept when the value has that shape, credentials, path and query are masked; null otherwise.
+ */
+export function maskUrlText(raw: string): string | null {
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*@)?([^/?#@]*)(.*)$/is.exec(raw);
+  if (m === null) return null;
+  const [, scheme, creds, host, rest] = m;
+  return `${scheme}${creds ? `${MASK}@` : ''}${host}${rest !== '' && rest !== '/' ? `/${MASK}` : ''}`;
+}
+
 /** A deep copy of the config with every secret masked (the input is frozen and stays as it is). */
 export function maskedConfig(config: Config): unknown {
   const copy = JSON.parse(JSON.stringify(config)) as Record<string, unknown> & {

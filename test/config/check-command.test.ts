@@ -61,7 +61,18 @@ t.test('a bad file: every problem by key path, exit 2', async (t) => {
   const cli3 = runCli(t, ['check', '--config', join(dir, 'bad3.yaml')]);
   t.equal(await cli3.exited, 2);
   t.match(cli3.stderr(), /server\.prot: unknown option/);
-  t.match(cli3.stderr(), /upstreams\[0\]\.url: expected an http\(s\) URL, got "foo"/);
+  t.match(cli3.stderr(), /upstreams\[0\]\.url: expected an http\(s\) URL, got a value that is not a URL \(not shown: it may hold credentials\)/);
+});
+
+t.test('a bad URL holding credentials: check names the key path, never the secret', async (t) => {
+  const file = join(dir, 'secret.yaml');
+  writeFileSync(file, 'upstreams:\n  - { name: a, url: "htps://user:pw@node.example/${NODE_KEY}", headers: { x-api-key: "${NODE_KEY}\\n" } }\n');
+  const cli = runCli(t, ['check', '--config', file], { NODE_KEY: KEY });
+  t.equal(await cli.exited, 2, 'exit 2');
+  t.match(cli.stderr(), /upstreams\[0\]\.url: expected an http\(s\) URL, got "htps:\/\/\*\*\*@node\.example\/\*\*\*"/);
+  t.match(cli.stderr(), /upstreams\[0\]\.headers\.x-api-key: expected a header value on one line/);
+  t.notOk(cli.stderr().includes(KEY), 'the expanded key is not printed');
+  t.notOk(cli.stderr().includes('user:pw'), 'nor the credentials');
 });
 
 t.test('maskUrl', async (t) => {

@@ -87,7 +87,11 @@ t.test('bad files exit 2 and name the key path', async (t) => {
     ['wrong-type', `server: { port: "x" }\n${GOOD_UPSTREAM}`, '  server.port: expected number, got "x"'],
     ['port-too-big', `server: { port: 70000 }\n${GOOD_UPSTREAM}`, '  server.port: expected number to be <=65535, got 70000'],
     ['max-attempts-zero', `${PORTS}routing: { maxAttempts: 0 }\n${GOOD_UPSTREAM}`, '  routing.maxAttempts: expected number to be >0, got 0'],
-    ['bad-url', `${PORTS}${GOOD_UPSTREAM}  - name: b\n    url: foo\n`, '  upstreams[1].url: expected an http(s) URL, got "foo"'],
+    [
+      'bad-url',
+      `${PORTS}${GOOD_UPSTREAM}  - name: b\n    url: foo\n`,
+      '  upstreams[1].url: expected an http(s) URL, got a value that is not a URL (not shown: it may hold credentials)',
+    ],
     ['no-upstreams', PORTS, '  upstreams: expected array, got nothing'],
     ['empty-upstreams', `${PORTS}upstreams: []\n`, '  upstreams: expected at least one upstream, got a list'],
     ['duplicate-names', `${PORTS}${GOOD_UPSTREAM}  - name: a\n    url: http://127.0.0.1:2\n`, '  upstreams[1].name: expected a unique name, got duplicate "a"'],
@@ -111,6 +115,28 @@ t.test('bad files exit 2 and name the key path', async (t) => {
     if (typeof expected === 'string') t.ok(r.stderr.split('\n').includes(expected), `${name}: stderr has ${JSON.stringify(expected)}; got ${JSON.stringify(r.stderr)}`);
     else t.match(r.stderr, expected, `${name}: stderr`);
   }
+});
+
+t.test('a bad URL holding credentials: exit 2, the key path named, the secret never printed', async (t) => {
+  const dir = t.testdir({
+    'secret.yaml': [
+      PORTS,
+      'redis: "rediz://:${SY_KEY}@127.0.0.1:6379"',
+      'upstreams:',
+      '  - name: a',
+      '    url: "htps://user:pw@node.example/${SY_KEY}"',
+      '    ws: "wss//${SY_KEY}"',
+      '',
+    ].join('\n'),
+  });
+  const r = await run(['--config', join(dir, 'secret.yaml')], childEnv({ SY_KEY: 'SUPERSECRETKEY123' }));
+  t.equal(r.code, 2);
+  const lines = r.stderr.split('\n');
+  t.ok(lines.includes('  upstreams[0].url: expected an http(s) URL, got "htps://***@node.example/***"'), r.stderr);
+  t.ok(lines.includes('  upstreams[0].ws: expected a ws(s) URL, got a value that is not a URL (not shown: it may hold credentials)'), r.stderr);
+  t.ok(lines.includes('  redis: expected a redis:// URL or null, got "rediz://***@127.0.0.1:6379"'), r.stderr);
+  t.notOk(r.stderr.includes('SUPERSECRETKEY123'), 'the expanded secret is not printed');
+  t.notOk(r.stderr.includes('user:pw'), 'nor the credentials written in the file');
 });
 
 t.test('a missing file exits 2 and names it', async (t) => {

@@ -122,7 +122,7 @@ t.test('validation problems name the key path, expected and got', async (t) => {
         ],
       }),
     ),
-    ['upstreams[1].url: expected an http(s) URL, got "foo"'],
+    ['upstreams[1].url: expected an http(s) URL, got a value that is not a URL (not shown: it may hold credentials)'],
   );
   t.strictSame(
     problemsOf(() => validateConfig({ server: { port: 'x' }, upstreams: [{ name: 'a', url: 'http://x' }] })),
@@ -173,13 +173,38 @@ t.test('validation problems name the key path, expected and got', async (t) => {
   );
 });
 
+t.test('a value that may hold credentials is never quoted in a problem', async (t) => {
+  const env = { SY_KEY: 'SUPERSECRETKEY123' };
+  const up = '  - name: a\n    url: http://127.0.0.1:8545\n';
+  const cases: [yaml: string, problem: string][] = [
+    ['upstreams:\n  - name: a\n    url: "htps://user:pw@node.example/${SY_KEY}"\n', 'upstreams[0].url: expected an http(s) URL, got "htps://***@node.example/***"'],
+    ['upstreams:\n  - name: a\n    url: "${SY_KEY}"\n', 'upstreams[0].url: expected an http(s) URL, got a value that is not a URL (not shown: it may hold credentials)'],
+    [`upstreams:\n${up}    ws: "http://user:pw@h/\${SY_KEY}"\n`, 'upstreams[0].ws: expected a ws(s) URL, got "http://***@h/***"'],
+    [`redis: "redis:/:pw@h/\${SY_KEY}"\nupstreams:\n${up}`, 'redis: expected a redis:// URL or null, got a value that is not a URL (not shown: it may hold credentials)'],
+    [`cache: { redis: "rediz://:\${SY_KEY}@h:6379" }\nupstreams:\n${up}`, 'cache.redis: expected a redis:// URL or null, got "rediz://***@h:6379"'],
+    [
+      `rateLimit: { redis: "\${SY_KEY}" }\nupstreams:\n${up}`,
+      'rateLimit.redis: expected a redis:// URL or null, got a value that is not a URL (not shown: it may hold credentials)',
+    ],
+    [
+      `rateLimit: { apiKeys: [{ name: p, key: "SECRET", ratePerSec: 1, burst: 1 }] }\nupstreams:\n${up}`,
+      'rateLimit.apiKeys[0].key: expected a key of at least 16 characters, got a value that is not shown (it is a secret)',
+    ],
+  ];
+  for (const [yaml, problem] of cases) {
+    const problems = problemsOf(() => parseConfigText(yaml, env));
+    t.strictSame(problems, [problem]);
+    for (const secret of ['SUPERSECRETKEY123', 'SECRET', 'pw']) t.notOk(problems.join('\n').includes(secret), `${problem.split(':')[0]}: ${secret} not shown`);
+  }
+});
+
 t.test('every problem of a file is reported, not just the first', async (t) => {
   const problems = problemsOf(() => parseConfigText('server: { prot: 1, port: "x" }\nrouting: { maxAttempts: 0 }\nupstreams:\n  - name: a\n    url: foo\n', {}));
   t.strictSame(problems.slice().sort(), [
     'routing.maxAttempts: expected number to be >0, got 0',
     'server.port: expected number, got "x"',
     'server.prot: unknown option',
-    'upstreams[0].url: expected an http(s) URL, got "foo"',
+    'upstreams[0].url: expected an http(s) URL, got a value that is not a URL (not shown: it may hold credentials)',
   ]);
 });
 

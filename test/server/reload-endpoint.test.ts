@@ -71,9 +71,14 @@ t.test('POST /-/reload: a good file applies, a bad one is refused and counted', 
   t.equal(bad.body.reloaded, false);
   t.match(bad.body.problems?.join('\n') ?? '', /upstreams\[0\]\.url: expected an http\(s\) URL/, 'the problem names the key');
   t.same(await names(), ['node-a', 'node-b'], 'the running configuration stays');
+  // A refused URL holding credentials: the answer names the key path, never the secret.
+  writeFileSync(file, fileFor([{ name: 'node-a', url: 'htps://user:pw@node.example/SUPERSECRETKEY123' }]));
+  const secret = await reload(sy.adminUrl);
+  t.equal(secret.status, 400);
+  t.same(secret.body.problems, ['upstreams[0].url: expected an http(s) URL, got "htps://***@node.example/***"']);
   m = await metrics();
   t.same(metricSamples(m, 'switchyard_config_last_reload_successful'), [0], 'last reload unsuccessful');
-  t.same(metricSamples(m, 'switchyard_config_reloads_total', { result: 'failure' }), [1]);
+  t.same(metricSamples(m, 'switchyard_config_reloads_total', { result: 'failure' }), [2]);
   t.same(metricSamples(m, 'switchyard_config_last_reload_success_timestamp_seconds'), [at], 'the success time stays');
 
   // Back to a good file: the gauge recovers.
