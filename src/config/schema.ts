@@ -3,7 +3,7 @@
  * Owns: shape, defaults, value checks. Refuses: reading files, environment expansion (load.ts).
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
-import { existsSync } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { heightOf } from '../jsonrpc/hex.js';
 import { parseCidr } from '../limits/cidrs.js';
 import { z } from 'zod';
@@ -12,9 +12,37 @@ const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().min(0);
 
-const httpUrl = z.string().refine((s) => /^https?:\/\/[^\s/]+/i.test(s) && URL.canParse(s), {
-  error: (iss) => `expected an http(s) URL, got ${JSON.stringify(iss.input)}`,
-});
+const httpUrl = z
+  .string()
+  .refine((s) => /^https?:\/\/[^\s/]+/i.test(s) && URL.canParse(s), {
+    error: (iss) => `expected an http(s) URL, got ${JSON.stringify(iss.input)}`,
+    abort: true,
+  })
+  // Credentials in the URL are decoded into a Basic header (upstream/client.ts): a `%` that starts
+  // no valid escape would throw there, at start or on reload, instead of here.
+  .refine((s) => credentialsDecode(new URL(s)), {
+    error: 'expected user:password in the URL to be percent-encoded (write % as %25)',
+  });
+
+function credentialsDecode(u: URL): boolean {
+  try {
+    decodeURIComponent(u.username);
+    decodeURIComponent(u.password);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A regular file this process can read (a directory or an unreadable file fails only at connect). */
+function readableFile(f: string): boolean {
+  try {
+    accessSync(f, constants.R_OK);
+    return statSync(f).isFile();
+  } catch {
+    return false;
+  }
+}
 const wsUrl = z.string().refine((s) => /^wss?:\/\/[^\s/]+/i.test(s) && URL.canParse(s), {
   error: (iss) => `expected a ws(s) URL, got ${JSON.stringify(iss.input)}`,
 });
@@ -82,7 +110,7 @@ export const upstreamSchema = z.strictObject({
   /** A PEM file of CA certificates trusted for this https node (a private CA); null = the system's. */
   caFile: z
     .string()
-    .refine((f) => existsSync(f), { error: (iss) => `expected a readable PEM file, got ${JSON.stringify(iss.input)}` })
+    .refine(readableFile, { error: (iss) => `expected a readable PEM file, got ${JSON.stringify(iss.input)}` })
     .nullable()
     .default(null),
   /** Largest answer body accepted from this node; a larger one is cut off and the call gets -32005. */
@@ -263,6 +291,7 @@ export const configSchema = z
     redis: redisUrl.default(null),
   })
   .superRefine((cfg, ctx) => {
+    for (const issue of portClashes(cfg.server, cfg.admin)) ctx.addIssue({ code: 'custom', ...issue });
     const keys = new Set<string>();
     cfg.rateLimit.apiKeys.forEach((k, i) => {
       if (keys.has(k.key)) ctx.addIssue({ code: 'custom', path: ['rateLimit', 'apiKeys', i, 'key'], message: 'expected a unique key, got a duplicate' });
@@ -281,6 +310,30 @@ export const configSchema = z
     cache: { ...cfg.cache, redis: cfg.cache.redis ?? cfg.redis },
     rateLimit: { ...cfg.rateLimit, redis: cfg.rateLimit.redis ?? cfg.redis },
   }));
+
+/** Whether two listening hosts can take the same port: the same address, or either a wildcard. */
+function hostsOverlap(a: string, b: string): boolean {
+  const wildcard = (h: string): boolean => h === '0.0.0.0' || h === '::' || h === '';
+  const loopback = (h: string): string => (h === 'localhost' || h === '::1' ? '127.0.0.1' : h);
+  return wildcard(a) || wildcard(b) || loopback(a) === loopback(b);
+}
+
+/**
+ * Listeners that would take the same port (EADDRINUSE at start, with no key path). Port 0 asks the
+ * system for a free port, so it never clashes.
+ */
+function portClashes(server: { host: string; port: number; wsPort: number | null }, admin: { host: string; port: number }): { path: PropertyKey[]; message: string }[] {
+  const out: { path: PropertyKey[]; message: string }[] = [];
+  if (server.wsPort !== null && server.wsPort !== 0 && server.wsPort === server.port) {
+    out.push({ path: ['server', 'wsPort'], message: `expected a port other than server.port, got ${server.wsPort} for both` });
+  }
+  if (admin.port !== 0 && hostsOverlap(admin.host, server.host)) {
+    if (admin.port === server.port) out.push({ path: ['admin', 'port'], message: `expected a port other than server.port on an overlapping host, got ${admin.port} for both` });
+    else if (admin.port === server.wsPort)
+      out.push({ path: ['admin', 'port'], message: `expected a port other than server.wsPort on an overlapping host, got ${admin.port} for both` });
+  }
+  return out;
+}
 
 export type ConfigInput = z.input<typeof configSchema>;
 export type Config = z.output<typeof configSchema>;

@@ -1,0 +1,65 @@
+// Values that pass a type check but could never start (SPEC 2: exit code 2 and a message naming the
+// key path, not exit 1 from inside the start): two listeners on one port, URL credentials whose
+// `%` escapes do not decode, a caFile that is a directory. `switchyard check` refuses them too.
+
+import t from 'tap';
+import { join } from 'node:path';
+import { ConfigError, validateConfig } from '../../src/config/load.js';
+import type { ConfigInput } from '../../src/config/schema.js';
+import { runCli } from '../helpers/cli.js';
+
+const UP = [{ name: 'a', url: 'http://127.0.0.1:8545' }];
+
+function problemsOf(input: Partial<ConfigInput>): string[] {
+  try {
+    validateConfig({ upstreams: UP, ...input });
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+t.test('two listeners on one port are refused by key path; port 0 never clashes', async (t) => {
+  t.strictSame(problemsOf({ server: { port: 8545, wsPort: 8545 } }), ['server.wsPort: expected a port other than server.port, got 8545 for both']);
+  t.strictSame(problemsOf({ server: { host: '0.0.0.0', port: 9000 }, admin: { host: '127.0.0.1', port: 9000 } }), [
+    'admin.port: expected a port other than server.port on an overlapping host, got 9000 for both',
+  ]);
+  t.strictSame(problemsOf({ server: { host: '127.0.0.1', port: 8545, wsPort: 9545 }, admin: { host: '127.0.0.1', port: 9545 } }), [
+    'admin.port: expected a port other than server.wsPort on an overlapping host, got 9545 for both',
+  ]);
+  t.strictSame(problemsOf({ server: { host: '10.0.0.1', port: 8545, wsPort: 8546 }, admin: { host: '0.0.0.0', port: 8546 } }).length, 1, 'a wildcard admin host overlaps any');
+  t.strictSame(problemsOf({ server: { host: '10.0.0.1', port: 8545, wsPort: 8546 }, admin: { host: '127.0.0.1', port: 8545 } }), [], 'different addresses may share a port');
+  t.strictSame(problemsOf({ server: { port: 0, wsPort: 0 }, admin: { port: 0 } }), [], 'port 0 asks for a free port each time');
+  t.strictSame(problemsOf({ server: { port: 8545, wsPort: null }, admin: { port: 9545 } }), [], 'the defaults are fine');
+});
+
+t.test('URL credentials whose % escapes do not decode are refused; valid escapes pass', async (t) => {
+  const url = 'http://u:50%off@127.0.0.1:8545';
+  t.strictSame(problemsOf({ upstreams: [{ name: 'a', url }] }), ['upstreams[0].url: expected user:password in the URL to be percent-encoded (write % as %25)']);
+  t.strictSame(problemsOf({ upstreams: [{ name: 'a', url: 'http://u:50%25off@127.0.0.1:8545' }] }), []);
+});
+
+t.test('a caFile that is a directory is refused', async (t) => {
+  const dir = t.testdir({ 'ca.pem': '-----BEGIN CERTIFICATE-----\n' });
+  t.strictSame(problemsOf({ upstreams: [{ name: 'a', url: 'https://h', caFile: dir }] }), [`upstreams[0].caFile: expected a readable PEM file, got ${JSON.stringify(dir)}`]);
+  t.strictSame(problemsOf({ upstreams: [{ name: 'a', url: 'https://h', caFile: join(dir, 'ca.pem') }] }), [], 'a file passes');
+});
+
+t.test('switchyard check exits 2 for each, naming the key path', async (t) => {
+  const dir = t.testdir({
+    'ports.yaml': 'server: { port: 8545, wsPort: 8545 }\nupstreams:\n  - { name: a, url: "http://127.0.0.1:8545" }\n',
+    'percent.yaml': 'upstreams:\n  - { name: a, url: "http://u:50%off@127.0.0.1:8545" }\n',
+    'cadir.yaml': 'upstreams:\n  - { name: a, url: "https://h", caFile: /tmp }\n',
+  });
+  const cases: [file: string, problem: RegExp][] = [
+    ['ports.yaml', /server\.wsPort: expected a port other than server\.port/],
+    ['percent.yaml', /upstreams\[0\]\.url: expected user:password in the URL to be percent-encoded/],
+    ['cadir.yaml', /upstreams\[0\]\.caFile: expected a readable PEM file/],
+  ];
+  for (const [file, problem] of cases) {
+    const cli = runCli(t, ['check', '--config', join(dir, file)]);
+    t.equal(await cli.exited, 2, `${file}: exit 2`);
+    t.match(cli.stderr(), problem, file);
+  }
+});
