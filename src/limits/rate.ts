@@ -4,10 +4,14 @@
  * never eats budget that a cheaper call after it could use.
  *   - sustained: `ratePerSec` cost units in each fixed 1-second window per client;
  *   - burst: when that window is spent, up to `burst - ratePerSec` more units, an allowance that
- *     refills every `burstWindowSec` seconds.
- * So a client gets at most `burst` units in one second and at most
- * ratePerSec x W + (burst - ratePerSec) in any W-second burst window. Every call of a batch is
- * charged in request order with its method's cost; a call over budget is refused alone.
+ *     refills every `burstWindowSec` (W) seconds.
+ * A window starts with the first call charged to it after the previous one ended. So a client gets
+ * at most `burst` units within one sustained window (while the burst allowance does not renew),
+ * but the windows are fixed, not sliding: around a window boundary it can spend one window and the
+ * next within moments (up to ratePerSec + burst, or 2 x burst when a burst window ends there too).
+ * Over any T seconds: at most ratePerSec x (ceil(T) + 1) + (burst - ratePerSec) x (ceil(T / W) + 1).
+ * Every call of a batch is charged in request order with its method's cost; a call over budget is
+ * refused alone.
  * With `rateLimit.redis` the windows live in Redis (one budget per client across replicas); while
  * Redis is unreachable, not ready, or fails a command (a hung Redis times out), the same limits
  * apply from local memory: served, logged once and counted, never "allow all"; Redis is tried
