@@ -56,6 +56,12 @@ export const CATALOGUE = {
   INTERNAL_ERROR: { code: -32603, http: 200, message: 'internal error', doc: 'a Switchyard bug; never carries a stack trace or an upstream URL' },
   INVALID_API_KEY: { code: -32001, http: 401, message: 'invalid API key', doc: 'an `X-Api-Key` header or `/key/<key>` path with a key the configuration does not list' },
   RATE_LIMITED: { code: -32005, http: 429, message: 'rate limit exceeded', doc: 'the client IP is over its call budget; `data.retryAfterSeconds` says when to retry' },
+  COST_OVER_LIMIT: {
+    code: -32005,
+    http: 200,
+    message: 'call costs more than the rate limit ever admits',
+    doc: "the method's `rateLimit.methodCost` is over both `ratePerSec` and `burst - ratePerSec` of the client's limits: no wait admits it, so no `retryAfterSeconds`",
+  },
   IP_CONCURRENCY: { code: -32005, http: 429, message: 'too many concurrent calls from this client', doc: 'the client IP has `server.maxInFlightPerIp` calls being worked on' },
   OVERLOADED: { code: -32005, http: 503, message: 'server overloaded', doc: '`server.maxInFlight` calls are being worked on; shed at once' },
   SHUTTING_DOWN: { code: -32005, http: 503, message: 'server is shutting down', doc: 'SIGTERM received; retry on another replica' },

@@ -11,7 +11,8 @@
  * next within moments (up to ratePerSec + burst, or 2 x burst when a burst window ends there too).
  * Over any T seconds: at most ratePerSec x (ceil(T) + 1) + (burst - ratePerSec) x (ceil(T / W) + 1).
  * Every call of a batch is charged in request order with its method's cost; a call over budget is
- * refused alone.
+ * refused alone. A call costing more than both ratePerSec and burst - ratePerSec fits no window:
+ * it is refused as 'never' (no retry time to promise) and charged nothing.
  * With `rateLimit.redis` the windows live in Redis (one budget per client across replicas); while
  * Redis is unreachable, not ready, or fails a command (a hung Redis times out), the same limits
  * apply from local memory: served, logged once and counted, never "allow all"; Redis is tried
@@ -50,8 +51,11 @@ export interface Identity {
   apiKey?: string;
 }
 
-/** null: admitted; a number: refused, retry after that many seconds. */
-export type Admission = number | null;
+/**
+ * null: admitted; a number: refused, retry after that many seconds; 'never': the call costs more
+ * than any window of this client's limits holds, so no wait would ever admit it.
+ */
+export type Admission = number | 'never' | null;
 
 interface Windows {
   sustained: RateLimiterAbstract;
@@ -191,10 +195,16 @@ export class RateLimits {
     const fellBack = (): boolean => limiter.shared !== null && !shared;
     let sharedWorked = false;
     const out: Admission[] = [];
+    // A cost over both windows' sizes fits neither, however long the client waits.
+    const largest = Math.max(limiter.local.sustained.points, limiter.local.burst.points);
     for (const m of methods) {
       const cost = this.cost(m);
       if (cost === 0) {
         out.push(null);
+        continue;
+      }
+      if (cost > largest) {
+        out.push('never');
         continue;
       }
       if (shared) {

@@ -74,23 +74,27 @@ export class Front {
 
   private admitted(d: FrontDeps, batch: boolean, slots: Slot[], who: Caller, log: Logger, admissions: readonly Admission[]): FrontResult | Promise<FrontResult> {
     const methods = (): string[] => slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
-    // admissions[i] belongs to the i-th valid call; refused maps slot index -> seconds to wait.
-    let refused: Map<number, number> | null = null;
+    // admissions[i] belongs to the i-th valid call; refused maps slot index -> seconds to wait, or 'never'.
+    let refused: Map<number, number | 'never'> | null = null;
     let valid = 0;
+    let retryAfter: number | undefined;
     for (const s of slots) {
       if (!s.call) continue;
       const wait = admissions[valid++];
-      if (wait !== null && wait !== undefined) (refused ??= new Map()).set(s.call.index, wait);
+      if (wait === null || wait === undefined) continue;
+      (refused ??= new Map()).set(s.call.index, wait);
+      if (wait !== 'never') retryAfter = Math.max(retryAfter ?? 0, wait);
     }
     const admitted = valid - (refused?.size ?? 0);
-    const retryAfter = refused !== null ? Math.max(...refused.values()) : undefined;
-    // Every call over the limit: the whole request is refused with 429, each call with its own -32005.
+    // Every call over the limit: the whole request is refused, each call with its own -32005. It is
+    // a 429 with Retry-After when a wait admits any of them; calls no wait admits promise no retry.
     if (valid > 0 && admitted === 0) {
-      for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), 'RATE_LIMITED');
-      const texts = refuseAll(slots, (c) => rateLimited(refused?.get(c.index) ?? 1));
+      const errorFor = (c: Call): RpcError => rateRefusal(refused?.get(c.index) ?? 1);
+      for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), errorFor(s.call).reason);
+      const texts = refuseAll(slots, errorFor);
       // A notification is not answered, but a refusal with a status still carries a body (SPEC 3.2).
-      const body = writeBody(batch, texts) || errorText('null', rateLimited(retryAfter ?? 1));
-      return { status: 429, body, calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
+      const body = writeBody(batch, texts) || (retryAfter === undefined ? '' : errorText('null', rateLimited(retryAfter)));
+      return { status: retryAfter === undefined ? 200 : 429, body, calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
     }
     const admission = d.concurrency.acquire(who.ip, admitted);
     if (admission !== 'ok') {
@@ -113,8 +117,9 @@ export class Front {
         const s = slots[i]!;
         if (!s.call) continue;
         const wait = refused?.get(s.call.index);
-        if (wait !== undefined) d.metrics.recordRefused(d.pipeline.label(s.call.method), 'RATE_LIMITED');
-        const o = wait !== undefined ? { error: rateLimited(wait) } : d.pipeline.handle(ctx, s.call);
+        const refusal = wait === undefined ? undefined : rateRefusal(wait);
+        if (refusal !== undefined) d.metrics.recordRefused(d.pipeline.label(s.call.method), refusal.reason);
+        const o = refusal !== undefined ? { error: refusal } : d.pipeline.handle(ctx, s.call);
         if (o instanceof Promise) waiting = true;
         outcomes[i] = o;
       }
@@ -155,6 +160,6 @@ function refuseAll(slots: readonly Slot[], errorFor: (c: Call) => RpcError): (st
   return slots.map((s) => (s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, errorFor(s.call))) : errorText(s.id, s.error)));
 }
 
-function rateLimited(retryAfterSeconds: number): RpcError {
-  return new RpcError('RATE_LIMITED', { data: { retryAfterSeconds } });
+function rateRefusal(wait: number | 'never'): RpcError {
+  return wait === 'never' ? new RpcError('COST_OVER_LIMIT') : new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: wait } });
 }

@@ -66,7 +66,7 @@ t.test('a burst of 50 at once: 30 admitted, 20 refused with Retry-After 1; then 
   t.equal(admittedIn(await r.burst(20)), 10, 'at the window end: 10 more');
 });
 
-t.test('in any burst window a client gets at most ratePerSec x W + (burst - ratePerSec)', async (t) => {
+t.test('bursts each second through one burst window: ratePerSec x W + (burst - ratePerSec) admitted', async (t) => {
   const r = rig(t);
   let admitted = 0;
   for (let s = 0; s < 10; s++) {
@@ -94,6 +94,17 @@ t.test('a call costing more than ratePerSec only ever fits the burst allowance; 
   t.equal(admittedIn(await r.burst(10)), 10, 'cost-1 calls still have their sustained 10');
   r.tick(7_500);
   t.same(await r.burst(1, 'eth_blockNumber'), [null], 'once the burst window has ended it fits again');
+});
+
+t.test('a call costing more than any window holds is refused as never, charged nothing, whatever the wait', async (t) => {
+  // ratePerSec 10 and an allowance of 20: a cost of 20 fits the allowance, 21 fits nothing.
+  const r = rig(t, { methodCost: { eth_getLogs: 21, eth_call: 20 } });
+  t.same(await r.limits.admit(WHO, ['eth_getLogs', 'eth_chainId']), ['never', null], 'cost 21: never; the cheap call after it is admitted');
+  t.same(await r.burst(1, 'eth_call'), [null], 'cost 20 is paid from the allowance');
+  t.equal(admittedIn(await r.burst(20)), 9, 'the never-admitted call took nothing: 9 sustained units left');
+  r.tick(3_600_000);
+  t.same(await r.burst(1, 'eth_getLogs'), ['never'], 'an hour later: still never');
+  t.equal(metricValue(await r.metrics.registry.metrics(), 'switchyard_rate_limited_calls_total', { reason: 'rate' }), 13, 'refusals counted, the never ones included');
 });
 
 t.test('a batch is charged in request order with its methods costs; a call over budget is refused alone', async (t) => {

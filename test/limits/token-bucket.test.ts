@@ -82,6 +82,25 @@ t.test('a notification over the limit: 429 still carries a -32005 body, id null'
   }
 });
 
+t.test('a call costing more than the limits ever admit: -32005 COST_OVER_LIMIT, HTTP 200, no retry promised', async (t) => {
+  // ONE_CALL: ratePerSec 1, an allowance of 2; eth_getLogs costs 3, more than either.
+  const { sy, client } = await fresh(t, { methodCost: { ...ONE_CALL.methodCost, eth_getLogs: 3 } });
+  const alone = await client.post(rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }], 7));
+  t.equal(alone.status, 200, 'HTTP 200: a 429 would tell the client to retry');
+  t.equal(alone.headers['retry-after'], undefined, 'no Retry-After');
+  t.same(alone.json, { jsonrpc: '2.0', id: 7, error: { code: -32005, message: 'call costs more than the rate limit ever admits', data: { reason: 'COST_OVER_LIMIT' } } });
+  const batch = await client.post([rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }], 8), rpc('eth_chainId', [], 9)]);
+  t.equal(batch.status, 200);
+  t.equal(batch.json[0].error.data.reason, 'COST_OVER_LIMIT', 'in its slot');
+  t.equal(batch.json[1].result, '0xba', 'charged nothing: the one call the limits admit still fits');
+  const over = await client.post([rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }], 10), rpc('eth_chainId', [], 11)]);
+  t.equal(over.status, 429, 'with a call a wait would admit, the batch is a 429 as before');
+  t.ok(hourWait(Number(over.headers['retry-after'])), "its Retry-After is that call's");
+  t.equal(over.json[0].error.data.reason, 'COST_OVER_LIMIT');
+  t.ok(isRateLimited(over.json[1]));
+  t.equal(await metric(sy, 'switchyard_calls_total', { reason: 'COST_OVER_LIMIT' }), 3, 'counted by reason in calls by outcome');
+});
+
 t.test('perIp: null turns the per-IP limit off', async (t) => {
   const { client } = await fresh(t, { perIp: null });
   const replies = await client.burst(50, () => rpc('eth_chainId'));
