@@ -297,8 +297,8 @@ export class App {
   /**
    * Applies a new configuration without dropping in-flight calls. Listening addresses, the cache
    * and the chain id are fixed for the life of the process; a change to them is logged and ignored.
-   * The log level and the HTTP timeouts apply at once
-   * (Node reads the server's timeouts per connection, so open keep-alive connections keep theirs).
+   * The log level and the HTTP timeouts (of server.port and server.wsPort) apply at once (Node
+   * reads the server's timeouts per connection, so open keep-alive connections keep theirs).
    * All or nothing: what can throw (upstream clients, rate limiters) is built before anything
    * running changes, so a reload that fails leaves the whole running configuration as it was.
    */
@@ -331,9 +331,13 @@ export class App {
     if (prev.uptime.enabled !== next.uptime.enabled || prev.uptime.store !== next.uptime.store) fixed.push('uptime.enabled/store');
     if (fixed.length > 0) this.log.warn({ settings: fixed }, 'these settings cannot change on reload; restart to apply them');
     if (prev.log.level !== next.log.level) this.log.level = next.log.level;
-    this.http.headersTimeout = next.server.headersTimeoutMs;
-    this.http.requestTimeout = next.server.headersTimeoutMs + next.server.bodyTimeoutMs;
-    this.http.keepAliveTimeout = next.server.keepAliveTimeoutMs;
+    // The wsPort listener serves the same JSON-RPC over HTTP, so it takes the same timeouts.
+    for (const server of [this.http, this.wsHttp]) {
+      if (server === null) continue;
+      server.headersTimeout = next.server.headersTimeoutMs;
+      server.requestTimeout = next.server.headersTimeoutMs + next.server.bodyTimeoutMs;
+      server.keepAliveTimeout = next.server.keepAliveTimeoutMs;
+    }
     this.uptime?.update(next.uptime);
     this.config = next;
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
