@@ -1,8 +1,9 @@
 /**
  * deploy/kubernetes agrees with the config schema: the ConfigMap's config is valid, the container
  * ports are the configured ports, the probes hit /health and /ready on the admin port, the
- * termination period leaves room for shutdownDelayMs + shutdownGraceMs, selectors match, and the
- * kustomization lists every manifest.
+ * termination period leaves room for shutdownDelayMs + shutdownGraceMs, selectors match, the
+ * kustomization lists every manifest, and the shipped Prometheus scrape job has the job name the
+ * alert rules select and keeps the Switchyard pods' admin port.
  */
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -43,9 +44,10 @@ t.test('the manifests agree with the configuration they ship', async (t) => {
   const mount = c.volumeMounts.find((m: any) => m.name === 'config');
   t.equal(configArg, `${mount.mountPath}/config.yaml`, 'the config path is the mounted ConfigMap');
   t.equal(pod.volumes.find((v: any) => v.name === 'config').configMap.name, 'switchyard-config');
-  const ann = dep.spec.template.metadata.annotations;
-  t.equal(Number(ann['prometheus.io/port']), config.admin.port, 'scraped on the admin port');
-  t.equal(ann['prometheus.io/path'], '/metrics');
+  t.notOk(
+    Object.keys(dep.spec.template.metadata.annotations ?? {}).some((k) => k.startsWith('prometheus.io/')),
+    'no prometheus.io annotations: an annotation job would scrape every replica again under another job name',
+  );
 
   const labels = dep.spec.template.metadata.labels;
   for (const svc of [find('Service', 'switchyard'), find('Service', 'switchyard-admin')]) {
@@ -61,4 +63,49 @@ t.test('the manifests agree with the configuration they ship', async (t) => {
   const redisSvc = find('Service', 'switchyard-redis');
   t.equal(config.redis, `redis://${redisSvc.metadata.name}:${redisSvc.spec.ports[0].port}`, 'redis is the example Redis Service');
   t.has(find('Deployment', 'switchyard-redis').spec.template.metadata.labels, redisSvc.spec.selector, 'the Redis Service selects Redis');
+});
+
+t.test('the Prometheus scrape job is the one config/alerts.yml selects, on the admin port of the Switchyard pods', async (t) => {
+  // The job name the alerts select, read from the rules (SwitchyardDown: up{job="..."} == 0).
+  const alerts = parse(readFileSync(fileURLToPath(new URL('../../config/alerts.yml', import.meta.url)), 'utf8')) as { groups: { rules: { alert?: string; expr: string }[] }[] };
+  const rules = alerts.groups.flatMap((g) => g.rules);
+  const jobs = new Set(rules.flatMap((r) => [...r.expr.matchAll(/\bup\{job="([^"]+)"\}/g)].map((m) => m[1]!)));
+  t.same([...jobs].length, 1, `the rules select one job: ${[...jobs].join(', ')}`);
+  const job = [...jobs][0]!;
+  t.ok(
+    rules.some((r) => r.alert === 'SwitchyardTargetAbsent' && r.expr.includes(`job="${job}"`)),
+    'SwitchyardTargetAbsent watches that job',
+  );
+
+  const cm = find('ConfigMap', 'switchyard-prometheus');
+  t.ok(cm, 'a ConfigMap with the scrape config ships');
+  const prom = parse(cm.data['prometheus.yml']) as { scrape_configs: any[] };
+  t.equal(prom.scrape_configs.length, 1, 'one scrape job');
+  const sc = prom.scrape_configs[0];
+  t.equal(sc.job_name, job, `its job_name is ${job}, what the alerts select`);
+  t.equal(sc.metrics_path, '/metrics');
+  t.same(
+    sc.kubernetes_sd_configs.map((c: any) => c.role),
+    ['pod'],
+    'pods are discovered',
+  );
+
+  const dep = find('Deployment', 'switchyard');
+  const config = parseConfigText(find('ConfigMap', 'switchyard-config').data['config.yaml'], {});
+  const keep = (label: string): RegExp => {
+    const r = sc.relabel_configs.find((c: any) => c.action === 'keep' && c.source_labels.length === 1 && c.source_labels[0] === label);
+    t.ok(r, `a keep rule on ${label}`);
+    // Prometheus anchors relabel regexes at both ends.
+    return new RegExp(`^(?:${r?.regex ?? '(?!)'})$`);
+  };
+  const podLabel = keep('__meta_kubernetes_pod_label_app_kubernetes_io_name');
+  t.ok(podLabel.test(dep.spec.template.metadata.labels['app.kubernetes.io/name']), 'it keeps the Deployment pods');
+  t.notOk(podLabel.test(find('Deployment', 'switchyard-redis').spec.template.metadata.labels['app.kubernetes.io/name']), 'and not the Redis pod');
+  const portName = keep('__meta_kubernetes_pod_container_port_name');
+  const ports = dep.spec.template.spec.containers[0].ports as { name: string; containerPort: number }[];
+  t.same(
+    ports.filter((p) => portName.test(p.name)).map((p) => p.containerPort),
+    [config.admin.port],
+    'of each pod only the admin port (admin.port)',
+  );
 });
