@@ -93,7 +93,7 @@ export class Front {
       for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), errorFor(s.call).reason);
       const texts = refuseAll(slots, errorFor);
       // A notification is not answered, but a refusal with a status still carries a body (SPEC 3.2).
-      const body = writeBody(batch, texts) || (retryAfter === undefined ? '' : errorText('null', rateLimited(retryAfter)));
+      const body = writeBody(batch, texts) || (retryAfter === undefined ? '' : errorText('null', rateRefusal(retryAfter)));
       return { status: retryAfter === undefined ? 200 : 429, body, calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
     }
     const admission = d.concurrency.acquire(who.ip, admitted);
