@@ -50,21 +50,8 @@ export function skipValue(text: string, i: number): number {
     }
     return i;
   }
-  let depth = 0;
-  while (i < text.length) {
-    const d = text.charCodeAt(i);
-    if (d === 0x22) {
-      i = skipString(text, i);
-      continue;
-    }
-    if (d === 0x7b || d === 0x5b) depth++;
-    else if (d === 0x7d || d === 0x5d) {
-      depth--;
-      if (depth === 0) return i + 1;
-    }
-    i++;
-  }
-  return i;
+  const end = balancedEnd(text, i);
+  return end < 0 ? text.length : end;
 }
 
 /**

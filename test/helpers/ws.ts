@@ -3,6 +3,7 @@
  * and returns the next answer that is not a notification, `next` waits for a message matching a test.
  */
 import type { Test } from 'tap';
+import { connect } from 'node:net';
 import WebSocket from 'ws';
 import { waitFor } from './wait.js';
 
@@ -47,4 +48,22 @@ export async function openSocket(t: Test, url: string, opts: WebSocket.ClientOpt
       return next((m) => Array.isArray(m) || m.method !== 'eth_subscription');
     },
   };
+}
+
+/**
+ * Sends a raw WebSocket upgrade request (with the given extra header lines) and returns the status
+ * line of the answer ('' if none came); `hangUp` closes the client's side right after sending.
+ */
+export function rawUpgrade(port: number, headers: string[], opts: { hangUp?: boolean } = {}): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString()));
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(text.split('\r\n')[0] ?? ''));
+    socket.on('connect', () => {
+      socket.write(['GET / HTTP/1.1', 'Host: 127.0.0.1', 'Upgrade: websocket', 'Connection: Upgrade', ...headers, '', ''].join('\r\n'));
+      if (opts.hangUp) socket.end();
+    });
+  });
 }

@@ -4,26 +4,13 @@
  * GET, so no call), and a frame closed with 1009 counts as one call of method `invalid`
  * (BODY_TOO_LARGE), as a body too large does over HTTP.
  */
-import { connect } from 'node:net';
 import t from 'tap';
 import { startAnvil } from '../helpers/anvil.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { get } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
-import { openSocket } from '../helpers/ws.js';
-
-/** An upgrade without Sec-WebSocket-Key: the status line of the answer. */
-function upgradeWithoutKey(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    let text = '';
-    socket.on('data', (d: Buffer) => (text += d.toString()));
-    socket.on('error', () => undefined);
-    socket.on('close', () => resolve(text.split('\r\n')[0] ?? ''));
-    socket.on('connect', () => socket.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n'));
-  });
-}
+import { openSocket, rawUpgrade } from '../helpers/ws.js';
 
 t.test('refused upgrades and too-large frames are counted', async (t) => {
   const node = await startAnvil();
@@ -36,7 +23,7 @@ t.test('refused upgrades and too-large frames are counted', async (t) => {
   const metrics = async (): Promise<string> => (await get(`${sy.adminUrl}/metrics`)).text;
   const requests = (text: string, status: number): number => metricSamples(text, 'switchyard_http_requests_total', { status: String(status) })[0] ?? 0;
 
-  t.match(await upgradeWithoutKey(sy.app.ports.http), /^HTTP\/1\.1 400/, 'no Sec-WebSocket-Key: 400');
+  t.match(await rawUpgrade(sy.app.ports.http, ['Sec-WebSocket-Version: 13']), /^HTTP\/1\.1 400/, 'no Sec-WebSocket-Key: 400');
   const a = await openSocket(t, url);
   await t.rejects(openSocket(t, url), /429/, 'over maxConnectionsPerIp: 429');
   await t.rejects(openSocket(t, `${url}/nope`), /404/, 'unknown path: 404');

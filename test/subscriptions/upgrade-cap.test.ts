@@ -3,29 +3,13 @@
  * Sec-WebSocket-Key, a client gone before the handshake) leave no count behind, so a valid client
  * from the same IP still connects afterwards.
  */
-import { connect } from 'node:net';
 import t from 'tap';
 import { startAnvil } from '../helpers/anvil.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { get } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
-import { openSocket } from '../helpers/ws.js';
-
-/** Sends a raw upgrade request and returns the status line of the answer ('' if none came). */
-function rawUpgrade(port: number, headers: string[], opts: { hangUp?: boolean } = {}): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    let text = '';
-    socket.on('data', (d: Buffer) => (text += d.toString()));
-    socket.on('error', () => undefined);
-    socket.on('close', () => resolve(text.split('\r\n')[0] ?? ''));
-    socket.on('connect', () => {
-      socket.write(['GET / HTTP/1.1', 'Host: 127.0.0.1', 'Upgrade: websocket', 'Connection: Upgrade', ...headers, '', ''].join('\r\n'));
-      if (opts.hangUp) socket.end();
-    });
-  });
-}
+import { openSocket, rawUpgrade } from '../helpers/ws.js';
 
 t.test('rejected handshakes do not use up the per-IP socket cap', async (t) => {
   const node = await startAnvil();
