@@ -49,7 +49,17 @@ log: { level: info }
   void cli.exited.then(() => (exited = true));
   // The handler is installed before the devnet is started: once its anvil runs, a HUP is safe to send,
   // and the proxy cannot be up yet (it starts after the devnet is ready).
-  await waitFor('the devnet node spawned', () => children(pid).length > 0, { intervalMs: 5 });
+  const anvils = await waitFor('the devnet node spawned', () => (children(pid).length > 0 ? children(pid) : undefined), { intervalMs: 5 });
+  // Should the process die before it stops its devnet, its anvil is stopped here, by pid.
+  t.teardown(() => {
+    for (const p of anvils) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  });
   t.notMatch(cli.stdout(), /switchyard listening/, 'the proxy is not running yet');
   cli.proc.kill('SIGHUP');
   const ports = await waitFor('listening line', () => exited || listeningPorts(cli.stdout()), { timeoutMs: 60_000 });
@@ -61,4 +71,16 @@ log: { level: info }
     await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
     t.equal((await post(`http://127.0.0.1:${ports.http}`, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}')).json().result, '0xba', 'and serves');
   }
+  cli.proc.kill('SIGTERM');
+  t.equal(await cli.exited, 0, 'SIGTERM stops it');
+  await waitFor('its devnet node stopped with it', () => anvils.every((p) => !alive(p)));
 });
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
