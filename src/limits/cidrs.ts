@@ -40,3 +40,26 @@ export function inList(list: BlockList, ip: string): boolean {
   const v = isIP(ip);
   return v !== 0 && list.check(ip, v === 6 ? 'ipv6' : 'ipv4');
 }
+
+/**
+ * Who a per-IP limit counts: the address itself for IPv4, its /64 for IPv6 (one subscriber's
+ * allocation: a client holding a /64 could otherwise take a fresh budget with every address in it).
+ * `2001:db8:1:2::5` and `2001:db8:1:2:ffff::` both count as `2001:db8:1:2::/64`.
+ */
+export function limitKey(ip: string): string {
+  if (!ip.includes(':') || isIP(ip) !== 6) return ip;
+  const addr = ip.split('%', 1)[0]!;
+  const [left, right] = addr.split('::') as [string, string | undefined];
+  const groups = left === '' ? [] : left.split(':');
+  if (right !== undefined) {
+    // The groups '::' stands for; an embedded IPv4 tail is the last two groups, never in the /64.
+    const tail = right === '' ? [] : right.split(':');
+    const tailGroups = tail.length + (tail.length > 0 && tail[tail.length - 1]!.includes('.') ? 1 : 0);
+    for (let i = groups.length + tailGroups; i < 8; i++) groups.push('0');
+    groups.push(...tail);
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
+}

@@ -29,7 +29,7 @@ import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Metrics } from '../metrics/registry.js';
 import { RedisConnections, type RedisLink } from '../redis/connections.js';
-import { cidrList, inList } from './cidrs.js';
+import { cidrList, inList, limitKey } from './cidrs.js';
 
 export interface Rate {
   ratePerSec: number;
@@ -187,7 +187,7 @@ export class RateLimits {
     const keyed = who.apiKey === undefined ? undefined : this.byKey.get(who.apiKey);
     const limiter = keyed?.limiter ?? (this.perIp === null || this.isExempt(who.ip) ? null : this.perIp);
     if (limiter === null) return methods.map(() => null);
-    return this.charge(limiter, keyed ? `key:${keyed.name}` : who.ip, methods);
+    return this.charge(limiter, keyed ? `key:${keyed.name}` : limitKey(who.ip), methods);
   }
 
   private async charge(limiter: Bucket, id: string, methods: readonly string[]): Promise<Admission[]> {

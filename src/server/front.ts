@@ -8,6 +8,7 @@ import { RpcError } from '../jsonrpc/errors.js';
 import { parseBody, type Call, type Slot } from '../jsonrpc/parse.js';
 import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
 import type { Concurrency } from '../limits/concurrency.js';
+import { limitKey } from '../limits/cidrs.js';
 import type { Admission, Identity, RateLimits } from '../limits/rate.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { Pipeline, SubscriptionSession } from '../pipeline/index.js';
@@ -96,7 +97,8 @@ export class Front {
       const body = writeBody(batch, texts) || (retryAfter === undefined ? '' : errorText('null', rateRefusal(retryAfter)));
       return { status: retryAfter === undefined ? 200 : 429, body, calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
     }
-    const admission = d.concurrency.acquire(who.ip, admitted);
+    const ipKey = limitKey(who.ip);
+    const admission = d.concurrency.acquire(ipKey, admitted);
     if (admission !== 'ok') {
       const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', { data: { retryAfterSeconds: 1 } });
       d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
@@ -106,7 +108,7 @@ export class Front {
     }
     let released = false;
     const release = (): void => {
-      if (!released) d.concurrency.release(who.ip, admitted);
+      if (!released) d.concurrency.release(ipKey, admitted);
       released = true;
     };
     try {

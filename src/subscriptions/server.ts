@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, WebSocket } from 'ws';
 import { RpcError } from '../jsonrpc/errors.js';
+import { limitKey } from '../limits/cidrs.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { ClientIp } from '../server/client-ip.js';
@@ -93,7 +94,8 @@ export class WsFront {
     if (target === null) return refuse('NOT_FOUND');
     if (target.apiKey !== undefined && !d.knowsKey(target.apiKey)) return refuse('INVALID_API_KEY');
     const ip = d.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
-    if ((this.perIp.get(ip) ?? 0) >= d.maxConnectionsPerIp) return refuse('RATE_LIMITED');
+    const ipKey = limitKey(ip);
+    if ((this.perIp.get(ipKey) ?? 0) >= d.maxConnectionsPerIp) return refuse('RATE_LIMITED');
     const answerable = socket.readable && socket.writable;
     let opened = false;
     // Counted only once the handshake succeeded: a handshake ws rejects (no key, wrong version,
@@ -102,16 +104,17 @@ export class WsFront {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       opened = true;
       d.metrics.recordHttp(101, null);
-      this.connection(ws, ip, target.apiKey);
+      this.connection(ws, ip, ipKey, target.apiKey);
     });
     // Refused by ws itself: 405 for a method other than GET, 400 for a missing or malformed
     // handshake header. A client already gone got no answer and is not counted.
     if (!opened && answerable) d.metrics.recordHttp(req.method === 'GET' ? 400 : 405, null);
   }
 
-  private connection(ws: WebSocket, ip: string, apiKey: string | undefined): void {
+  /** `ipKey`: what maxConnectionsPerIp counts (limitKey: the IPv4 address, an IPv6 /64). */
+  private connection(ws: WebSocket, ip: string, ipKey: string, apiKey: string | undefined): void {
     const d = this.deps;
-    this.perIp.set(ip, (this.perIp.get(ip) ?? 0) + 1);
+    this.perIp.set(ipKey, (this.perIp.get(ipKey) ?? 0) + 1);
     const session = new Session({
       feed: d.feed,
       pending: d.pending,
@@ -133,9 +136,9 @@ export class WsFront {
     ws.on('close', () => {
       session.close();
       this.clients.delete(ws);
-      const n = (this.perIp.get(ip) ?? 1) - 1;
-      if (n <= 0) this.perIp.delete(ip);
-      else this.perIp.set(ip, n);
+      const n = (this.perIp.get(ipKey) ?? 1) - 1;
+      if (n <= 0) this.perIp.delete(ipKey);
+      else this.perIp.set(ipKey, n);
       this.deps.metrics.wsConnections.set(this.clients.size);
     });
     let tail: Promise<void> = Promise.resolve();

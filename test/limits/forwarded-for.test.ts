@@ -8,6 +8,7 @@
 import t, { type Test } from 'tap';
 import { ConfigError, validateConfig } from '../../src/config/load.js';
 import { ClientIp } from '../../src/server/client-ip.js';
+import { limitKey } from '../../src/limits/cidrs.js';
 import { startAnvil } from '../helpers/anvil.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
 import { Client, isRateLimited, memoryLogger, ONE_CALL, rpc, type Reply } from './fixtures/tools.js';
@@ -73,6 +74,16 @@ t.test('trusted proxy 127.0.0.1/32: X-Forwarded-For names the client, each with 
   t.equal(ips.filter((ip) => ip === '10.0.0.1').length, 15, 'logged as 10.0.0.1');
   t.equal(ips.filter((ip) => ip === '10.0.0.2').length, 15, 'logged as 10.0.0.2');
   t.equal(ips.filter((ip) => ip === '127.0.0.1').length, 15, 'logged as 127.0.0.1');
+});
+
+t.test('IPv6 clients are limited by their /64: addresses of one allocation share a budget', async (t) => {
+  const { client, loggedIps } = await fresh(t, ['127.0.0.1/32']);
+  const sameNet = await client.burst(15, chainId, (i) => ({ 'x-forwarded-for': `2001:db8:1:2::${(i + 1).toString(16)}` }));
+  t.equal(sameNet.filter(ok).length, BUDGET, '15 addresses of 2001:db8:1:2::/64 share one budget');
+  t.equal(sameNet.filter(refused).length, 14);
+  const otherNet = await client.burst(3, chainId, () => ({ 'x-forwarded-for': '2001:db8:1:3::1' }));
+  t.equal(otherNet.filter(ok).length, BUDGET, 'the next /64 has its own');
+  t.ok(loggedIps().includes('2001:db8:1:2::f'), 'the log keeps the full address');
 });
 
 t.test('right to left past trusted hops; a forged left-most entry is never the client', async (t) => {
@@ -146,4 +157,20 @@ t.test('ClientIp', async (t) => {
       `${key}: "10.0.0.0/33" refused by the config check (${problems.join('; ') || 'accepted'})`,
     );
   }
+});
+
+t.test('limitKey: IPv4 as it is, IPv6 by its /64', async (t) => {
+  const rows: [string, string][] = [
+    ['10.0.0.1', '10.0.0.1'],
+    ['2001:db8:1:2::5', '2001:db8:1:2::/64'],
+    ['2001:0db8:0001:0002:ffff:0:0:1', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    ['64:ff9b::192.0.2.1', '64:ff9b:0:0::/64'],
+    ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2:3::', '2001:db8:1:2::/64'],
+    ['unknown', 'unknown'],
+  ];
+  for (const [ip, key] of rows) t.equal(limitKey(ip), key, ip);
 });
