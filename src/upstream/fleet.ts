@@ -64,8 +64,10 @@ export class Fleet extends EventEmitter {
   finalized = -1;
   /** The block number clients have been told; never decreases while this process lives. */
   private served = -1;
-  /** When the fleet head last changed (the routing clock). */
-  private headSince = 0;
+  /** The last fleet head another node confirmed (or the only node's), and when (routing clock). */
+  private trusted = { head: -1, at: 0 };
+  /** The first such head: with `trusted`, the chain's average pace. */
+  private firstTrusted = { head: -1, at: 0 };
   private servedCap: (() => number) | null = null;
   private readonly probes = new Map<Upstream, Probe>();
   /** The writable state of every upstream, current and retiring: the fleet's alone. */
@@ -201,6 +203,7 @@ export class Fleet extends EventEmitter {
     if (!this.counts(u)) return;
     if (header.number < s.head && observedAt < s.headAt) return;
     if (header.number === s.head && header.hash === s.headHash) return;
+    const before = s.head;
     s.head = header.number;
     s.headHash = header.hash;
     s.headAt = this.now();
@@ -210,9 +213,11 @@ export class Fleet extends EventEmitter {
       if (fork !== null) {
         this.metrics.recordReorg();
         this.log.warn({ upstream: u.name, fork, head: header.number }, 'reorg: blocks from this height changed');
-        // The blocks above a shorter new chain are gone: eth_blockNumber follows the chain down
-        // rather than pin `latest` to a block no node has any more.
-        if (this.served > this.head) this.served = this.head;
+        // The node that had the served block now has a shorter chain: the blocks above it are gone,
+        // and eth_blockNumber follows the chain down rather than pin `latest` to a block no node
+        // has any more. (Another node's lower head after a failover is no such proof: it may only
+        // be behind, at a height the fleet never recorded.)
+        if (before >= this.served && header.number < before && this.served > this.head) this.served = this.head;
         this.emit('reorg', fork);
       }
     }
@@ -268,32 +273,60 @@ export class Fleet extends EventEmitter {
       .filter((u) => this.counts(u))
       .map((u) => u.head)
       .sort((a, b) => b - a);
-    let head = heads[0] ?? -1;
     const max = this.opts.maxHeadJumpBlocks;
-    // With two or more nodes, a head far beyond the runner-up is a broken or hostile node, not progress.
-    if (heads.length >= 2 && head - heads[1]! > max) head = heads[1]!;
-    // A node left alone (the others down) is measured against the fleet head it would replace: a
-    // leap far beyond it waits for another node to confirm it. The allowance grows by a block a
-    // second, so a node that really moved on while the fleet was down is believed in time.
-    else if (heads.length === 1 && this.upstreams.length >= 2 && this.head >= 0 && head - this.head > max + (this.now() - this.headSince) / 1000) {
-      head = this.head;
+    // The highest head that is believable: another node within maxHeadJumpBlocks below it confirms
+    // it; or it is within reach of the last confirmed head at the chain's own pace (a node far
+    // behind, still syncing, must not drag the head down); or no node can say otherwise (the first
+    // head seen, the only node configured). A head far beyond both is a broken or hostile node.
+    let head = -1;
+    for (let i = 0; i < heads.length; i++) {
+      const h = heads[i]!;
+      const next = heads[i + 1];
+      if (next !== undefined && h - next <= max) {
+        head = h;
+        break;
+      }
+      if (this.withinReach(h)) {
+        head = h;
+        break;
+      }
+      if (next === undefined) head = this.trusted.head < 0 || this.upstreams.length === 1 ? h : this.head;
+    }
+    // Trusted from now on: a head chosen with other nodes to weigh it against, or by the only node.
+    if (head >= 0 && (heads.length >= 2 || this.upstreams.length === 1)) {
+      this.trusted = { head, at: this.now() };
+      if (this.firstTrusted.head < 0) this.firstTrusted = this.trusted;
     }
     // Such a node is not routed either: what it answers for `latest` is not this chain's latest.
     for (const u of this.upstreams) this.s(u).implausible = head >= 0 && u.head - head > this.opts.maxHeadJumpBlocks;
     const previous = this.head;
     if (head >= 0) {
-      if (head !== this.head) this.headSince = this.now();
       this.head = head;
       this.finalized = this.finalizedHeight(head);
     }
-    // A block number served from a head now judged implausible was never this chain's: clients
-    // must not be held to it (every `latest` read would wait for a block no node will have).
-    if (head >= 0 && this.served - head > max) {
+    // A block number served from a head no other node ever confirmed, and far beyond the head now
+    // believed, was never this chain's: clients must not be held to it (every `latest` read would
+    // wait for a block no node will have). One that was confirmed holds, across any failover.
+    if (head >= 0 && this.served - Math.max(head, this.trusted.head) > max) {
       this.log.warn({ served: this.served, head }, 'eth_blockNumber served from an implausible head: back to the fleet head');
       this.served = head;
     }
     this.publish();
     if (this.head > previous) this.emit('head', this.head);
+  }
+
+  /**
+   * Whether head `h` can have been reached since the last confirmed head: within
+   * maxHeadJumpBlocks of it plus twice the chain's average pace (at least a block a second) for
+   * the time since. Never, when no head was confirmed yet.
+   */
+  private withinReach(h: number): boolean {
+    const t = this.trusted;
+    if (t.head < 0) return false;
+    const f = this.firstTrusted;
+    const span = (t.at - f.at) / 1000;
+    const pace = span >= 10 ? Math.max(1, (t.head - f.head) / span) : 1;
+    return h - t.head <= this.opts.maxHeadJumpBlocks + ((this.now() - t.at) / 1000) * 2 * pace;
   }
 
   /**

@@ -82,3 +82,48 @@ t.test('a node failing over to a lower one is no reorg: the block number holds',
   t.equal(fleet.head, 8);
   t.equal(fleet.blockNumber(), 10, 'never backwards across a failover');
 });
+
+t.test('another node behind, at a height the fleet never recorded, is no reorg after a failover', async (t) => {
+  const { fleet, by } = fleetOf(t, ['a', 'b']);
+  for (const n of [1, 4, 7, 10]) fleet.observeHeader(by('a'), header(n));
+  for (const n of [2, 5]) fleet.observeHeader(by('b'), header(n));
+  t.equal(fleet.blockNumber(), 10);
+  fleet.markDown(by('a'));
+  fleet.observeHeader(by('b'), header(8));
+  t.equal(fleet.blockNumber(), 10, 'b is only behind: the block number holds');
+});
+
+t.test('a node back alone after a long outage is believed at the pace the chain kept before', async (t) => {
+  const { fleet, by, clock } = fleetOf(t, ['a', 'b']);
+  // Two blocks a second for 100 s, both nodes agreeing.
+  for (let n = 0; n <= 200; n++) {
+    fleet.observeHeader(by('a'), header(n));
+    fleet.observeHeader(by('b'), header(n));
+    clock.ms += 500;
+  }
+  fleet.markDown(by('a'));
+  fleet.markDown(by('b'));
+  clock.ms += 1_200_000;
+  fleet.markUp(by('b'));
+  let n = 200 + 2 * 1_200;
+  for (let minute = 0; minute < 60; minute++) {
+    fleet.observeHeader(by('b'), header(n));
+    t.equal(fleet.head, n, `minute ${minute}: the node's head (${n}) is the fleet head`);
+    clock.ms += 60_000;
+    n += 120;
+  }
+});
+
+t.test('a node back far behind (syncing) does not drag the head, nor the block number, down', async (t) => {
+  const { fleet, by } = fleetOf(t, ['a', 'b']);
+  fleet.observeHeader(by('a'), header(100_000));
+  fleet.observeHeader(by('b'), header(100_000));
+  fleet.markDown(by('b'));
+  for (let n = 100_001; n <= 100_010; n++) fleet.observeHeader(by('a'), header(n));
+  t.equal(fleet.blockNumber(), 100_010);
+  fleet.markUp(by('b'));
+  fleet.observeHeader(by('b'), header(90_000));
+  t.equal(fleet.head, 100_010, 'the fleet head stays with the node that has kept up');
+  t.equal(fleet.blockNumber(), 100_010);
+  t.equal(by('a').implausible, false, 'and that node is still routed');
+});
