@@ -24,12 +24,18 @@ export function maskUrl(raw: string): string {
 /**
  * maskUrl for a value that may not parse as a URL (an error message about it): scheme://host is
  * kept when the value has that shape, credentials, path and query are masked; null otherwise.
+ * Such a value often fails to parse because its password holds `/`, `?` or `#`, so where the
+ * credentials end cannot be read from the URL grammar: everything up to the last `@` is masked.
  */
 export function maskUrlText(raw: string): string | null {
-  const m = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*@)?([^/?#@]*)(.*)$/is.exec(raw);
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)(.*)$/is.exec(raw);
   if (m === null) return null;
-  const [, scheme, creds, host, rest] = m;
-  return `${scheme}${creds ? `${MASK}@` : ''}${host}${rest !== '' && rest !== '/' ? `/${MASK}` : ''}`;
+  const [, scheme = '', afterScheme = ''] = m;
+  const at = afterScheme.lastIndexOf('@');
+  const tail = afterScheme.slice(at + 1);
+  const host = /^[^/?#\\]*/.exec(tail)?.[0] ?? '';
+  const rest = tail.slice(host.length);
+  return `${scheme}${at >= 0 ? `${MASK}@` : ''}${host}${rest !== '' && rest !== '/' ? `/${MASK}` : ''}`;
 }
 
 /** A deep copy of the config with every secret masked (the input is frozen and stays as it is). */

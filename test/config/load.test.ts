@@ -198,6 +198,27 @@ t.test('a value that may hold credentials is never quoted in a problem', async (
   }
 });
 
+t.test('a URL whose password holds / ? or # (so it does not parse) is masked up to its last @', async (t) => {
+  const up = { name: 'a', url: 'http://127.0.0.1:8545' };
+  const cases: [config: unknown, problem: string, secrets: string[]][] = [
+    [
+      { upstreams: [{ name: 'a', url: 'https://apikey:s3cr/t+tok@rpc.example.com/v1' }] },
+      'upstreams[0].url: expected an http(s) URL, got "https://***@rpc.example.com/***"',
+      ['apikey', 's3cr', 't+tok'],
+    ],
+    [{ upstreams: [{ name: 'a', url: 'https://user:pa?ss@h' }] }, 'upstreams[0].url: expected an http(s) URL, got "https://***@h"', ['user', 'pa', 'ss@']],
+    [{ upstreams: [{ name: 'a', url: 'https://user:pw7#zq@h/x' }] }, 'upstreams[0].url: expected an http(s) URL, got "https://***@h/***"', ['user', 'pw7', 'zq']],
+    [{ upstreams: [{ ...up, ws: 'wss://apikey:s3cr/t+tok@h:8546/v1' }] }, 'upstreams[0].ws: expected a ws(s) URL, got "wss://***@h:8546/***"', ['apikey', 's3cr', 't+tok']],
+    [{ redis: 'redis://:pw7/zq@h:6379', upstreams: [up] }, 'redis: expected a redis:// URL or null, got "redis://***@h:6379"', ['pw7', 'zq']],
+    [{ cache: { redis: 'rediss://user:pw7?zq@h:6380/0' }, upstreams: [up] }, 'cache.redis: expected a redis:// URL or null, got "rediss://***@h:6380/***"', ['user', 'pw7', 'zq']],
+  ];
+  for (const [config, problem, secrets] of cases) {
+    const problems = problemsOf(() => validateConfig(config));
+    t.strictSame(problems, [problem]);
+    for (const secret of secrets) t.notOk(problems.join('\n').includes(secret), `${problem.split(':')[0]}: ${secret} not shown`);
+  }
+});
+
 t.test('every problem of a file is reported, not just the first', async (t) => {
   const problems = problemsOf(() => parseConfigText('server: { prot: 1, port: "x" }\nrouting: { maxAttempts: 0 }\nupstreams:\n  - name: a\n    url: foo\n', {}));
   t.strictSame(problems.slice().sort(), [
