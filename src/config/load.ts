@@ -82,15 +82,9 @@ export function formatPath(path: readonly PropertyKey[]): string {
 
 /** An issue as one line, with a value that may hold credentials never quoted (SPEC 6). */
 function describeIssue(issue: z.core.$ZodIssue): string {
-  const line = describeAnyIssue(issue);
   const kind = secretKind(issue.path);
-  const input = issue.input;
-  if (kind === null || typeof input !== 'string' || input === '') return line;
-  // The quoted value becomes its description; any other trace of it is cut out.
-  return line
-    .split(JSON.stringify(input))
-    .map((part) => part.replaceAll(input, '[not shown]'))
-    .join(describeSecret(kind, input));
+  if (kind === null) return describeAnyIssue(issue, describeValue);
+  return describeAnyIssue(issue, (v) => (typeof v === 'string' && v !== '' ? describeSecret(kind, v) : describeValue(v)));
 }
 
 /**
@@ -110,23 +104,30 @@ function describeSecret(kind: 'url' | 'secret', value: string): string {
   return kind === 'url' ? 'a value that is not a URL (not shown: it may hold credentials)' : 'a value that is not shown (it is a secret)';
 }
 
-function describeAnyIssue(issue: z.core.$ZodIssue): string {
+/**
+ * An issue as one line; `show` describes the value. A schema message of its own quotes the value as
+ * JSON.stringify(input) (schema.ts), and only that quoted text is handed to `show`: the key path and
+ * the wording stay as written, whatever the value is.
+ */
+function describeAnyIssue(issue: z.core.$ZodIssue, show: (v: unknown) => string): string {
   const where = formatPath(issue.path);
+  const quoted = typeof issue.input === 'string' ? JSON.stringify(issue.input) : null;
+  const message = quoted === null ? issue.message : issue.message.split(quoted).join(show(issue.input));
   switch (issue.code) {
     case 'unrecognized_keys':
       return issue.keys.map((k) => `${where === '(root)' ? k : `${where}.${k}`}: unknown option`).join('\n');
     case 'invalid_type':
-      return `${where}: expected ${issue.expected}, got ${describeValue(issue.input)}`;
+      return `${where}: expected ${issue.expected}, got ${show(issue.input)}`;
     case 'too_small':
     case 'too_big':
     case 'invalid_value':
     case 'invalid_format':
-      return `${where}: ${issue.message.replace(/^(Invalid input|Too big|Too small): /, '')}, got ${describeValue(issue.input)}`;
+      return `${where}: ${message.replace(/^(Invalid input|Too big|Too small): /, '')}, got ${show(issue.input)}`;
     case 'invalid_key':
       // A record key (a header name, a method name) that the key schema refused: say why.
       return `${where}: ${issue.issues.map((i) => i.message).join('; ')}`;
     default:
-      return `${where}: ${issue.message}`;
+      return `${where}: ${message}`;
   }
 }
 

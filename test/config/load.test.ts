@@ -219,6 +219,36 @@ t.test('a URL whose password holds / ? or # (so it does not parse) is masked up 
   }
 });
 
+t.test('a secret that is a letter or a word of the message leaves the key path and wording intact', async (t) => {
+  const up = { name: 'a', url: 'http://127.0.0.1:8545' };
+  const apiKey = (key: string): unknown => ({ rateLimit: { apiKeys: [{ name: 'p', key, ratePerSec: 1, burst: 1 }] }, upstreams: [up] });
+  const keyProblem = 'rateLimit.apiKeys[0].key: expected a key of at least 16 characters, got a value that is not shown (it is a secret)';
+  t.strictSame(
+    problemsOf(() => validateConfig(apiKey('s'))),
+    [keyProblem],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig(apiKey('expected'))),
+    [keyProblem],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig(apiKey('key'))),
+    [keyProblem],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig({ upstreams: [{ name: 'a', url: 'u' }] })),
+    ['upstreams[0].url: expected an http(s) URL, got a value that is not a URL (not shown: it may hold credentials)'],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig({ upstreams: [{ ...up, ws: 'a' }] })),
+    ['upstreams[0].ws: expected a ws(s) URL, got a value that is not a URL (not shown: it may hold credentials)'],
+  );
+  t.strictSame(
+    problemsOf(() => validateConfig({ redis: 'redis', upstreams: [up] })),
+    ['redis: expected a redis:// URL or null, got a value that is not a URL (not shown: it may hold credentials)'],
+  );
+});
+
 t.test('every problem of a file is reported, not just the first', async (t) => {
   const problems = problemsOf(() => parseConfigText('server: { prot: 1, port: "x" }\nrouting: { maxAttempts: 0 }\nupstreams:\n  - name: a\n    url: foo\n', {}));
   t.strictSame(problems.slice().sort(), [
