@@ -245,9 +245,9 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   };
   const reject = (reason: Rejection, extra: Readonly<Record<string, string>> = NO_HEADERS): void => {
     const e = new RpcError(reason);
-    // A request refused before it became calls counts as one call (method `invalid`); a GET or
-    // OPTIONS is no call at all.
-    if (req.method !== 'GET' && req.method !== 'OPTIONS') deps.metrics.recordRefused(INVALID_METHOD, reason);
+    // A request refused before it became calls counts as one call (method `invalid`); a GET, HEAD
+    // or OPTIONS is no call at all.
+    if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS') deps.metrics.recordRefused(INVALID_METHOD, reason);
     finish(e.http, errorText('null', e), extra);
   };
 
@@ -263,7 +263,7 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
     res.writeHead(204, {
       ...cors,
       'x-request-id': reqId,
-      'access-control-allow-methods': 'POST, GET, OPTIONS',
+      'access-control-allow-methods': 'POST, GET, HEAD, OPTIONS',
       'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'content-type',
       'access-control-max-age': '86400',
     });
