@@ -4,6 +4,7 @@
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
 import { accessSync, constants, statSync } from 'node:fs';
+import { isIPv4, isIPv6 } from 'node:net';
 import { heightOf } from '../jsonrpc/hex.js';
 import { parseCidr } from '../limits/cidrs.js';
 import { z } from 'zod';
@@ -311,11 +312,29 @@ export const configSchema = z
     rateLimit: { ...cfg.rateLimit, redis: cfg.rateLimit.redis ?? cfg.redis },
   }));
 
-/** Whether two listening hosts can take the same port: the same address, or either a wildcard. */
+/**
+ * Whether two listening hosts surely take the same port (Linux, dual-stack by default): the same
+ * address, `::` (or an empty host, which Node binds as `::`) against any, or `0.0.0.0` against an
+ * IPv4 address. `0.0.0.0` is IPv4 only, so it and `::1` (or 127.0.0.1 and `::1`) share a port. A
+ * name is compared only by its spelling: `localhost` is 127.0.0.1 on one system and `::1` on
+ * another (Node listens on the first address the resolver gives), so it clashes only with itself
+ * and `::`; a clash the check cannot be sure of still fails at start, naming the listener.
+ */
 function hostsOverlap(a: string, b: string): boolean {
-  const wildcard = (h: string): boolean => h === '0.0.0.0' || h === '::' || h === '';
-  const loopback = (h: string): string => (h === 'localhost' || h === '::1' ? '127.0.0.1' : h);
-  return wildcard(a) || wildcard(b) || loopback(a) === loopback(b);
+  const [x, y] = [canonicalHost(a), canonicalHost(b)];
+  if (x === y || x === '::' || y === '::') return true;
+  return (x === '0.0.0.0' && isIPv4(y)) || (y === '0.0.0.0' && isIPv4(x));
+}
+
+/** An IPv6 address in one spelling (`0:0::1` is `::1`), an empty host as `::`, anything else as written. */
+function canonicalHost(h: string): string {
+  if (h === '') return '::';
+  if (!isIPv6(h)) return h.toLowerCase();
+  try {
+    return new URL(`http://[${h}]`).hostname.slice(1, -1);
+  } catch {
+    return h;
+  }
 }
 
 /**
