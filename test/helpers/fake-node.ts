@@ -102,3 +102,19 @@ export async function startFakeNode(t: Test, script: Script = () => undefined): 
   t.teardown(() => node.close());
   return node;
 }
+
+/**
+ * A fake node that holds every `eth_getBalance` (answering 0x2a) until `release()`: a call kept in
+ * flight for as long as a test needs (a drain, a shutdown). `held()`: how many arrived.
+ */
+export async function startHoldingNode(t: Test): Promise<{ node: FakeNode; held: () => number; release: () => void }> {
+  let held = 0;
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((r) => (release = r));
+  const node = await startFakeNode(t, (method) => {
+    if (method !== 'eth_getBalance') return undefined;
+    held++;
+    return { defer: async () => (await released, { result: '0x2a' }) };
+  });
+  return { node, held: () => held, release: () => release() };
+}

@@ -5,7 +5,7 @@
 import { connect, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import { request } from 'undici';
-import { startFakeNode } from '../helpers/fake-node.js';
+import { startFakeNode, startHoldingNode } from '../helpers/fake-node.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
@@ -42,21 +42,14 @@ function rawConnection(t: Test, url: string): Promise<{ socket: Socket; seen: ()
 }
 
 t.test('HEAD during the drain: no call counted (a POST then counts one)', async (t) => {
-  let slowCalls = 0;
-  let release: () => void = () => undefined;
-  const released = new Promise<void>((r) => (release = r));
-  const node = await startFakeNode(t, (method) => {
-    if (method !== 'eth_getBalance') return undefined;
-    slowCalls++;
-    // Answers only once the test has counted: the drain waits for this call meanwhile.
-    return { defer: async () => (await released, { result: '0x2a' }) };
-  });
+  // eth_getBalance is held until release(): the call spans the drain.
+  const { node, held, release } = await startHoldingNode(t);
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'slow', url: node.url }], server: { shutdownDelayMs: 0, shutdownGraceMs: 20_000 } });
   // A call in flight keeps its connection open through the drain: requests pipelined behind it
   // reach the front while it refuses with SHUTTING_DOWN.
   const conn = await rawConnection(t, sy.url);
   conn.socket.write(rawPost('{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000000","latest"]}'));
-  await waitFor('the slow call reached the node', () => slowCalls === 1);
+  await waitFor('the slow call reached the node', () => held() === 1);
   const before = await refused(sy.adminUrl, 'SHUTTING_DOWN');
 
   const drained = sy.app.drain({ delay: false });

@@ -4,7 +4,7 @@
  * -32005 "server is shutting down", in its turn.
  */
 import t from 'tap';
-import { startFakeNode } from '../helpers/fake-node.js';
+import { startHoldingNode } from '../helpers/fake-node.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { get } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
@@ -12,15 +12,8 @@ import { waitFor } from '../helpers/wait.js';
 import { openSocket } from '../helpers/ws.js';
 
 t.test('a WebSocket call in flight at shutdown is answered before the 1001 close', async (t) => {
-  let slowCalls = 0;
-  let release: () => void = () => undefined;
-  const released = new Promise<void>((r) => (release = r));
-  const node = await startFakeNode(t, (method) => {
-    if (method !== 'eth_getBalance') return undefined;
-    slowCalls++;
-    // Answers only once the test has seen the drain begin: the call spans it.
-    return { defer: async () => (await released, { result: '0x2a' }) };
-  });
+  // eth_getBalance is held until release(): the call spans the drain.
+  const { node, held, release } = await startHoldingNode(t);
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'slow', url: node.url }], server: { shutdownDelayMs: 0, shutdownGraceMs: 20_000 } });
   const ws = await openSocket(t, sy.url.replace('http', 'ws'));
   const order: string[] = [];
@@ -28,7 +21,7 @@ t.test('a WebSocket call in flight at shutdown is answered before the 1001 close
   ws.socket.on('close', (code) => order.push(`close ${code}`));
 
   ws.socket.send(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000000', 'latest'] }));
-  await waitFor('the slow call reached the node', () => slowCalls === 1);
+  await waitFor('the slow call reached the node', () => held() === 1);
 
   const drained = sy.app.drain({ delay: false });
   ws.socket.send('{"jsonrpc":"2.0","id":"late","method":"eth_chainId"}');
