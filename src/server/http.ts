@@ -2,7 +2,7 @@
  * The HTTP front on server.port: statuses of SPEC 3.2, CORS, body cap, client IP, one log line per
  * request. Everything JSON-RPC is delegated to Front; this file only speaks HTTP.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { constants, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
@@ -91,17 +91,23 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
   // There is no response object here: the whole HTTP answer is written to the socket (Node docs).
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (socket.writable && !socket.destroyed) {
-      const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-      const body = timeout ? REQUEST_TIMEOUT_BODY : BAD_HTTP_REQUEST_BODY;
-      const status = timeout ? '408 Request Timeout' : '400 Bad Request';
-      socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.end(err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT_ANSWER : BAD_HTTP_REQUEST_ANSWER);
     } else socket.destroy();
   });
   return server;
 }
 
-const REQUEST_TIMEOUT_BODY = errorText('null', new RpcError('REQUEST_TIMEOUT'));
-const BAD_HTTP_REQUEST_BODY = errorText('null', new RpcError('BAD_HTTP_REQUEST'));
+/**
+ * A whole HTTP answer refusing a request before there is a response object (a client error, a
+ * WebSocket upgrade): the error's status, a JSON-RPC error body with id null, and the connection closed.
+ */
+export function rawRefusal(e: RpcError): string {
+  const body = errorText('null', e);
+  return `HTTP/1.1 ${e.http} ${STATUS_CODES[e.http]}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+const REQUEST_TIMEOUT_ANSWER = rawRefusal(new RpcError('REQUEST_TIMEOUT'));
+const BAD_HTTP_REQUEST_ANSWER = rawRefusal(new RpcError('BAD_HTTP_REQUEST'));
 
 function crashed(deps: HttpDeps, res: ServerResponse, err: unknown): void {
   deps.log.error({ err }, 'http handler crashed');

@@ -6,7 +6,7 @@
  * client (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
  * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (server/front.ts), the feeds.
  */
-import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, WebSocket } from 'ws';
@@ -17,7 +17,7 @@ import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { ClientIp } from '../server/client-ip.js';
 import { peerAddress } from '../server/proxy-protocol.js';
 import type { Front, FrontResult } from '../server/front.js';
-import { rpcTarget } from '../server/http.js';
+import { rawRefusal, rpcTarget } from '../server/http.js';
 import type { ChainFeed } from './chain.js';
 import type { PendingFeed } from './pending.js';
 import { Session } from './session.js';
@@ -85,9 +85,8 @@ export class WsFront {
     // An upgrade is a GET: it counts in HTTP requests by status, never as a call (as over HTTP).
     const refuse = (reason: 'SHUTTING_DOWN' | 'NOT_FOUND' | 'INVALID_API_KEY' | 'RATE_LIMITED'): void => {
       const e = new RpcError(reason);
-      const body = errorText('null', e);
       d.metrics.recordHttp(e.http, null);
-      socket.end(`HTTP/1.1 ${e.http} ${STATUS_CODES[e.http]}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.end(rawRefusal(e));
     };
     if (d.isDraining()) return refuse('SHUTTING_DOWN');
     const target = rpcTarget(req);

@@ -1,7 +1,7 @@
 /**
  * The fleet: every configured upstream, their state and heads, and the fleet head derived from them.
  * Owns: chain-id verification (quarantine), head polling, the fleet head and finalized height, the
- * never-decreasing block number served to clients, and swapping upstreams on reload.
+ * block number served to clients (it never goes backwards), and swapping upstreams on reload.
  * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts).
  *
  * The fleet is the only writer of upstream state (node.ts `NodeStatus`). Everything else reports
@@ -62,7 +62,10 @@ export class Fleet extends EventEmitter {
   /** Highest plausible head among healthy upstreams; -1 until one is known. */
   head = -1;
   finalized = -1;
-  /** The block number clients have been told; never decreases while this process lives. */
+  /**
+   * The block number clients have been told: it never decreases, across failovers and restarts
+   * of nodes, except away from a block no node of the chain has (recompute, observeHeader).
+   */
   private served = -1;
   /** The last fleet head another node confirmed (or the only node's), and when (routing clock). */
   private trusted = { head: -1, at: 0 };
@@ -384,6 +387,9 @@ export class Fleet extends EventEmitter {
     const byName = new Map(this.upstreams.map((u) => [u.name, u]));
     const next: Upstream[] = [];
     const built: Upstream[] = [];
+    const discard = (): void => {
+      for (const u of built) void u.client.close();
+    };
     try {
       for (const c of configs) {
         const old = byName.get(c.name);
@@ -403,7 +409,7 @@ export class Fleet extends EventEmitter {
         }
       }
     } catch (err) {
-      for (const u of built) void u.client.close();
+      discard();
       throw err;
     }
     const removed = [...byName.values()];
@@ -417,9 +423,7 @@ export class Fleet extends EventEmitter {
         this.recompute();
         await Promise.all(removed.map((u) => this.drain(u)));
       },
-      discard: () => {
-        for (const u of built) void u.client.close();
-      },
+      discard,
     };
   }
 
