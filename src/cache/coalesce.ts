@@ -2,8 +2,35 @@
  * Coalescing: identical calls in flight at once share one upstream call. Each caller still gets
  * its own response object (ids are added by the writer), so sharing is invisible to clients.
  */
+
+/**
+ * A call in flight that others may join, settled by the one caller that sends it (claim/settle).
+ * Its promise is made only when someone joins: most calls are never joined, and a promise per call
+ * is a measurable share of a batch's cost.
+ */
+export class Shared<T> {
+  private promise: Promise<T> | undefined;
+  private resolve: ((v: T) => void) | undefined;
+  private settled = false;
+  private value: T | undefined;
+
+  joined(): Promise<T> {
+    if (this.settled) return Promise.resolve(this.value as T);
+    return (this.promise ??= new Promise<T>((resolve) => {
+      this.resolve = resolve;
+    }));
+  }
+
+  settle(value: T): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.value = value;
+    this.resolve?.(value);
+  }
+}
+
 export class Coalescer<T> {
-  private inFlight = new Map<string, Promise<T>>();
+  private inFlight = new Map<string, Promise<T> | Shared<T>>();
   joined = 0;
 
   /**
@@ -16,7 +43,7 @@ export class Coalescer<T> {
     if (existing !== undefined) {
       this.joined++;
       onJoin?.();
-      return existing;
+      return existing instanceof Shared ? existing.joined() : existing;
     }
     const p = work().then(
       (v) => {
@@ -30,6 +57,29 @@ export class Coalescer<T> {
     );
     inFlight.set(key, p);
     return p;
+  }
+
+  /**
+   * The same sharing for a caller that sends the call itself: the promise of the call in flight
+   * under `key` (joined), or a Shared the caller now owns and must end with `settle`.
+   */
+  claim(key: string, onJoin?: () => void): Promise<T> | Shared<T> {
+    const existing = this.inFlight.get(key);
+    if (existing !== undefined) {
+      this.joined++;
+      onJoin?.();
+      return existing instanceof Shared ? existing.joined() : existing;
+    }
+    const shared = new Shared<T>();
+    this.inFlight.set(key, shared);
+    return shared;
+  }
+
+  /** Ends a claim: no call joins it from now on, and those that did get `value`. */
+  settle(key: string, shared: Shared<T>, value: T): void {
+    // After a reorg (forget) the key may belong to a newer call, or to nothing.
+    if (this.inFlight.get(key) === shared) this.inFlight.delete(key);
+    shared.settle(value);
   }
 
   /** Calls in flight keep their callers, but no call made from now on joins them (a reorg). */

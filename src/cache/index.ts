@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
-import { Coalescer } from './coalesce.js';
+import { Coalescer, type Shared } from './coalesce.js';
 import { heightInText } from '../jsonrpc/hex.js';
 import type { CachePlan } from './plan.js';
 import { RedisLevel } from './redis.js';
@@ -72,6 +72,15 @@ export class ResponseCache {
   /** Identical calls in flight share one `work` and one `then` (see Coalescer.run). */
   coalesce<A, T>(key: string, work: () => Promise<A>, then: (value: A) => T): Promise<T> {
     return this.coalescer.run(key, work, then, this.joined) as Promise<T>;
+  }
+
+  /** Coalescing for a call its caller sends itself (see Coalescer.claim); end it with `settle`. */
+  claim<T>(key: string): Promise<T> | Shared<T> {
+    return this.coalescer.claim(key, this.joined) as Promise<T> | Shared<T>;
+  }
+
+  settle<T>(key: string, shared: Shared<T>, value: T): void {
+    this.coalescer.settle(key, shared as Shared<unknown>, value);
   }
 
   private readonly joined = (): void => this.metrics.recordCoalesced();

@@ -14,12 +14,20 @@ import { broadcast, forward, type Attempted, type ForwardDeps } from '../routing
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { planCache, type CachePlan, type ResponseCache } from '../cache/index.js';
+import type { Shared } from '../cache/coalesce.js';
 import { elementSpan } from '../jsonrpc/scan.js';
 import { heightInText } from '../jsonrpc/hex.js';
 import type { Requirement } from '../routing/select.js';
 import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
 import { mergeLogs, splitLogsRange, type LogsRange } from './logs.js';
+import { Outbound } from './outbound.js';
+
+export { Outbound } from './outbound.js';
+
+/** handle()'s answer for a call it gave to the request's Outbound: its outcome is written to its slot there. */
+export const SENT_TOGETHER = Symbol('sent together');
+type Handled = Outcome | Promise<Outcome> | typeof SENT_TOGETHER;
 
 /** What a request shares among its calls: who asked, and the one head snapshot of the batch. */
 export interface RequestContext {
@@ -70,18 +78,28 @@ export class Pipeline {
   }
 
   /**
-   * One call's outcome. Synchronous when nothing needs waiting for (local answers, refusals,
-   * memory cache hits), so a cached answer costs no promise and no microtask hop.
+   * Where a request's reads that go to the nodes are gathered, to be sent together (outbound.ts):
+   * handle() adds to it, the caller sends it once every call was handled.
    */
-  handle(ctx: RequestContext, call: Call): Outcome | Promise<Outcome> {
+  outbound(ctx: RequestContext, outcomes: unknown[]): Outbound {
+    return new Outbound(this.deps, ctx, outcomes, this.recordCall);
+  }
+
+  /**
+   * One call's outcome. Synchronous when nothing needs waiting for (local answers, refusals,
+   * memory cache hits), so a cached answer costs no promise and no microtask hop. With an
+   * `outbound`, a plain read that goes to a node is added to it and SENT_TOGETHER is returned.
+   */
+  handle(ctx: RequestContext, call: Call, outbound?: Outbound): Handled {
     const started = performance.now();
     const label = this.deps.policy.label(call.method);
-    let outcome: Outcome | Promise<Outcome>;
+    let outcome: Handled;
     try {
-      outcome = this.run(ctx, call, label);
+      outcome = this.run(ctx, call, label, started, outbound);
     } catch (err) {
       outcome = this.crashed(ctx, err, label);
     }
+    if (outcome === SENT_TOGETHER) return outcome;
     if (outcome instanceof Promise) {
       return outcome.then(
         (o) => this.record(label, o, started),
@@ -96,6 +114,8 @@ export class Pipeline {
     return { error: new RpcError('INTERNAL_ERROR') };
   }
 
+  private readonly recordCall = (label: string, outcome: Outcome, started: number): Outcome => this.record(label, outcome, started);
+
   private record(label: string, outcome: Outcome, started: number): Outcome {
     let kind: CallOutcome;
     if (outcome.result !== undefined) kind = outcome.cached ? 'cached' : 'ok';
@@ -105,7 +125,7 @@ export class Pipeline {
     return outcome;
   }
 
-  private run(ctx: RequestContext, call: Call, label: string): Outcome | Promise<Outcome> {
+  private run(ctx: RequestContext, call: Call, label: string, started = 0, outbound?: Outbound): Handled {
     const d = this.deps;
     const resolved = d.policy.resolve(call.method);
     if (resolved === null) return { error: rpcErrors.methodNotFound(call.method) };
@@ -138,7 +158,7 @@ export class Pipeline {
       const split = splitLogsRange(res.params, spec.filterObject, d.logs);
       if (split instanceof RpcError) return { error: split };
       // Each chunk is a call of its own (its params text is made from its params, not the client's).
-      if (split !== null) return Promise.all(split.map((params) => this.run(ctx, { ...call, params, paramsText: undefined }, label))).then(mergeLogs);
+      if (split !== null) return Promise.all(split.map((params) => this.run(ctx, { ...call, params, paramsText: undefined }, label) as Outcome | Promise<Outcome>)).then(mergeLogs);
     }
     if (raw !== undefined && d.broadcastTransactions) {
       return broadcast(d, { method: call.method, label, paramsJson: paramsText(call, spec, res), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
@@ -147,13 +167,46 @@ export class Pipeline {
     const proves = spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending');
     const cacheable = spec.handling === 'read' && !resolved.extension && spec.capability !== 'debug';
     const plan = cacheable ? planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized }) : null;
-    if (plan === null) return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
+    const together = outbound !== undefined && spec.handling === 'read' && spec.nullMayLag !== true && raw === undefined;
+    if (plan === null)
+      return together
+        ? this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan, started)
+        : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
     const hit = d.cache.lookup(plan);
     if (hit instanceof Promise) {
       return hit.then((h) => (h !== undefined ? { result: h, cached: true } : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan)));
     }
     if (hit !== undefined) return { result: hit, cached: true };
+    if (together) return this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan, started);
     return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
+  }
+
+  /**
+   * A plain read for the request's Outbound: shared with an identical call in flight when there is
+   * one (its promise is the outcome), else claimed for sharing and added to be sent together.
+   */
+  private addOutbound(
+    outbound: Outbound,
+    call: Call,
+    label: string,
+    spec: MethodSpec,
+    res: Resolution,
+    requirement: Requirement,
+    cacheable: boolean,
+    plan: CachePlan | null,
+    started: number,
+  ): Handled {
+    const d = this.deps;
+    const paramsJson = paramsText(call, spec, res);
+    let shared: { key: string; entry: Shared<Outcome> } | undefined;
+    if (cacheable) {
+      const key = plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
+      const claimed = d.cache.claim<Outcome>(key);
+      if (claimed instanceof Promise) return claimed;
+      shared = { key, entry: claimed };
+    }
+    outbound.add({ index: call.index, method: call.method, label, paramsJson, requirement, started, plan, gen: d.cache.generation, shared });
+    return SENT_TOGETHER;
   }
 
   /** The call goes to a node: shared with identical calls in flight, stored when its plan allows. */

@@ -131,8 +131,9 @@ export function forward(deps: ForwardDeps, call: ForwardCall): Promise<Attempted
 /**
  * The attempts from `p.attempt` on. Written with then() rather than async/await: on the miss path
  * every call of a batch passes here, and each async frame is a promise and a microtask hop more.
+ * Also how a call sent together with others (pipeline/outbound.ts) goes on after its first attempt.
  */
-function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Promise<Attempted> {
+export function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Promise<Attempted> {
   if (p.attempt >= deps.maxAttempts) return Promise.resolve(exhausted(p));
   const remaining = call.deadline - deps.fleet.now();
   if (remaining <= 0) {

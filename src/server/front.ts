@@ -11,7 +11,7 @@ import type { Concurrency } from '../limits/concurrency.js';
 import { limitKey } from '../limits/cidrs.js';
 import type { Admission, Identity, RateLimits } from '../limits/rate.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
-import type { Pipeline, SubscriptionSession } from '../pipeline/index.js';
+import { SENT_TOGETHER, type Pipeline, type SubscriptionSession } from '../pipeline/index.js';
 
 export interface FrontResult {
   status: number;
@@ -114,6 +114,9 @@ export class Front {
     try {
       const ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
       const outcomes: (Outcome | Promise<Outcome> | undefined)[] = new Array(slots.length);
+      // A batch's reads that go to a node are gathered and sent together once every call was
+      // handled (a lone call is sent as it comes, joining other requests' calls in the micro-batcher).
+      const outbound = slots.length > 1 ? d.pipeline.outbound(ctx, outcomes) : undefined;
       let waiting = false;
       for (let i = 0; i < slots.length; i++) {
         const s = slots[i]!;
@@ -121,10 +124,12 @@ export class Front {
         const wait = refused?.get(s.call.index);
         const refusal = wait === undefined ? undefined : rateRefusal(wait);
         if (refusal !== undefined) d.metrics.recordRefused(d.pipeline.label(s.call.method), refusal.reason);
-        const o = refusal !== undefined ? { error: refusal } : d.pipeline.handle(ctx, s.call);
+        const o = refusal !== undefined ? { error: refusal } : d.pipeline.handle(ctx, s.call, outbound);
+        if (o === SENT_TOGETHER) continue;
         if (o instanceof Promise) waiting = true;
         outcomes[i] = o;
       }
+      const sent = outbound === undefined ? null : outbound.send();
       const finish = (done: readonly (Outcome | undefined)[]): FrontResult => {
         release();
         let errors = 0;
@@ -143,8 +148,10 @@ export class Front {
         const upstreams = ctx.trail.length === 0 ? NONE : [...new Set(ctx.trail)];
         return { status: 200, body: writeBody(batch, texts), calls: slots.length, methods, upstreams, errors };
       };
-      if (!waiting) return finish(outcomes as (Outcome | undefined)[]);
-      return Promise.all(outcomes).then(finish, (err: unknown) => {
+      if (!waiting && sent === null) return finish(outcomes as (Outcome | undefined)[]);
+      // The calls sent together write their slots before `sent` resolves.
+      const all = !waiting ? sent!.then(() => outcomes as (Outcome | undefined)[]) : sent === null ? Promise.all(outcomes) : sent.then(() => Promise.all(outcomes));
+      return all.then(finish, (err: unknown) => {
         release();
         throw err;
       });

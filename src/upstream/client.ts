@@ -40,7 +40,22 @@ export interface UpstreamClient {
    * traffic: a node that answers polls but fails every routed call must stay open until cooldown).
    */
   call(method: string, paramsJson: string, timeoutMs: number, opts?: { probe?: boolean }): Promise<CallTiming>;
+  /**
+   * Sends these calls in one exchange now (a batch, up to maxBatchSize calls), bypassing the
+   * micro-batcher: a verdict per call, in order, and the exchange's time. Never throws.
+   */
+  callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming>;
   close(): Promise<void>;
+}
+
+export interface OutgoingCall {
+  method: string;
+  paramsJson: string;
+}
+
+export interface ManyTiming {
+  verdicts: Verdict[];
+  ms: number;
 }
 
 export interface ClientOptions {
@@ -133,6 +148,45 @@ export class HttpUpstreamClient implements UpstreamClient {
     });
   }
 
+  callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming> {
+    const n = calls.length;
+    const started = performance.now();
+    const first = this.nextId;
+    this.nextId += n;
+    this.inFlight += n;
+    this.calls += n;
+    let body = '[';
+    for (let k = 0; k < n; k++) {
+      const c = calls[k]!;
+      this.breaker.begin();
+      body += `${k === 0 ? '' : ','}{"jsonrpc":"2.0","id":${first + k},"method":${JSON.stringify(c.method)},"params":${c.paramsJson}}`;
+    }
+    return postJson(this.dispatcher, this.target, `${body}]`, Math.max(1, timeoutMs))
+      .then(
+        ({ status, text }) => classifyBatch(status, text),
+        (err: unknown) => classifyTransport(err),
+      )
+      .then((read) => {
+        const ms = performance.now() - started;
+        this.inFlight -= n;
+        // The node does not take batches: the calls go one by one, counted there.
+        if (read === null) {
+          this.calls -= n;
+          return Promise.all(calls.map((c) => this.call(c.method, c.paramsJson, Math.max(1, started + timeoutMs - performance.now())))).then((each) => ({
+            verdicts: each.map((t) => t.verdict),
+            ms: performance.now() - started,
+          }));
+        }
+        const verdicts: Verdict[] = new Array(n);
+        for (let k = 0; k < n; k++) {
+          const v = read instanceof Map ? (read.get(first + k) ?? MISSING) : read;
+          verdicts[k] = v;
+          this.settle(v, ms, true);
+        }
+        return { verdicts, ms };
+      });
+  }
+
   private readonly flush = (): void => {
     const queue = this.queue;
     this.queue = [];
@@ -193,14 +247,19 @@ export class HttpUpstreamClient implements UpstreamClient {
     p.done = true;
     this.inFlight--;
     const ms = performance.now() - p.started;
+    this.settle(verdict, ms, p.passive);
+    p.resolve({ verdict, ms });
+  }
+
+  /** What one answered call teaches: failures, the latency average, the breaker (routed calls only). */
+  private settle(verdict: Verdict, ms: number, passive: boolean): void {
     if (verdict.kind === 'retry' && verdict.health) {
       this.failures++;
-      if (p.passive) this.breaker.failure();
+      if (passive) this.breaker.failure();
     } else {
       this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
-      if (p.passive) this.breaker.success();
+      if (passive) this.breaker.success();
     }
-    p.resolve({ verdict, ms });
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,7 @@
  * Refuses: choosing nodes (routing/), tracking heads across the fleet (fleet.ts).
  */
 import type { UpstreamConfig } from '../config/schema.js';
-import type { CallTiming, UpstreamClient } from './client.js';
+import type { CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from './client.js';
 import type { Breaker } from './health.js';
 
 export type { CallTiming } from './client.js';
@@ -93,6 +93,10 @@ export class Upstream {
 
   call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
     return this.client.call(method, paramsJson, timeoutMs, opts);
+  }
+
+  callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming> {
+    return this.client.callMany(calls, timeoutMs);
   }
 
   /** Routable at all: reachable, right chain, plausible head, breaker lets calls through, not being removed. */

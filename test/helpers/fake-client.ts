@@ -3,7 +3,7 @@
  * routing and fleet logic without a network: figures are set by hand and answers are scripted.
  */
 import { upstreamSchema, type UpstreamConfig } from '../../src/config/schema.js';
-import type { CallTiming, UpstreamClient } from '../../src/upstream/client.js';
+import type { CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from '../../src/upstream/client.js';
 import type { Verdict } from '../../src/upstream/classify.js';
 import { Breaker } from '../../src/upstream/health.js';
 
@@ -40,6 +40,12 @@ export class FakeClient implements UpstreamClient {
     const a = this.answers.length > 1 ? this.answers.shift()! : this.answers[0]!;
     const verdict = typeof a === 'function' ? await a(c) : a;
     return { verdict, ms: 1 };
+  }
+
+  /** Calls sent together are scripted like calls sent one by one, in order. */
+  async callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming> {
+    const each = await Promise.all(calls.map((c) => this.call(c.method, c.paramsJson, timeoutMs)));
+    return { verdicts: each.map((t) => t.verdict), ms: 1 };
   }
 
   async close(): Promise<void> {}

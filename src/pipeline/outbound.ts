@@ -1,0 +1,196 @@
+/**
+ * The reads of one request that go to the nodes, sent together: calls with the same routing
+ * requirement leave in one exchange per chosen node (a batch of up to its maxBatchSize), with one
+ * promise per exchange instead of a promise chain per call. A call whose answer is not a result
+ * goes on through forward()'s attempts from there (failover, waits, the last node error), exactly
+ * as a call sent alone. A lone read, and reads no node can take right now, are sent alone
+ * (forward(), where the micro-batcher joins them with other requests' calls).
+ * Refuses: what is sent together (pipeline/index.ts decides: plain reads, never a null that may
+ * mean a lagging node), and the shapes of exchanges (upstream/client.ts).
+ */
+import type { Logger } from 'pino';
+import type { Shared } from '../cache/coalesce.js';
+import type { CachePlan, ResponseCache } from '../cache/index.js';
+import { RpcError } from '../jsonrpc/errors.js';
+import type { Outcome } from '../jsonrpc/response.js';
+import { attempt, forward, interpretVerdict, type Attempted, type ForwardCall, type ForwardDeps, type Progress } from '../routing/forward.js';
+import { choose, eligible, type Requirement } from '../routing/select.js';
+import type { Verdict } from '../upstream/classify.js';
+import type { Upstream } from '../upstream/node.js';
+
+/** One read waiting to be sent: what forward() needs, where its outcome goes, what to store. */
+export interface OutboundCall {
+  /** The call's slot in the request. */
+  index: number;
+  method: string;
+  label: string;
+  paramsJson: string;
+  requirement: Requirement;
+  /** performance.now() when the call was taken up (its latency metric). */
+  started: number;
+  plan: CachePlan | null;
+  /** The cache generation the call was made under (store() drops answers from before a reorg). */
+  gen: number;
+  /** The coalescing claim other identical calls may have joined, ended with the outcome. */
+  shared?: { key: string; entry: Shared<Outcome> };
+  finished?: boolean;
+}
+
+export interface OutboundDeps extends ForwardDeps {
+  cache: ResponseCache;
+}
+
+interface Context {
+  head: number;
+  deadline: number;
+  trail: string[];
+  log: Logger;
+}
+
+/** Records a finished call (metrics) and hands back its outcome. */
+type Record = (label: string, outcome: Outcome, started: number) => Outcome;
+
+const NONE: readonly Upstream[] = [];
+
+export class Outbound {
+  private readonly calls: OutboundCall[] = [];
+
+  constructor(
+    private readonly deps: OutboundDeps,
+    private readonly ctx: Context,
+    /** The request's outcomes by slot: each call's is written there when it is known. */
+    private readonly outcomes: unknown[],
+    private readonly record: Record,
+  ) {}
+
+  add(call: OutboundCall): void {
+    this.calls.push(call);
+  }
+
+  /** Sends what was added; resolves once every one of those calls has its outcome. Null: nothing to send. */
+  send(): Promise<void> | null {
+    const calls = this.calls;
+    if (calls.length === 0) return null;
+    let all: Promise<void>;
+    if (calls.length === 1) all = this.alone(calls[0]!);
+    else {
+      const waits: Promise<void>[] = [];
+      for (const group of byRequirement(calls)) this.sendGroup(group, waits);
+      all = waits.length === 1 ? waits[0]! : Promise.all(waits).then(noop);
+    }
+    return all.catch((err: unknown) => this.crashed(err));
+  }
+
+  /** One requirement's calls, in exchanges of up to the chosen node's batch size. */
+  private sendGroup(group: OutboundCall[], waits: Promise<void>[]): void {
+    const { deps, ctx } = this;
+    const req = group[0]!.requirement;
+    let next = 0;
+    while (next < group.length) {
+      const candidates = eligible(deps.fleet, req, NONE);
+      const remaining = ctx.deadline - deps.fleet.now();
+      const u = typeof candidates === 'string' ? null : choose(candidates, req.stickyKey);
+      // No node now, no time left, or a breaker trying a node out: each call on its own way.
+      if (u === null || remaining <= 0 || u.breaker.state !== 'closed') {
+        for (; next < group.length; next++) waits.push(this.alone(group[next]!));
+        return;
+      }
+      const chunk = group.slice(next, next + u.config.maxBatchSize);
+      next += chunk.length;
+      if (chunk.length === 1) {
+        waits.push(this.alone(chunk[0]!));
+        continue;
+      }
+      ctx.trail.push(u.name);
+      const before = u.breaker.state;
+      waits.push(
+        u.callMany(chunk, Math.min(deps.upstreamTimeoutMs, remaining)).then(({ verdicts, ms }) => {
+          const after = u.breaker.state;
+          if (after !== before) ctx.log.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
+          return this.answered(u, chunk, verdicts, ms);
+        }),
+      );
+    }
+  }
+
+  /** An exchange's verdicts: results are done; anything else goes on as forward() would go on. */
+  private answered(u: Upstream, chunk: readonly OutboundCall[], verdicts: readonly Verdict[], ms: number): Promise<void> | undefined {
+    const { deps } = this;
+    let later: Promise<void>[] | undefined;
+    for (let k = 0; k < chunk.length; k++) {
+      const call = chunk[k]!;
+      const verdict = verdicts[k]!;
+      deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
+      if (verdict.kind === 'result') {
+        this.done(call, { outcome: { result: verdict.result }, upstream: u });
+        continue;
+      }
+      const fc = this.forwardCall(call);
+      const progress: Progress = { tried: [u], attempt: 0, waited: 0, lastReason: '' };
+      const answer = interpretVerdict(deps, fc, progress, u, verdict, ms);
+      if (answer !== null) {
+        this.done(call, answer);
+        continue;
+      }
+      progress.attempt++;
+      (later ??= []).push(attempt(deps, fc, progress).then((a) => this.done(call, a)));
+    }
+    return later === undefined ? undefined : Promise.all(later).then(noop);
+  }
+
+  private alone(call: OutboundCall): Promise<void> {
+    return forward(this.deps, this.forwardCall(call)).then((a) => this.done(call, a));
+  }
+
+  private forwardCall(call: OutboundCall): ForwardCall {
+    const { ctx } = this;
+    return {
+      method: call.method,
+      label: call.label,
+      paramsJson: call.paramsJson,
+      requirement: call.requirement,
+      deadline: ctx.deadline,
+      head: ctx.head,
+      trail: ctx.trail,
+      log: ctx.log,
+    };
+  }
+
+  /** The call's outcome: stored when its plan allows, given to the calls that joined it, recorded. */
+  private done(call: OutboundCall, { outcome }: Attempted): void {
+    if (call.finished) return;
+    call.finished = true;
+    const { cache, fleet } = this.deps;
+    if (call.plan !== null && outcome.result !== undefined) cache.store(call.plan, outcome.result, call.gen, fleet.finalized);
+    this.finish(call, outcome);
+  }
+
+  private finish(call: OutboundCall, outcome: Outcome): void {
+    call.finished = true;
+    if (call.shared !== undefined) this.deps.cache.settle(call.shared.key, call.shared.entry, outcome);
+    this.outcomes[call.index] = this.record(call.label, outcome, call.started);
+  }
+
+  /** A fault inside this code: every call not yet answered gets -32603, and so do the calls that joined it. */
+  private crashed(err: unknown): void {
+    this.ctx.log.error({ err }, 'calls sent together failed inside the pipeline');
+    for (const call of this.calls) if (!call.finished) this.finish(call, { error: new RpcError('INTERNAL_ERROR') });
+  }
+}
+
+/** The calls grouped by equal requirement, each group in request order. */
+function byRequirement(calls: readonly OutboundCall[]): OutboundCall[][] {
+  const groups: OutboundCall[][] = [];
+  for (const call of calls) {
+    const group = groups.find((g) => sameRequirement(g[0]!.requirement, call.requirement));
+    if (group === undefined) groups.push([call]);
+    else group.push(call);
+  }
+  return groups;
+}
+
+function sameRequirement(a: Requirement, b: Requirement): boolean {
+  return a.minHead === b.minHead && a.maxLag === b.maxLag && a.capability === b.capability && a.stickyKey === b.stickyKey;
+}
+
+function noop(): void {}
