@@ -79,17 +79,36 @@ export function parseBody(text: string, maxBatchSize: number): ParsedBody {
   return { kind: 'calls', batch: true, slots };
 }
 
+/**
+ * The shape nearly every client sends: compact, members in this order, an integer or plain string
+ * id, params last. Matched at the start of a request (JSON.parse has validated the text), it finds
+ * the id and params text without walking the members one by one. The id's quotes exclude `"`, so
+ * the id ends where `,"method":` begins; the method has no escape, so the parsed name is its text.
+ */
+const PLAIN_CALL = /\{"jsonrpc":"2\.0","id":(?:-?\d+|"[^"\\]*"),"method":"[^"\\]*","params":/y;
+const ID_AT = '{"jsonrpc":"2.0","id":'.length;
+
 /** The slot for the element that starts at `start` (parsed as `value`), and the index just past it. */
 function toSlot(text: string, start: number, value: unknown, index: number): { slot: Slot; end: number } {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return { slot: { id: 'null', error: new RpcError('INVALID_REQUEST') }, end: skipValue(text, start) };
   }
+  PLAIN_CALL.lastIndex = start;
+  if (PLAIN_CALL.test(text)) {
+    const paramsStart = PLAIN_CALL.lastIndex;
+    const paramsEnd = skipValue(text, paramsStart);
+    // Params are the last member only if the object closes right after their value.
+    if (text.charCodeAt(paramsEnd) === 0x7d) {
+      const idSpan = { start: start + ID_AT, end: text.indexOf(',"method":', start + ID_AT) };
+      const end = paramsEnd + 1;
+      return { slot: checkCall(text, { start, end }, value as Record<string, unknown>, idSpan, { start: paramsStart, end: paramsEnd }, index), end };
+    }
+  }
   const { members: raw, end } = objectAt(text, start, MEMBERS);
-  return { slot: checkCall(text, { start, end }, value as Record<string, unknown>, raw, index), end };
+  return { slot: checkCall(text, { start, end }, value as Record<string, unknown>, raw.get('id'), raw.get('params'), index), end };
 }
 
-function checkCall(text: string, span: Span, obj: Record<string, unknown>, raw: Map<string, Span>, index: number): Slot {
-  const idSpan = raw.get('id');
+function checkCall(text: string, span: Span, obj: Record<string, unknown>, idSpan: Span | undefined, paramsSpan: Span | undefined, index: number): Slot {
   let id: string | undefined;
   if (idSpan) {
     const idValue = obj.id;
@@ -113,7 +132,6 @@ function checkCall(text: string, span: Span, obj: Record<string, unknown>, raw: 
   }
   if (obj.params === undefined) return { call: { index, id, method: obj.method, params: [] } };
   if (!Array.isArray(obj.params)) return { call: { index, id, method: obj.method, params: [], paramsNotArray: true } };
-  const paramsSpan = raw.get('params');
   const paramsText = paramsSpan === undefined ? undefined : text.slice(paramsSpan.start, paramsSpan.end);
   return { call: { index, id, method: obj.method, params: obj.params, paramsText } };
 }

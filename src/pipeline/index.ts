@@ -198,14 +198,15 @@ export class Pipeline {
   ): Handled {
     const d = this.deps;
     const paramsJson = paramsText(call, spec, res);
-    let shared: { key: string; entry: Shared<Outcome> } | undefined;
+    let shared: Shared<Outcome> | undefined;
+    let key: string | undefined;
     if (cacheable) {
-      const key = plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
+      key = plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
       const claimed = d.cache.claim<Outcome>(key);
       if (claimed instanceof Promise) return claimed;
-      shared = { key, entry: claimed };
+      shared = claimed;
     }
-    outbound.add({ index: call.index, method: call.method, label, paramsJson, requirement, started, plan, gen: d.cache.generation, shared });
+    outbound.add({ index: call.index, method: call.method, label, paramsJson, requirement, started, plan, gen: d.cache.generation, shared, key });
     return SENT_TOGETHER;
   }
 

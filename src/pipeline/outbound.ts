@@ -31,8 +31,9 @@ export interface OutboundCall {
   plan: CachePlan | null;
   /** The cache generation the call was made under (store() drops answers from before a reorg). */
   gen: number;
-  /** The coalescing claim other identical calls may have joined, ended with the outcome. */
-  shared?: { key: string; entry: Shared<Outcome> };
+  /** The coalescing claim (and its key) other identical calls may have joined, ended with the outcome. */
+  shared?: Shared<Outcome>;
+  key?: string;
   finished?: boolean;
 }
 
@@ -167,7 +168,7 @@ export class Outbound {
 
   private finish(call: OutboundCall, outcome: Outcome): void {
     call.finished = true;
-    if (call.shared !== undefined) this.deps.cache.settle(call.shared.key, call.shared.entry, outcome);
+    if (call.shared !== undefined) this.deps.cache.settle(call.key!, call.shared, outcome);
     this.outcomes[call.index] = this.record(call.label, outcome, call.started);
   }
 

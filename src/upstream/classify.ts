@@ -4,7 +4,7 @@
  * failure to retry elsewhere (and whether it counts against the node's health).
  * Refuses: retry policy itself (routing/forward.ts) and breaker bookkeeping (upstream/health.ts).
  */
-import { arrayElements, objectMembers, skipValue, type Span } from '../jsonrpc/scan.js';
+import { objectMembers, skipValue, skipWs, type Span } from '../jsonrpc/scan.js';
 
 export type Verdict =
   /** A usable answer: `result` raw text. */
@@ -43,13 +43,36 @@ export function classifyBatch(status: number, body: string): Map<number, Verdict
   if ('kind' in read) return read;
   const parsed = read.parsed;
   if (!Array.isArray(parsed)) return null;
-  const spans = arrayElements(body);
   const out = new Map<number, Verdict>();
-  parsed.forEach((el: unknown, i) => {
+  // One walk over the elements: a plain answer's end is found from its result, others are skipped whole.
+  let i = skipWs(body, skipWs(body, 0) + 1); // past '['
+  for (const el of parsed as unknown[]) {
+    const plain = plainResult(body, i);
+    const end = plain === null ? skipValue(body, i) : plain.end + 1;
     const id = (el as { id?: unknown } | null)?.id;
-    if (typeof id === 'number') out.set(id, classifyResponse(body, spans[i]!, el));
-  });
+    if (typeof id === 'number') {
+      out.set(id, plain !== null && isAnswer(el) ? { kind: 'result', result: body.slice(plain.start, plain.end) } : classifyResponse(body, { start: i, end }, el));
+    }
+    i = skipWs(body, skipWs(body, end) + 1); // past ','
+  }
   return out;
+}
+
+/** A parsed element with no error member (its result, if the plain shape matched, is its answer). */
+function isAnswer(el: unknown): boolean {
+  return el !== null && typeof el === 'object' && (el as { error?: unknown }).error === undefined;
+}
+
+/**
+ * The span of the result of the plain-shaped answer starting at `start`, when the object closes
+ * right after it (so the result is its last member); null for any other shape.
+ */
+function plainResult(text: string, start: number): Span | null {
+  PLAIN_ANSWER.lastIndex = start;
+  if (!PLAIN_ANSWER.test(text)) return null;
+  const from = PLAIN_ANSWER.lastIndex;
+  const end = skipValue(text, from);
+  return text.charCodeAt(end) === 0x7d ? { start: from, end } : null;
 }
 
 /** The body as JSON, or the verdict when the status or the body already says the node failed. */
