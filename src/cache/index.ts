@@ -8,6 +8,7 @@ import { Coalescer, type Shared } from './coalesce.js';
 import { heightInText } from '../jsonrpc/hex.js';
 import type { CachePlan } from './plan.js';
 import { RedisLevel } from './redis.js';
+import { hash } from '../routing/select.js';
 import { RedisConnections } from '../redis/connections.js';
 import { MemoryStore } from './store.js';
 
@@ -45,6 +46,7 @@ export class ResponseCache {
   /** Synchronous unless the memory level misses and Redis must be asked. */
   lookup(plan: CachePlan): string | undefined | Promise<string | undefined> {
     const value = this.memory.get(plan.key, plan.cls, plan.head);
+    if (value === undefined && plan.secondMiss) this.memory.missed((plan.keyHash ??= hash(plan.key)), plan.head);
     if (value === undefined && this.redis !== null && plan.cls !== 'head') return this.lookupShared(plan);
     this.metrics.recordCacheLookup(plan.cls, value !== undefined);
     return value;
@@ -65,7 +67,7 @@ export class ResponseCache {
       if (block === null || block > finalized) return;
     }
     const cls = plan.cls === 'tx' ? 'immutable' : plan.cls;
-    this.memory.set(plan.key, value, cls, gen, plan.head);
+    this.memory.set(plan.key, value, cls, gen, plan.head, plan.secondMiss ? (plan.keyHash ??= hash(plan.key)) : undefined);
     if (cls === 'immutable') this.redis?.set(plan.key, value);
   }
 

@@ -23,6 +23,13 @@ export interface CachePlan {
   shareKey: string;
   /** The head snapshot the plan was made under: a head-scoped entry is looked up in that head's table. */
   head: number;
+  /**
+   * A head-scoped answer with a key of its own per address or call (not a fee read, one key per
+   * head): kept only when its key misses a second time within the head (store.ts).
+   */
+  secondMiss: boolean;
+  /** The key's hash, for the miss sets; worked out once, at the first lookup or store that needs it. */
+  keyHash?: number;
 }
 
 export interface ChainView {
@@ -105,5 +112,5 @@ export function planCache(method: string, spec: MethodSpec, params: readonly unk
   if (cls === null) return null;
   const text = canonical(params);
   const key = `${method}:${text}`;
-  return { key, cls, shareKey: headBound ? `${method}@${view.head}:${text}` : key, head: view.head };
+  return { key, cls, shareKey: headBound ? `${method}@${view.head}:${text}` : key, head: view.head, secondMiss: cls === 'head' && spec.cache !== 'head' };
 }

@@ -20,6 +20,12 @@ import type { CacheClass } from './plan.js';
 const ENTRY_OVERHEAD = 256;
 
 /**
+ * Bits of each miss set (128 KiB): with 50,000 distinct keys missed in one block, about 5% of them
+ * share a bit with an earlier one and count as asked again, which costs only their keeping.
+ */
+const MISS_BITS = 1 << 20;
+
+/**
  * A copy of `s` that owns its characters. Answers are slices of the node's response text (for a
  * batch, of the whole batch), and a V8 slice keeps its parent alive: a cached 10-byte balance
  * would otherwise pin a 100 kB batch response and the byte bound would be fiction. Keys need no
@@ -67,6 +73,19 @@ export class MemoryStore {
         : null;
   }
 
+  /**
+   * Which head-scoped keys were looked up and missed at head `missesAt`: a bit per key hash in
+   * `once`, and in `again` when it missed a second time (or was asked again while its first call
+   * was in flight). An answer whose plan asks for a second miss is kept only when its `again` bit
+   * is set: a read asked once per block (a scan over many addresses) never enters the table, where
+   * it would be pure cost (a key, an owned copy and a table slot that outlive the young
+   * generation), while a read asked again within the block is kept, and identical calls arriving
+   * together are kept from their shared answer (the second one missed while the first was out).
+   */
+  private missesAt = -1;
+  private readonly once = new Uint32Array(MISS_BITS / 32);
+  private readonly again = new Uint32Array(MISS_BITS / 32);
+
   get generation(): number {
     return this.gen;
   }
@@ -81,7 +100,8 @@ export class MemoryStore {
    * `gen` is the generation the answer was fetched under: a reorg meanwhile makes a head-scoped
    * answer stale on arrival. `head` is the head a head-scoped answer was fetched for.
    */
-  set(key: string, value: string, cls: CacheClass, gen: number, head = -1): void {
+  /** `keyHash`: the answer is kept only when its key missed twice at `head` (see `missed`). */
+  set(key: string, value: string, cls: CacheClass, gen: number, head = -1, keyHash?: number): void {
     if (this.lru === null) return;
     if (cls !== 'head') {
       this.lru.set(key, own(value));
@@ -89,10 +109,31 @@ export class MemoryStore {
     }
     if (gen !== this.gen || head < this.headAt) return;
     if (head > this.headAt) this.dropHead(head);
+    if (keyHash !== undefined && !this.missedAgain(keyHash, head)) return;
     const size = entrySize(value, key);
     if (size > this.maxEntry || this.headBytes + size > this.headMax || this.head.has(key)) return;
     this.head.set(key, own(value));
     this.headBytes += size;
+  }
+
+  /** A head-scoped lookup of the key with this hash missed at `head`. */
+  missed(keyHash: number, head: number): void {
+    if (head < this.missesAt) return;
+    if (head > this.missesAt) this.forgetMisses(head);
+    const bit = 1 << (keyHash & 31);
+    const word = (keyHash & (MISS_BITS - 1)) >>> 5;
+    if ((this.once[word]! & bit) === 0) this.once[word]! |= bit;
+    else this.again[word]! |= bit;
+  }
+
+  private missedAgain(keyHash: number, head: number): boolean {
+    return head === this.missesAt && (this.again[(keyHash & (MISS_BITS - 1)) >>> 5]! & (1 << (keyHash & 31))) !== 0;
+  }
+
+  private forgetMisses(head: number): void {
+    this.once.fill(0);
+    this.again.fill(0);
+    this.missesAt = head;
   }
 
   private dropHead(next: number): void {
@@ -105,6 +146,7 @@ export class MemoryStore {
   dropUnfinalized(): void {
     this.gen++;
     this.dropHead(-1);
+    this.forgetMisses(-1);
   }
 
   stats(): StoreStats {

@@ -106,7 +106,7 @@ t.test('a finalized entry filled by one instance is a hit for the other; Redis d
     };
     const [c186, c186b, c187] = [make(186), make(186), make(187)];
     const key = `eth_getBlockByNumber:["0x1",false,"${Date.now()}"]`;
-    const plan = { key, cls: 'immutable' as const, shareKey: key, head: 0 };
+    const plan = { key, cls: 'immutable' as const, shareKey: key, head: 0, secondMiss: false };
     await waitFor('the three caches connected', async () => [c186, c186b, c187].every((c) => (c.stats().redis as { ready: boolean }).ready));
     const keysBefore = await probe.dbsize();
     c186.store(plan, '{"hash":"0xaa"}', c186.generation, 0);
