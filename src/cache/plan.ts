@@ -37,10 +37,13 @@ export interface ChainView {
   finalized: number;
 }
 
+/** Hex text already in lower case (most of it): quoted as it is, no lower-cased copy made. */
+const LOWER_HEX = /^0x[0-9a-f]*$/;
+
 /** JSON with sorted keys and lower-cased hex, so equivalent calls share one entry. */
 export function canonical(v: unknown): string {
   // Hex text needs no escaping: quoted as is, without JSON.stringify.
-  if (typeof v === 'string') return isHexText(v) ? `"${v.toLowerCase()}"` : JSON.stringify(v);
+  if (typeof v === 'string') return LOWER_HEX.test(v) ? `"${v}"` : isHexText(v) ? `"${v.toLowerCase()}"` : JSON.stringify(v);
   if (Array.isArray(v)) {
     // A loop of concatenations: no intermediate array per level (this runs for every cacheable call).
     let out = '[';

@@ -93,9 +93,19 @@ export function arrayElements(text: string, limit = Number.POSITIVE_INFINITY): S
   return out;
 }
 
-/** The span of the top-level array's element `index`: the walk stops there. */
+/** The span of the top-level array's element `index`: the walk stops there (nothing kept of the others). */
 export function elementSpan(text: string, index: number): Span | undefined {
-  return arrayElements(text, index + 1)[index];
+  let i = skipWs(text, 0);
+  if (text.charCodeAt(i) !== 0x5b) return undefined;
+  i = skipWs(text, i + 1);
+  if (text.charCodeAt(i) === 0x5d) return undefined;
+  for (let k = 0; ; k++) {
+    const end = skipValue(text, i);
+    if (k === index) return { start: i, end };
+    i = skipWs(text, end);
+    if (text.charCodeAt(i) !== 0x2c) return undefined;
+    i = skipWs(text, i + 1);
+  }
 }
 
 /**

@@ -13,7 +13,7 @@ import type { Shared } from '../cache/coalesce.js';
 import type { CachePlan, ResponseCache } from '../cache/index.js';
 import { RpcError } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
-import { attempt, forward, interpretVerdict, type Attempted, type ForwardCall, type ForwardDeps, type Progress } from '../routing/forward.js';
+import { attempt, forward, interpretVerdict, type ForwardCall, type ForwardDeps, type Progress } from '../routing/forward.js';
 import { choose, eligible, type Requirement } from '../routing/select.js';
 import type { Verdict } from '../upstream/classify.js';
 import type { Upstream } from '../upstream/node.js';
@@ -123,24 +123,24 @@ export class Outbound {
       const verdict = verdicts[k]!;
       deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
       if (verdict.kind === 'result') {
-        this.done(call, { outcome: { result: verdict.result }, upstream: u });
+        this.done(call, { result: verdict.result });
         continue;
       }
       const fc = this.forwardCall(call);
       const progress: Progress = { tried: [u], attempt: 0, waited: 0, lastReason: '' };
       const answer = interpretVerdict(deps, fc, progress, u, verdict, ms);
       if (answer !== null) {
-        this.done(call, answer);
+        this.done(call, answer.outcome);
         continue;
       }
       progress.attempt++;
-      (later ??= []).push(attempt(deps, fc, progress).then((a) => this.done(call, a)));
+      (later ??= []).push(attempt(deps, fc, progress).then((a) => this.done(call, a.outcome)));
     }
     return later === undefined ? undefined : Promise.all(later).then(noop);
   }
 
   private alone(call: OutboundCall): Promise<void> {
-    return forward(this.deps, this.forwardCall(call)).then((a) => this.done(call, a));
+    return forward(this.deps, this.forwardCall(call)).then((a) => this.done(call, a.outcome));
   }
 
   private forwardCall(call: OutboundCall): ForwardCall {
@@ -158,7 +158,7 @@ export class Outbound {
   }
 
   /** The call's outcome: stored when its plan allows, given to the calls that joined it, recorded. */
-  private done(call: OutboundCall, { outcome }: Attempted): void {
+  private done(call: OutboundCall, outcome: Outcome): void {
     if (call.finished) return;
     call.finished = true;
     const { cache, fleet } = this.deps;

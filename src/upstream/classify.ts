@@ -41,21 +41,41 @@ export function classifyHttp(status: number, body: string): Verdict {
 export function classifyBatch(status: number, body: string): Map<number, Verdict> | Verdict | null {
   const read = readBody(status, body);
   if ('kind' in read) return read;
-  const parsed = read.parsed;
-  if (!Array.isArray(parsed)) return null;
+  if (!Array.isArray(read.parsed)) return null;
   const out = new Map<number, Verdict>();
-  // One walk over the elements: a plain answer's end is found from its result, others are skipped whole.
+  walkBatch(body, read.parsed, (id, verdict) => out.set(id, verdict));
+  return out;
+}
+
+/**
+ * classifyBatch for a batch whose ids run from `first` to `first + n - 1`: the verdicts in that
+ * order (a call the answer left out gets `missing`), with no table by id.
+ */
+export function classifyBatchInOrder(status: number, body: string, first: number, n: number, missing: Verdict): Verdict[] | Verdict | null {
+  const read = readBody(status, body);
+  if ('kind' in read) return read;
+  if (!Array.isArray(read.parsed)) return null;
+  const out: Verdict[] = new Array(n).fill(missing);
+  walkBatch(body, read.parsed, (id, verdict) => {
+    const k = id - first;
+    if (k >= 0 && k < n) out[k] = verdict;
+  });
+  return out;
+}
+
+/** Each element of a parsed batch answer with a numeric id, and its verdict: one walk over the text. */
+function walkBatch(body: string, parsed: unknown[], visit: (id: number, verdict: Verdict) => void): void {
+  // A plain answer's end is found from its result; other elements are skipped whole.
   let i = skipWs(body, skipWs(body, 0) + 1); // past '['
-  for (const el of parsed as unknown[]) {
+  for (const el of parsed) {
     const plain = plainResult(body, i);
     const end = plain === null ? skipValue(body, i) : plain.end + 1;
     const id = (el as { id?: unknown } | null)?.id;
     if (typeof id === 'number') {
-      out.set(id, plain !== null && isAnswer(el) ? { kind: 'result', result: body.slice(plain.start, plain.end) } : classifyResponse(body, { start: i, end }, el));
+      visit(id, plain !== null && isAnswer(el) ? { kind: 'result', result: body.slice(plain.start, plain.end) } : classifyResponse(body, { start: i, end }, el));
     }
     i = skipWs(body, skipWs(body, end) + 1); // past ','
   }
-  return out;
 }
 
 /** A parsed element with no error member (its result, if the plain shape matched, is its answer). */

@@ -15,7 +15,7 @@
 import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
-import { classifyBatch, classifyHttp, classifyTransport, type Verdict } from './classify.js';
+import { classifyBatch, classifyBatchInOrder, classifyHttp, classifyTransport, type Verdict } from './classify.js';
 import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
 
@@ -163,7 +163,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     }
     return postJson(this.dispatcher, this.target, `${body}]`, Math.max(1, timeoutMs))
       .then(
-        ({ status, text }) => classifyBatch(status, text),
+        ({ status, text }) => classifyBatchInOrder(status, text, first, n, MISSING),
         (err: unknown) => classifyTransport(err),
       )
       .then((read) => {
@@ -177,12 +177,8 @@ export class HttpUpstreamClient implements UpstreamClient {
             ms: performance.now() - started,
           }));
         }
-        const verdicts: Verdict[] = new Array(n);
-        for (let k = 0; k < n; k++) {
-          const v = read instanceof Map ? (read.get(first + k) ?? MISSING) : read;
-          verdicts[k] = v;
-          this.settle(v, ms, true);
-        }
+        const verdicts = Array.isArray(read) ? read : new Array<Verdict>(n).fill(read);
+        for (const v of verdicts) this.settle(v, ms, true);
         return { verdicts, ms };
       });
   }
