@@ -8,7 +8,6 @@ import { Coalescer, type Shared } from './coalesce.js';
 import { heightInText } from '../jsonrpc/hex.js';
 import type { CachePlan } from './plan.js';
 import { RedisLevel } from './redis.js';
-import { hash } from '../routing/select.js';
 import { RedisConnections } from '../redis/connections.js';
 import { MemoryStore } from './store.js';
 
@@ -19,6 +18,21 @@ export interface CacheConfig {
   redis: string | null;
   /** Namespaces the shared Redis keys: instances of different chains may share one Redis. */
   chainId?: number;
+}
+
+/**
+ * A key's hash for the miss sets (store.ts): FNV-1a over its first 16 and last 48 characters and
+ * its length, so a long key (an eth_call's calldata) costs no more than a short one. Keys differing
+ * only in between share a hash: such a key counts as asked again and is kept on its first miss,
+ * which costs only that keeping.
+ */
+export function keyHash(key: string): number {
+  const n = key.length;
+  let h = Math.imul(0x811c9dc5 ^ n, 0x01000193);
+  const head = Math.min(16, n);
+  for (let i = 0; i < head; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  for (let i = Math.max(head, n - 48); i < n; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return (h ^ (h >>> 15)) >>> 0;
 }
 
 export class ResponseCache {
@@ -46,7 +60,7 @@ export class ResponseCache {
   /** Synchronous unless the memory level misses and Redis must be asked. */
   lookup(plan: CachePlan): string | undefined | Promise<string | undefined> {
     const value = this.memory.get(plan.key, plan.cls, plan.head);
-    if (value === undefined && plan.secondMiss) this.memory.missed((plan.keyHash ??= hash(plan.key)), plan.head);
+    if (value === undefined && plan.secondMiss) this.memory.missed((plan.keyHash ??= keyHash(plan.key)), plan.head);
     if (value === undefined && this.redis !== null && plan.cls !== 'head') return this.lookupShared(plan);
     this.metrics.recordCacheLookup(plan.cls, value !== undefined);
     return value;
@@ -67,7 +81,7 @@ export class ResponseCache {
       if (block === null || block > finalized) return;
     }
     const cls = plan.cls === 'tx' ? 'immutable' : plan.cls;
-    this.memory.set(plan.key, value, cls, gen, plan.head, plan.secondMiss ? (plan.keyHash ??= hash(plan.key)) : undefined);
+    this.memory.set(plan.key, value, cls, gen, plan.head, plan.secondMiss ? (plan.keyHash ??= keyHash(plan.key)) : undefined);
     if (cls === 'immutable') this.redis?.set(plan.key, value);
   }
 
