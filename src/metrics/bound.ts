@@ -103,21 +103,22 @@ export class BoundHistogram {
     this.record = usable ? r : null;
   }
 
-  observe(v: number): void {
+  /** `times` observations of `v` (the calls of one exchange share its time). */
+  observe(v: number, times = 1): void {
     const r = this.record;
     if (r !== null && Number.isFinite(v) && (this.metric as unknown as Internals<HistogramRecord>).hashMap![this.key] === r) {
-      r.sum += v;
-      r.count += 1;
+      r.sum += v * times;
+      r.count += times;
       const bounds = this.bounds;
       for (let i = 0; i < bounds.length; i++) {
         if (v <= bounds[i]!) {
-          r.bucketValues[this.bucketKeys[i]!]! += 1;
+          r.bucketValues[this.bucketKeys[i]!]! += times;
           break;
         }
       }
       return;
     }
-    this.metric.observe(this.labels, v);
+    for (let i = 0; i < times; i++) this.metric.observe(this.labels, v);
     this.bind();
   }
 }

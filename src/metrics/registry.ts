@@ -332,9 +332,10 @@ export class Metrics {
     if (batchSize !== null) this.batchSizeChild.observe(batchSize);
   }
 
-  recordUpstreamCall(upstream: string, method: string, outcome: string, seconds: number): void {
-    this.upstreamCallChildren.get(upstream, method).get(outcome).inc();
-    this.upstreamSecondsChildren.get(upstream, method).observe(seconds);
+  /** `calls` calls of one exchange with the same method and outcome, each taking `seconds`. */
+  recordUpstreamCall(upstream: string, method: string, outcome: string, seconds: number, calls = 1): void {
+    this.upstreamCallChildren.get(upstream, method).get(outcome).inc(calls);
+    this.upstreamSecondsChildren.get(upstream, method).observe(seconds, calls);
   }
 
   recordFailover(reason: string): void {

@@ -117,11 +117,11 @@ export class Outbound {
   /** An exchange's verdicts: results are done; anything else goes on as forward() would go on. */
   private answered(u: Upstream, chunk: readonly OutboundCall[], verdicts: readonly Verdict[], ms: number): Promise<void> | undefined {
     const { deps } = this;
+    recordExchange(deps, u, chunk, verdicts, ms);
     let later: Promise<void>[] | undefined;
     for (let k = 0; k < chunk.length; k++) {
       const call = chunk[k]!;
       const verdict = verdicts[k]!;
-      deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
       if (verdict.kind === 'result') {
         this.done(call, { result: verdict.result });
         continue;
@@ -176,6 +176,20 @@ export class Outbound {
   private crashed(err: unknown): void {
     this.ctx.log.error({ err }, 'calls sent together failed inside the pipeline');
     for (const call of this.calls) if (!call.finished) this.finish(call, { error: new RpcError('INTERNAL_ERROR') });
+  }
+}
+
+/** The exchange's calls in the upstream metrics: each run of calls with the same method and outcome recorded at once. */
+function recordExchange(deps: OutboundDeps, u: Upstream, chunk: readonly OutboundCall[], verdicts: readonly Verdict[], ms: number): void {
+  let run = 0;
+  for (let k = 0; k < chunk.length; k++) {
+    const v = verdicts[k]!;
+    const outcome = v.kind === 'retry' ? v.reason : v.kind;
+    run++;
+    const next = verdicts[k + 1];
+    if (next !== undefined && chunk[k + 1]!.label === chunk[k]!.label && (next.kind === 'retry' ? next.reason : next.kind) === outcome) continue;
+    deps.metrics.recordUpstreamCall(u.name, chunk[k]!.label, outcome, ms / 1000, run);
+    run = 0;
   }
 }
 

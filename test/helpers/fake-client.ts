@@ -26,6 +26,8 @@ export class FakeClient implements UpstreamClient {
   calls = 0;
   failures = 0;
   readonly sent: SentCall[] = [];
+  /** The size of each exchange made with callMany (calls sent together). */
+  readonly exchanges: number[] = [];
   /** Answers, in order; the last one repeats. A function is called with the call. */
   answers: (Verdict | ((c: SentCall) => Verdict | Promise<Verdict>))[] = [{ kind: 'result', result: 'null' }];
 
@@ -44,6 +46,7 @@ export class FakeClient implements UpstreamClient {
 
   /** Calls sent together are scripted like calls sent one by one, in order. */
   async callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming> {
+    this.exchanges.push(calls.length);
     const each = await Promise.all(calls.map((c) => this.call(c.method, c.paramsJson, timeoutMs)));
     return { verdicts: each.map((t) => t.verdict), ms: 1 };
   }

@@ -82,3 +82,26 @@ t.test('an unlabeled histogram', async (t) => {
   t.ok(p.includes('_size_count 6'));
   t.equal(b, p);
 });
+
+t.test('a value observed n times at once reads as n observations', async (t) => {
+  const { reg, plain, bound } = pair();
+  const h = new BoundHistogram(bound.h, { method: 'eth_call' });
+  for (const [v, n] of [
+    [0.004, 25],
+    [0.2, 3],
+    [20, 2],
+  ] as const) {
+    for (let i = 0; i < n; i++) plain.h.observe({ method: 'eth_call' }, v);
+    h.observe(v, n);
+  }
+  const { plain: p, bound: b } = await texts(reg);
+  t.ok(p.includes('_seconds_count{method="eth_call"} 30'), 'thirty observations');
+  t.equal(b, p);
+  // Through the public API (the series removed underneath the child): still n observations.
+  bound.h.remove({ method: 'eth_call' });
+  plain.h.remove({ method: 'eth_call' });
+  for (let i = 0; i < 4; i++) plain.h.observe({ method: 'eth_call' }, 0.05);
+  h.observe(0.05, 4);
+  const again = await texts(reg);
+  t.equal(again.bound, again.plain);
+});
