@@ -59,8 +59,15 @@ export class ResponseCache {
 
   /** Synchronous unless the memory level misses and Redis must be asked. */
   lookup(plan: CachePlan): string | undefined | Promise<string | undefined> {
+    if (plan.secondMiss) {
+      // A key not yet asked again at this head was never kept for it: no table lookup needed.
+      const h = (plan.keyHash ??= keyHash(plan.key));
+      const value = this.memory.mayHold(h, plan.head) ? this.memory.get(plan.key, plan.cls, plan.head) : undefined;
+      if (value === undefined) this.memory.missed(h, plan.head);
+      this.metrics.recordCacheLookup(plan.cls, value !== undefined);
+      return value;
+    }
     const value = this.memory.get(plan.key, plan.cls, plan.head);
-    if (value === undefined && plan.secondMiss) this.memory.missed((plan.keyHash ??= keyHash(plan.key)), plan.head);
     if (value === undefined && this.redis !== null && plan.cls !== 'head') return this.lookupShared(plan);
     this.metrics.recordCacheLookup(plan.cls, value !== undefined);
     return value;

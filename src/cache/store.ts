@@ -126,6 +126,14 @@ export class MemoryStore {
     else this.again[word]! |= bit;
   }
 
+  /**
+   * Whether a head-scoped answer asking for a second miss may be in the table for `head`: it was
+   * kept only if its key had missed again at that head. Another head's misses do not tell.
+   */
+  mayHold(keyHash: number, head: number): boolean {
+    return head !== this.missesAt || this.missedAgain(keyHash, head);
+  }
+
   private missedAgain(keyHash: number, head: number): boolean {
     return head === this.missesAt && (this.again[(keyHash & (MISS_BITS - 1)) >>> 5]! & (1 << (keyHash & 31))) !== 0;
   }

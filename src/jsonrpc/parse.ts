@@ -4,7 +4,7 @@
  * Owns: JSON-RPC 2.0 request validation. Refuses: method policy, limits, routing.
  */
 import { CATALOGUE, RpcError, rpcErrors } from './errors.js';
-import { arrayElements, balancedEnd, nestingDepthExceeds, objectAt, skipValue, skipWs, type Span } from './scan.js';
+import { arrayElements, balancedEnd, nestingDepthExceeds, objectAt, skipValue, skipWs } from './scan.js';
 
 /** A valid call. `id` is the raw JSON text of the id, or undefined for a notification. */
 export interface Call {
@@ -99,27 +99,41 @@ function toSlot(text: string, start: number, value: unknown, index: number): { s
     const paramsEnd = skipValue(text, paramsStart);
     // Params are the last member only if the object closes right after their value.
     if (text.charCodeAt(paramsEnd) === 0x7d) {
-      const idSpan = { start: start + ID_AT, end: text.indexOf(',"method":', start + ID_AT) };
+      const idStart = start + ID_AT;
       const end = paramsEnd + 1;
-      return { slot: checkCall(text, { start, end }, value as Record<string, unknown>, idSpan, { start: paramsStart, end: paramsEnd }, index), end };
+      return { slot: checkCall(text, start, end, value as Record<string, unknown>, idStart, text.indexOf(',"method":', idStart), paramsStart, paramsEnd, index), end };
     }
   }
   const { members: raw, end } = objectAt(text, start, MEMBERS);
-  return { slot: checkCall(text, { start, end }, value as Record<string, unknown>, raw.get('id'), raw.get('params'), index), end };
+  const id = raw.get('id');
+  const params = raw.get('params');
+  return { slot: checkCall(text, start, end, value as Record<string, unknown>, id?.start ?? -1, id?.end ?? -1, params?.start ?? -1, params?.end ?? -1, index), end };
 }
 
-function checkCall(text: string, span: Span, obj: Record<string, unknown>, idSpan: Span | undefined, paramsSpan: Span | undefined, index: number): Slot {
+/** The request at start..end, parsed as `obj`; the raw id and params text at their offsets (-1: absent). */
+function checkCall(
+  text: string,
+  start: number,
+  end: number,
+  obj: Record<string, unknown>,
+  idStart: number,
+  idEnd: number,
+  paramsStart: number,
+  paramsEnd: number,
+  index: number,
+): Slot {
   let id: string | undefined;
-  if (idSpan) {
+  if (idStart >= 0) {
     const idValue = obj.id;
     // An object or array id cannot be echoed meaningfully: the request is invalid and its id null.
     if (idValue !== null && typeof idValue !== 'string' && typeof idValue !== 'number') {
       return { id: 'null', error: new RpcError('INVALID_REQUEST', { message: 'invalid request: id must be a string, number or null' }) };
     }
-    id = text.slice(idSpan.start, idSpan.end);
+    id = text.slice(idStart, idEnd);
   }
   const echo = id ?? 'null';
-  if (nestingDepthExceeds(text, MAX_NESTING, span)) return { id: echo, error: new RpcError('TOO_DEEP') };
+  // Deeper than the limit takes more than twice as many characters (nestingDepthExceeds says so too).
+  if (end - start > 2 * MAX_NESTING && nestingDepthExceeds(text, MAX_NESTING, { start, end })) return { id: echo, error: new RpcError('TOO_DEEP') };
   if (obj.jsonrpc !== '2.0') {
     return { id: echo, error: new RpcError('INVALID_REQUEST', { message: 'invalid request: jsonrpc must be "2.0"' }) };
   }
@@ -132,7 +146,7 @@ function checkCall(text: string, span: Span, obj: Record<string, unknown>, idSpa
   }
   if (obj.params === undefined) return { call: { index, id, method: obj.method, params: [] } };
   if (!Array.isArray(obj.params)) return { call: { index, id, method: obj.method, params: [], paramsNotArray: true } };
-  const paramsText = paramsSpan === undefined ? undefined : text.slice(paramsSpan.start, paramsSpan.end);
+  const paramsText = paramsStart < 0 ? undefined : text.slice(paramsStart, paramsEnd);
   return { call: { index, id, method: obj.method, params: obj.params, paramsText } };
 }
 

@@ -26,7 +26,8 @@ export function errorText(id: string, error: RpcError): string {
  * A batch gives an array of the non-notification answers; a lone notification gives an empty body.
  */
 export function writeBody(batch: boolean, texts: (string | undefined)[]): string {
-  const present = texts.filter((t): t is string => t !== undefined);
+  // Notifications (undefined) are rare: the texts are joined as they are unless one is there.
+  const present = texts.includes(undefined) ? texts.filter((t): t is string => t !== undefined) : (texts as string[]);
   if (!batch) return present[0] ?? '';
   if (present.length === 0) return '';
   return `[${present.join(',')}]`;

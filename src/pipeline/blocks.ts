@@ -82,7 +82,16 @@ function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {
  */
 const sticky = (ctx: BlockContext): Requirement => ({ maxLag: ctx.maxLagBlocks, stickyKey: ctx.clientKey });
 
-const hex = (n: number): string => `0x${n.toString(16)}`;
+/** A block number as a quantity; the head's text is made once per head, not once per call. */
+let lastHead = -1;
+let lastHeadHex = '';
+function hex(n: number): string {
+  if (n !== lastHead) {
+    lastHead = n;
+    lastHeadHex = `0x${n.toString(16)}`;
+  }
+  return lastHeadHex;
+}
 
 export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockContext): Resolution | RpcError {
   if (spec.blockCount !== undefined) {

@@ -196,10 +196,14 @@ function recordExchange(deps: OutboundDeps, u: Upstream, chunk: readonly Outboun
 /** The calls grouped by equal requirement, each group in request order. */
 function byRequirement(calls: readonly OutboundCall[]): OutboundCall[][] {
   const groups: OutboundCall[][] = [];
-  for (const call of calls) {
-    const group = groups.find((g) => sameRequirement(g[0]!.requirement, call.requirement));
-    if (group === undefined) groups.push([call]);
-    else group.push(call);
+  next: for (const call of calls) {
+    for (const g of groups) {
+      if (sameRequirement(g[0]!.requirement, call.requirement)) {
+        g.push(call);
+        continue next;
+      }
+    }
+    groups.push([call]);
   }
   return groups;
 }

@@ -74,3 +74,13 @@ t.test('a scan asking 20,000 addresses once each leaves the head table almost em
   // Only keys whose hash bit an earlier key already set count as asked again (~1% here).
   t.ok(entries < 600, `${entries} of 20,000 one-off answers kept`);
 });
+
+t.test("a kept answer is found for its head after misses at a newer head began (a request's older snapshot)", async (t) => {
+  const c = cache();
+  const kept = () => balance(addr(5), HEAD);
+  missAndAnswer(c, kept());
+  missAndAnswer(c, kept());
+  t.equal(c.lookup(kept()), '"0x1"', 'kept at the head');
+  t.equal(c.lookup(balance(addr(6), HEAD + 1)), undefined, 'a miss at the next head, before any answer for it');
+  t.equal(c.lookup(kept()), '"0x1"', 'still found for the head it was kept for');
+});
