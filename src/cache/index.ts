@@ -21,18 +21,20 @@ export interface CacheConfig {
 }
 
 /**
- * A key's hash for the miss sets (store.ts): FNV-1a over its first 16 and last 48 characters and
- * its length, so a long key (an eth_call's calldata) costs no more than a short one. Keys differing
- * only in between share a hash: such a key counts as asked again and is kept on its first miss,
- * which costs only that keeping.
+ * A key's hash for the miss sets (store.ts): FNV-1a over its first 8 and last 24 characters and its
+ * length, so a long key (an eth_call's calldata) costs no more than a short one. A key ends with
+ * what tells it apart from its neighbours (the address and block of a state read, the storage
+ * slot, a call's target and block, a filter's topics); keys differing only in between share a
+ * hash, and such a key counts as asked again and is kept on its first miss, which costs only that.
  */
 export function keyHash(key: string): number {
   const n = key.length;
   let h = Math.imul(0x811c9dc5 ^ n, 0x01000193);
-  const head = Math.min(16, n);
+  const head = Math.min(8, n);
   for (let i = 0; i < head; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  for (let i = Math.max(head, n - 48); i < n; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  return (h ^ (h >>> 15)) >>> 0;
+  for (let i = Math.max(head, n - 24); i < n; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  // 30 bits: a small integer, never a heap number.
+  return (h ^ (h >>> 15)) & 0x3fffffff;
 }
 
 export class ResponseCache {

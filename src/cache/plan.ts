@@ -115,5 +115,5 @@ export function planCache(method: string, spec: MethodSpec, params: readonly unk
   if (cls === null) return null;
   const text = canonical(params);
   const key = `${method}:${text}`;
-  return { key, cls, shareKey: headBound ? `${method}@${view.head}:${text}` : key, head: view.head, secondMiss: cls === 'head' && spec.cache !== 'head' };
+  return { key, cls, shareKey: headBound ? `${method}@${view.head}:${text}` : key, head: view.head, secondMiss: cls === 'head' && spec.cache !== 'head', keyHash: undefined };
 }
