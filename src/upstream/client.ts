@@ -1,6 +1,7 @@
 /**
  * The upstream client: transport to one node, nothing else. Owns the undici Pool, the
- * micro-batcher (calls made in the same event-loop turn leave as one JSON-RPC batch), the
+ * micro-batcher (calls made in the same event-loop turn leave as one JSON-RPC batch), exchanges of
+ * calls sent together by their caller (callMany: one batch now, one verdict per call), the
  * classification of every answer (classify.ts), and the figures that come from answers alone:
  * in-flight count, calls, failures, latency moving average and the passive-health breaker.
  * Refuses: any idea of heads, up/down or retiring; that state is the fleet's (fleet.ts).
