@@ -11,7 +11,8 @@
  * exchange (exchange.ts). In a batch whose members' deadlines differ, one timer per exchange
  * fires at the earliest deadline still pending: a call batched with slower or longer-deadline
  * calls is answered with a `timeout` verdict when its own deadline passes, and the exchange
- * carries on for the others until the last member's deadline.
+ * carries on for the others until the last member's deadline. Calls sent together (callMany)
+ * share one time limit, their caller's.
  */
 import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
