@@ -6,6 +6,9 @@ import { upstreamSchema, type UpstreamConfig } from '../../src/config/schema.js'
 import type { CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from '../../src/upstream/client.js';
 import type { Verdict } from '../../src/upstream/classify.js';
 import { Breaker } from '../../src/upstream/health.js';
+import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
+import { Metrics } from '../../src/metrics/registry.js';
+import { createLogger } from '../../src/log/logger.js';
 
 /** An upstream entry as the config schema builds it (its defaults, nothing hand-copied). */
 export function upstreamConfig(name: string, extra: Partial<UpstreamConfig> = {}): UpstreamConfig {
@@ -52,4 +55,44 @@ export class FakeClient implements UpstreamClient {
   }
 
   async close(): Promise<void> {}
+}
+
+/** One node of a fake fleet: its scripted answers, latency figure, head and config. */
+export interface FakeNode {
+  answers: FakeClient['answers'];
+  latencyMs: number;
+  head: number;
+  config?: Partial<UpstreamConfig>;
+}
+
+/**
+ * A real Fleet over fake clients, every node up at its head, its clock stopped at `now`; the fleet
+ * is stopped at the test's end.
+ */
+export function fakeFleet(
+  t: { teardown: (fn: () => void) => void },
+  nodes: Record<string, FakeNode>,
+  opts: { options: FleetOptions; now: number; metrics?: Metrics },
+): { fleet: Fleet; clients: Map<string, FakeClient> } {
+  const clients = new Map<string, FakeClient>();
+  const fleet = new Fleet(
+    opts.options,
+    Object.entries(nodes).map(([name, n]) => upstreamConfig(name, n.config)),
+    opts.metrics ?? new Metrics({ processMetrics: false }),
+    createLogger('silent'),
+    (c) => {
+      const f = new FakeClient(c);
+      f.latencyMs = nodes[c.name]!.latencyMs;
+      f.answers = nodes[c.name]!.answers;
+      clients.set(c.name, f);
+      return f;
+    },
+    () => opts.now,
+  );
+  t.teardown(() => fleet.stop());
+  for (const [i, u] of fleet.upstreams.entries()) {
+    fleet.markUp(u);
+    fleet.observeHeader(u, { number: nodes[u.name]!.head, hash: `0x${i}`, parentHash: '0x0' });
+  }
+  return { fleet, clients };
 }

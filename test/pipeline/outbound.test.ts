@@ -15,8 +15,8 @@ import { Metrics } from '../../src/metrics/registry.js';
 import { Pipeline, SENT_TOGETHER } from '../../src/pipeline/index.js';
 import type { UpstreamConfig } from '../../src/config/schema.js';
 import type { Verdict } from '../../src/upstream/classify.js';
-import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
-import { FakeClient, upstreamConfig, type SentCall } from '../helpers/fake-client.js';
+import type { FleetOptions } from '../../src/upstream/fleet.js';
+import { fakeFleet, type SentCall } from '../helpers/fake-client.js';
 
 const OPTS: FleetOptions = { chainId: 186, headPollMs: 1000, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
 const HEAD = 100;
@@ -37,26 +37,11 @@ interface Node {
 
 function stack(t: Test, nodes: Record<string, Node>) {
   const metrics = new Metrics({ processMetrics: false });
-  const clients = new Map<string, FakeClient>();
-  const fleet = new Fleet(
-    OPTS,
-    Object.entries(nodes).map(([name, n]) => upstreamConfig(name, n.config)),
-    metrics,
-    log,
-    (c) => {
-      const f = new FakeClient(c);
-      f.latencyMs = nodes[c.name]!.latencyMs;
-      f.answers = [nodes[c.name]!.answer];
-      clients.set(c.name, f);
-      return f;
-    },
-    () => NOW,
+  const { fleet, clients } = fakeFleet(
+    t,
+    Object.fromEntries(Object.entries(nodes).map(([name, n]) => [name, { answers: [n.answer], latencyMs: n.latencyMs, head: HEAD, config: n.config }])),
+    { options: OPTS, now: NOW, metrics },
   );
-  t.teardown(() => fleet.stop());
-  for (const [i, u] of fleet.upstreams.entries()) {
-    fleet.markUp(u);
-    fleet.observeHeader(u, { number: HEAD, hash: `0x${i}`, parentHash: '0x0' });
-  }
   const cache = new ResponseCache({ maxBytes: 1_000_000, redis: null }, metrics, log);
   const pipeline = new Pipeline({
     fleet,

@@ -8,11 +8,10 @@ import { forward, type ForwardCall } from '../../src/routing/forward.js';
 import type { RpcError } from '../../src/jsonrpc/errors.js';
 import type { Outcome } from '../../src/jsonrpc/response.js';
 import { Metrics } from '../../src/metrics/registry.js';
-import { createLogger } from '../../src/log/logger.js';
-import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
+import type { Fleet, FleetOptions } from '../../src/upstream/fleet.js';
 import type { Verdict } from '../../src/upstream/classify.js';
 import type { Requirement } from '../../src/routing/select.js';
-import { FakeClient, upstreamConfig } from '../helpers/fake-client.js';
+import { fakeFleet } from '../helpers/fake-client.js';
 
 const OPTS: FleetOptions = { chainId: 186, headPollMs: 1000, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
 const RAW = '0x02f8';
@@ -114,28 +113,13 @@ const ROWS: Row[] = [
 
 for (const row of ROWS) {
   t.test(row.name, async (t) => {
-    const clients = new Map<string, FakeClient>();
-    const fleet = new Fleet(
-      OPTS,
-      [upstreamConfig('a'), upstreamConfig('b')],
-      new Metrics({ processMetrics: false }),
-      createLogger('silent'),
-      (c) => {
-        const f = new FakeClient(c);
-        f.latencyMs = c.name === 'a' ? 1 : 10;
-        f.answers = c.name === 'a' ? row.a : row.b;
-        clients.set(c.name, f);
-        return f;
-      },
-      () => NOW,
-    );
-    t.teardown(() => fleet.stop());
     const heads = row.heads ?? [10, 10];
-    for (const [i, u] of fleet.upstreams.entries()) {
-      fleet.markUp(u);
-      fleet.observeHeader(u, { number: heads[i]!, hash: `0x${i}`, parentHash: '0x0' });
-      if (row.down?.includes(u.name as 'a' | 'b')) fleet.markDown(u);
-    }
+    const { fleet, clients } = fakeFleet(
+      t,
+      { a: { answers: row.a, latencyMs: 1, head: heads[0] }, b: { answers: row.b, latencyMs: 10, head: heads[1] } },
+      { options: OPTS, now: NOW },
+    );
+    for (const u of fleet.upstreams) if (row.down?.includes(u.name as 'a' | 'b')) fleet.markDown(u);
     const call: ForwardCall = {
       method: 'eth_call',
       label: 'eth_call',
@@ -157,28 +141,15 @@ for (const row of ROWS) {
 t.test('a null is checked with a node at the request head, not one merely as far ahead as the first', async (t) => {
   // a and b lag (a hash lookup may go to either), c is at the head the client was told of: the
   // receipt is only on c. Asking b after a would return null for a receipt the client already saw.
-  const answers: Record<string, Verdict[]> = { a: [ok('null')], b: [ok('null')], c: [ok('{"status":"0x1"}')] };
-  const latency: Record<string, number> = { a: 1, b: 10, c: 100 };
-  const clients = new Map<string, FakeClient>();
-  const fleet = new Fleet(
-    OPTS,
-    ['a', 'b', 'c'].map((n) => upstreamConfig(n)),
-    new Metrics({ processMetrics: false }),
-    createLogger('silent'),
-    (c) => {
-      const f = new FakeClient(c);
-      f.latencyMs = latency[c.name]!;
-      f.answers = answers[c.name]!;
-      clients.set(c.name, f);
-      return f;
+  const { fleet } = fakeFleet(
+    t,
+    {
+      a: { answers: [ok('null')], latencyMs: 1, head: 8 },
+      b: { answers: [ok('null')], latencyMs: 10, head: 9 },
+      c: { answers: [ok('{"status":"0x1"}')], latencyMs: 100, head: 10 },
     },
-    () => NOW,
+    { options: OPTS, now: NOW },
   );
-  t.teardown(() => fleet.stop());
-  for (const [i, u] of fleet.upstreams.entries()) {
-    fleet.markUp(u);
-    fleet.observeHeader(u, { number: [8, 9, 10][i]!, hash: `0x${i}`, parentHash: '0x0' });
-  }
   // Power of two choices draws a and b first (then a, the cheaper, is asked).
   const random = Math.random;
   Math.random = () => 0;
