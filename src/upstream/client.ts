@@ -87,6 +87,11 @@ function requestText(p: Pending): string {
 const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
 const TIMED_OUT: Verdict = { kind: 'retry', reason: 'timeout', health: true };
 
+/** A whole exchange's answer was over maxResponseBytes (not one call's: that is a verdict per call). */
+function tooLarge(read: Verdict | Verdict[] | Map<number, Verdict>): boolean {
+  return !(read instanceof Map) && !Array.isArray(read) && read.kind === 'retry' && read.reason === 'response_too_large';
+}
+
 /** Weight of the newest latency sample in the moving average. */
 const EWMA_ALPHA = 0.2;
 
@@ -171,8 +176,9 @@ export class HttpUpstreamClient implements UpstreamClient {
       .then((read) => {
         const ms = performance.now() - started;
         this.inFlight -= n;
-        // The node does not take batches: the calls go one by one, counted there.
-        if (read === null) {
+        // The node does not take batches, or their answer together is over maxResponseBytes: the
+        // calls go one by one (each then judged by its own answer), counted there.
+        if (read === null || (n > 1 && tooLarge(read))) {
           this.calls -= n;
           return Promise.all(calls.map((c) => this.call(c.method, c.paramsJson, Math.max(1, started + timeoutMs - performance.now())))).then((each) => ({
             verdicts: each.map((t) => t.verdict),
@@ -208,8 +214,9 @@ export class HttpUpstreamClient implements UpstreamClient {
       verdicts = classifyTransport(err);
     }
     if (sweep !== null) clearTimeout(sweep.timer);
-    if (verdicts === null) {
-      // The node does not take batches (or not this one): the calls still waiting go one by one.
+    if (verdicts === null || (!single && tooLarge(verdicts))) {
+      // The node does not take batches (or not this one), or the batch's answer together is over
+      // maxResponseBytes: the calls still waiting go one by one, each judged by its own answer.
       for (const p of batch) if (!p.done) void this.send([p]);
       return;
     }

@@ -21,7 +21,8 @@ export type Script = (method: string, params: unknown[]) => FakeAnswer | undefin
 
 export interface FakeNode {
   url: string;
-  calls: { method: string; params: unknown[] }[];
+  /** Every call received; `batch`: the size of the batch it came in (fake nodes taking batches). */
+  calls: { method: string; params: unknown[]; batch?: number }[];
   head: number;
   chainId: number;
   script: Script;
@@ -40,14 +41,32 @@ async function settle(a: FakeAnswer): Promise<FakeAnswer> {
   return a;
 }
 
-export async function startFakeNode(t: Test, script: Script = () => undefined): Promise<FakeNode> {
+/**
+ * `batches`: answer a JSON-RPC batch element by element (results and errors only), recording each
+ * call with the size of its batch; without it a batch gets one error object, as a node that does
+ * not take batches answers.
+ */
+export async function startFakeNode(t: Test, script: Script = () => undefined, opts: { batches?: boolean } = {}): Promise<FakeNode> {
   const sockets = new Set<import('node:net').Socket>();
   const node: FakeNode = { url: '', calls: [], head: 1, chainId: 186, script, close: async () => undefined };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let text = '';
     req.on('data', (d: Buffer) => (text += d.toString()));
     req.on('end', () => {
-      const body = JSON.parse(text) as { id: unknown; method: string; params: unknown[] };
+      const parsed = JSON.parse(text) as unknown;
+      if (opts.batches && Array.isArray(parsed)) {
+        const answers = (parsed as { id: unknown; method: string; params: unknown[] }[]).map((call) => {
+          node.calls.push({ method: call.method, params: call.params, batch: parsed.length });
+          const a = node.script(call.method, call.params) ?? { error: { code: -32601, message: 'Method not found' } };
+          return 'result' in a
+            ? { jsonrpc: '2.0', id: call.id, result: a.result }
+            : { jsonrpc: '2.0', id: call.id, error: 'error' in a ? a.error : { code: -32603, message: 'not scriptable in a batch' } };
+        });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(answers));
+        return;
+      }
+      const body = parsed as { id: unknown; method: string; params: unknown[] };
       node.calls.push({ method: body.method, params: body.params });
       const first: FakeAnswer =
         node.script(body.method, body.params) ??

@@ -1,7 +1,7 @@
 // Per-upstream client settings: static headers (with ${ENV} expanded) reach the node; an https
 // node behind a private CA is trusted through caFile (and not without it); an answer over
 // maxResponseBytes is cut off and answered with -32005 RESPONSE_TOO_LARGE, without trying
-// another node. The https node is a real anvil behind a TLS forwarder that records headers.
+// another node, while calls whose answers are over it only together (a batch) are each answered. The https node is a real anvil behind a TLS forwarder that records headers.
 
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
@@ -126,5 +126,42 @@ t.test('an answer over maxResponseBytes: -32005 RESPONSE_TOO_LARGE, no other nod
   t.ok(
     health.every((u) => u.breaker === 'closed' && u.failures === 0),
     'not held against the node',
+  );
+});
+
+t.test('calls over maxResponseBytes only together are sent one by one, each judged by its own answer', async (t) => {
+  // Receipts of blocks 1-3: 60 kB each, 180 kB together; block 9's alone is over the 100 kB cap.
+  const answers = (m: string, params: unknown[]) =>
+    m === 'eth_getBlockReceipts' ? { result: `${String(params[0])}:${'x'.repeat(params[0] === '0x9' ? 300_000 : 60_000)}` } : undefined;
+  const a = await startFakeNode(t, answers, { batches: true });
+  const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: a.url, maxResponseBytes: 100_000 }] });
+  await waitFor('a healthy', async () => ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: { state: string }[] }).upstreams[0]!.state === 'healthy');
+  const blocks = ['0x1', '0x2', '0x3', '0x9'];
+  const out = (
+    await post(
+      sy.url,
+      blocks.map((b, id) => ({ jsonrpc: '2.0', id, method: 'eth_getBlockReceipts', params: [b] })),
+    )
+  ).json() as { id: number; result?: string; error?: { data?: { reason?: string } } }[];
+  t.same(
+    out.map((r) => r.id),
+    [0, 1, 2, 3],
+    'every call answered, in place',
+  );
+  t.same(
+    out.slice(0, 3).map((r) => r.result?.slice(0, 4)),
+    ['0x1:', '0x2:', '0x3:'],
+    'each answer that fits alone is given',
+  );
+  t.equal(out[3]!.error?.data?.reason, 'RESPONSE_TOO_LARGE', 'the one over the cap alone gets -32005');
+  const receipts = a.calls.filter((c) => c.method === 'eth_getBlockReceipts');
+  t.equal(receipts[0]?.batch, 4, 'the four left together first');
+  t.same(
+    receipts
+      .filter((c) => c.batch === undefined)
+      .map((c) => c.params[0])
+      .sort(),
+    blocks,
+    'after their answer together was over the cap, each went alone',
   );
 });
