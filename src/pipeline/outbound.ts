@@ -49,7 +49,7 @@ interface Context {
 }
 
 /** Records a finished call (metrics) and hands back its outcome. */
-type Record = (label: string, outcome: Outcome, started: number) => Outcome;
+type RecordOutcome = (label: string, outcome: Outcome, started: number) => Outcome;
 
 const NONE: readonly Upstream[] = [];
 
@@ -61,7 +61,7 @@ export class Outbound {
     private readonly ctx: Context,
     /** The request's outcomes by slot: each call's is written there when it is known. */
     private readonly outcomes: unknown[],
-    private readonly record: Record,
+    private readonly record: RecordOutcome,
   ) {}
 
   add(call: OutboundCall): void {
