@@ -98,9 +98,9 @@ export class MemoryStore {
 
   /**
    * `gen` is the generation the answer was fetched under: a reorg meanwhile makes a head-scoped
-   * answer stale on arrival. `head` is the head a head-scoped answer was fetched for.
+   * answer stale on arrival. `head` is the head a head-scoped answer was fetched for. With
+   * `keyHash`, a head-scoped answer is kept only when its key missed twice at `head` (see `missed`).
    */
-  /** `keyHash`: the answer is kept only when its key missed twice at `head` (see `missed`). */
   set(key: string, value: string, cls: CacheClass, gen: number, head = -1, keyHash?: number): void {
     if (this.lru === null) return;
     if (cls !== 'head') {

@@ -201,7 +201,7 @@ export class Pipeline {
     let shared: Shared<Outcome> | undefined;
     let key: string | undefined;
     if (cacheable) {
-      key = plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
+      key = shareKey(call, requirement, plan, paramsJson);
       const claimed = d.cache.claim<Outcome>(key);
       if (claimed instanceof Promise) return claimed;
       shared = claimed;
@@ -240,8 +240,7 @@ export class Pipeline {
       });
     if (!cacheable) return send().then((a) => this.afterForward(spec, a, proves));
     const gen = d.cache.generation;
-    // Identical reads in flight at once share one upstream call; per-client (sticky) ones per client.
-    const key = plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
+    const key = shareKey(call, requirement, plan, paramsJson);
     // The answer is stored (and what it proves learnt) once, by whichever call reached the node.
     return d.cache.coalesce(key, send, (attempted: Attempted) => {
       if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
@@ -275,6 +274,11 @@ export class Pipeline {
     if (outcome.error?.reason === 'UPSTREAM_FAILED') return { error: new RpcError('FILTER_NOT_FOUND') };
     return outcome;
   }
+}
+
+/** Identical reads in flight at once share one upstream call under this key; per-client (sticky) ones per client. */
+function shareKey(call: Call, requirement: Requirement, plan: CachePlan | null, paramsJson: string): string {
+  return plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
 }
 
 /**

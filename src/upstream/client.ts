@@ -79,8 +79,8 @@ interface Pending {
   resolve: (t: CallTiming) => void;
 }
 
-function requestText(p: Pending): string {
-  return `{"jsonrpc":"2.0","id":${p.id},"method":${JSON.stringify(p.method)},"params":${p.paramsJson}}`;
+function requestText(id: number, c: OutgoingCall): string {
+  return `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(c.method)},"params":${c.paramsJson}}`;
 }
 
 /** A batch answer that left a call out. */
@@ -144,15 +144,23 @@ export class HttpUpstreamClient implements UpstreamClient {
 
   call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
     return new Promise((resolve) => {
-      const passive = opts.probe !== true;
-      const started = performance.now();
-      const p: Pending = { id: this.nextId++, method, paramsJson, passive, started, deadline: started + timeoutMs, done: false, resolve };
-      this.inFlight++;
-      this.calls++;
-      if (passive) this.breaker.begin();
-      this.queue.push(p);
+      this.queue.push(this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve));
       if (this.queue.length === 1) setImmediate(this.flush);
     });
+  }
+
+  /** A call made and counted, not yet sent. */
+  private pending(method: string, paramsJson: string, timeoutMs: number, passive: boolean, resolve: (t: CallTiming) => void): Pending {
+    const started = performance.now();
+    this.inFlight++;
+    this.calls++;
+    if (passive) this.breaker.begin();
+    return { id: this.nextId++, method, paramsJson, passive, started, deadline: started + timeoutMs, done: false, resolve };
+  }
+
+  /** One call in an exchange of its own, now (not through the micro-batcher). */
+  private alone(c: OutgoingCall, timeoutMs: number): Promise<CallTiming> {
+    return new Promise((resolve) => void this.send([this.pending(c.method, c.paramsJson, timeoutMs, true, resolve)]));
   }
 
   callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming> {
@@ -164,9 +172,8 @@ export class HttpUpstreamClient implements UpstreamClient {
     this.calls += n;
     let body = '[';
     for (let k = 0; k < n; k++) {
-      const c = calls[k]!;
       this.breaker.begin();
-      body += `${k === 0 ? '' : ','}{"jsonrpc":"2.0","id":${first + k},"method":${JSON.stringify(c.method)},"params":${c.paramsJson}}`;
+      body += `${k === 0 ? '' : ','}${requestText(first + k, calls[k]!)}`;
     }
     return postJson(this.dispatcher, this.target, `${body}]`, Math.max(1, timeoutMs))
       .then(
@@ -177,10 +184,10 @@ export class HttpUpstreamClient implements UpstreamClient {
         const ms = performance.now() - started;
         this.inFlight -= n;
         // The node does not take batches, or their answer together is over maxResponseBytes: the
-        // calls go one by one (each then judged by its own answer), counted there.
+        // calls go one by one, each in an exchange of its own (judged by its own answer), counted there.
         if (read === null || (n > 1 && tooLarge(read))) {
           this.calls -= n;
-          return Promise.all(calls.map((c) => this.call(c.method, c.paramsJson, Math.max(1, started + timeoutMs - performance.now())))).then((each) => ({
+          return Promise.all(calls.map((c) => this.alone(c, Math.max(1, started + timeoutMs - performance.now())))).then((each) => ({
             verdicts: each.map((t) => t.verdict),
             ms: performance.now() - started,
           }));
@@ -200,7 +207,7 @@ export class HttpUpstreamClient implements UpstreamClient {
 
   private async send(batch: Pending[]): Promise<void> {
     const single = batch.length === 1;
-    const body = single ? requestText(batch[0]!) : `[${batch.map(requestText).join(',')}]`;
+    const body = single ? requestText(batch[0]!.id, batch[0]!) : `[${batch.map((p) => requestText(p.id, p)).join(',')}]`;
     // The exchange lasts until the last member's deadline; earlier ones are answered by the sweep.
     const now = performance.now();
     let last = 0;
