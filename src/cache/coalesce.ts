@@ -9,6 +9,8 @@
  * is a measurable share of a batch's cost.
  */
 export class Shared<T> {
+  /** The table it was claimed in: once forget() replaced that table, settling leaves the new one alone. */
+  claimedIn: Map<string, unknown> | undefined;
   private promise: Promise<T> | undefined;
   private resolve: ((v: T) => void) | undefined;
   private settled = false;
@@ -71,14 +73,16 @@ export class Coalescer<T> {
       return existing instanceof Shared ? existing.joined() : existing;
     }
     const shared = new Shared<T>();
+    shared.claimedIn = this.inFlight;
     this.inFlight.set(key, shared);
     return shared;
   }
 
   /** Ends a claim: no call joins it from now on, and those that did get `value`. */
   settle(key: string, shared: Shared<T>, value: T): void {
-    // After a reorg (forget) the key may belong to a newer call, or to nothing.
-    if (this.inFlight.get(key) === shared) this.inFlight.delete(key);
+    // Within one table the key is the claim's until it is settled (identical calls join it, never
+    // replace it); after a reorg (forget) it may belong to a newer call in the new table, or to nothing.
+    if (shared.claimedIn === this.inFlight) this.inFlight.delete(key);
     shared.settle(value);
   }
 

@@ -60,9 +60,16 @@ export class MethodPolicy {
     return null;
   }
 
+  /** Labels of the table's methods and exact extensions (a bounded set of names). */
+  private readonly labels = new Map<string, string>();
+
   /** A bounded metric label: known and configured names pass, anything a client invents is `other`. */
   label(method: string): string {
-    if (Object.hasOwn(METHODS, method) || this.exactExtensions.has(method)) return method;
-    return 'other';
+    // A table lookup: the method is a fresh string per call, and a property lookup interns it first.
+    const known = this.labels.get(method);
+    if (known !== undefined) return known;
+    if (!Object.hasOwn(METHODS, method) && !this.exactExtensions.has(method)) return 'other';
+    this.labels.set(method, method);
+    return method;
   }
 }

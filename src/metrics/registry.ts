@@ -292,10 +292,10 @@ export class Metrics {
     this.quarantinedNow.set({ upstream }, 0);
   }
 
-  /** A call worked on by the pipeline: counted once, and its time observed. */
-  recordCall(method: string, outcome: CallOutcome, reason: CallReason, seconds: number): void {
-    this.callChildren.get(method, outcome).get(reason).inc();
-    this.callSecondsChildren.get(method).observe(seconds);
+  /** Calls worked on by the pipeline (`calls` of them with the same figures): each counted once, and its time observed. */
+  recordCall(method: string, outcome: CallOutcome, reason: CallReason, seconds: number, calls = 1): void {
+    this.callChildren.get(method, outcome).get(reason).inc(calls);
+    this.callSecondsChildren.get(method).observe(seconds, calls);
   }
 
   /**

@@ -32,6 +32,8 @@ type Handled = Outcome | Promise<Outcome> | typeof SENT_TOGETHER;
 /** What a request shares among its calls: who asked, and the one head snapshot of the batch. */
 export interface RequestContext {
   clientIp: string;
+  /** performance.now() when the request's calls were taken up: each call's latency counts from here. */
+  started: number;
   head: number;
   deadline: number;
   trail: string[];
@@ -74,7 +76,7 @@ export class Pipeline {
 
   /** A snapshot of the fleet head for one request: every call in it sees this block as `latest`. */
   context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
-    return { clientIp, head: this.deps.fleet.blockNumber(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session };
+    return { clientIp, started: performance.now(), head: this.deps.fleet.blockNumber(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session };
   }
 
   /**
@@ -82,7 +84,7 @@ export class Pipeline {
    * handle() adds to it, the caller sends it once every call was handled.
    */
   outbound(ctx: RequestContext, outcomes: unknown[]): Outbound {
-    return new Outbound(this.deps, ctx, outcomes, this.recordCall);
+    return new Outbound(this.deps, ctx, outcomes, this.recordCall, this.recordResults);
   }
 
   /**
@@ -91,11 +93,11 @@ export class Pipeline {
    * `outbound`, a plain read that goes to a node is added to it and SENT_TOGETHER is returned.
    */
   handle(ctx: RequestContext, call: Call, outbound?: Outbound): Handled {
-    const started = performance.now();
+    const started = ctx.started;
     const label = this.deps.policy.label(call.method);
     let outcome: Handled;
     try {
-      outcome = this.run(ctx, call, label, started, outbound);
+      outcome = this.run(ctx, call, label, outbound);
     } catch (err) {
       outcome = this.crashed(ctx, err, label);
     }
@@ -116,6 +118,10 @@ export class Pipeline {
 
   private readonly recordCall = (label: string, outcome: Outcome, started: number): Outcome => this.record(label, outcome, started);
 
+  /** `calls` node results for calls of one method taken up at `started`, recorded at once. */
+  private readonly recordResults = (label: string, started: number, calls: number): void =>
+    this.deps.metrics.recordCall(label, 'ok', 'none', (performance.now() - started) / 1000, calls);
+
   private record(label: string, outcome: Outcome, started: number): Outcome {
     let kind: CallOutcome;
     if (outcome.result !== undefined) kind = outcome.cached ? 'cached' : 'ok';
@@ -125,7 +131,7 @@ export class Pipeline {
     return outcome;
   }
 
-  private run(ctx: RequestContext, call: Call, label: string, started = 0, outbound?: Outbound): Handled {
+  private run(ctx: RequestContext, call: Call, label: string, outbound?: Outbound): Handled {
     const d = this.deps;
     const resolved = d.policy.resolve(call.method);
     if (resolved === null) return { error: rpcErrors.methodNotFound(call.method) };
@@ -170,14 +176,14 @@ export class Pipeline {
     const together = outbound !== undefined && spec.handling === 'read' && spec.nullMayLag !== true && raw === undefined;
     if (plan === null)
       return together
-        ? this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan, started)
+        ? this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan)
         : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
     const hit = d.cache.lookup(plan);
     if (hit instanceof Promise) {
       return hit.then((h) => (h !== undefined ? { result: h, cached: true } : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan)));
     }
     if (hit !== undefined) return { result: hit, cached: true };
-    if (together) return this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan, started);
+    if (together) return this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan);
     return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
   }
 
@@ -194,7 +200,6 @@ export class Pipeline {
     requirement: Requirement,
     cacheable: boolean,
     plan: CachePlan | null,
-    started: number,
   ): Handled {
     const d = this.deps;
     const paramsJson = paramsText(call, spec, res);
@@ -206,7 +211,7 @@ export class Pipeline {
       if (claimed instanceof Promise) return claimed;
       shared = claimed;
     }
-    outbound.add({ index: call.index, method: call.method, label, paramsJson, requirement, started, plan, gen: d.cache.generation, shared, key });
+    outbound.add({ index: call.index, method: call.method, label, paramsJson, requirement, plan, gen: d.cache.generation, shared, key });
     return SENT_TOGETHER;
   }
 
@@ -281,6 +286,8 @@ function shareKey(call: Call, requirement: Requirement, plan: CachePlan | null, 
   return plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
 }
 
+const LATEST_LAST = '"latest"]';
+
 /**
  * The params as JSON text for the node: the client's own text when nothing was rewritten (never
  * parsed and serialised again), the block parameter spliced into it when `latest` was pinned, and
@@ -291,8 +298,13 @@ function paramsText(call: Call, spec: MethodSpec, res: Resolution): string {
   if (text === undefined) return JSON.stringify(res.params);
   if (!res.rewritten) return text;
   if (spec.block !== undefined && spec.filterObject === undefined) {
-    const span = elementSpan(text, spec.block);
     const value = res.params[spec.block];
+    // `latest` as the last parameter (most reads): found from the end of the text, with no walk. The
+    // text's last element is exactly `"latest"`: a longer string ending so would not parse as `latest`.
+    if (spec.block === call.params.length - 1 && call.params[spec.block] === 'latest' && typeof value === 'string' && text.endsWith(LATEST_LAST)) {
+      return `${text.slice(0, text.length - LATEST_LAST.length)}${JSON.stringify(value)}]`;
+    }
+    const span = elementSpan(text, spec.block);
     if (span !== undefined && typeof value === 'string') return `${text.slice(0, span.start)}${JSON.stringify(value)}${text.slice(span.end)}`;
   }
   return JSON.stringify(res.params);

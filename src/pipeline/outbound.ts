@@ -26,8 +26,6 @@ export interface OutboundCall {
   label: string;
   paramsJson: string;
   requirement: Requirement;
-  /** performance.now() when the call was taken up (its latency metric). */
-  started: number;
   plan: CachePlan | null;
   /** The cache generation the call was made under (store() drops answers from before a reorg). */
   gen: number;
@@ -42,6 +40,8 @@ export interface OutboundDeps extends ForwardDeps {
 }
 
 interface Context {
+  /** performance.now() when the request's calls were taken up (their latency metric). */
+  started: number;
   head: number;
   deadline: number;
   trail: string[];
@@ -50,6 +50,8 @@ interface Context {
 
 /** Records a finished call (metrics) and hands back its outcome. */
 type RecordOutcome = (label: string, outcome: Outcome, started: number) => Outcome;
+/** Records `calls` node results for calls of one method at once. */
+type RecordResults = (label: string, started: number, calls: number) => void;
 
 const NONE: readonly Upstream[] = [];
 
@@ -62,6 +64,7 @@ export class Outbound {
     /** The request's outcomes by slot: each call's is written there when it is known. */
     private readonly outcomes: unknown[],
     private readonly record: RecordOutcome,
+    private readonly recordResults: RecordResults,
   ) {}
 
   add(call: OutboundCall): void {
@@ -119,11 +122,21 @@ export class Outbound {
     const { deps } = this;
     recordExchange(deps, u, chunk, verdicts, ms);
     let later: Promise<void>[] | undefined;
+    // Results are recorded per run of calls of one method (one metrics update per run).
+    let runLabel = '';
+    let run = 0;
     for (let k = 0; k < chunk.length; k++) {
       const call = chunk[k]!;
       const verdict = verdicts[k]!;
       if (verdict.kind === 'result') {
-        this.done(call, { result: verdict.result });
+        if (this.done(call, { result: verdict.result }, false)) {
+          if (call.label !== runLabel && run > 0) {
+            this.recordResults(runLabel, this.ctx.started, run);
+            run = 0;
+          }
+          runLabel = call.label;
+          run++;
+        }
         continue;
       }
       const fc = this.forwardCall(call);
@@ -134,13 +147,14 @@ export class Outbound {
         continue;
       }
       progress.attempt++;
-      (later ??= []).push(attempt(deps, fc, progress).then((a) => this.done(call, a.outcome)));
+      (later ??= []).push(attempt(deps, fc, progress).then((a) => void this.done(call, a.outcome)));
     }
+    if (run > 0) this.recordResults(runLabel, this.ctx.started, run);
     return later === undefined ? undefined : Promise.all(later).then(noop);
   }
 
   private alone(call: OutboundCall): Promise<void> {
-    return forward(this.deps, this.forwardCall(call)).then((a) => this.done(call, a.outcome));
+    return forward(this.deps, this.forwardCall(call)).then((a) => void this.done(call, a.outcome));
   }
 
   private forwardCall(call: OutboundCall): ForwardCall {
@@ -157,19 +171,22 @@ export class Outbound {
     };
   }
 
-  /** The call's outcome: stored when its plan allows, given to the calls that joined it, recorded. */
-  private done(call: OutboundCall, outcome: Outcome): void {
-    if (call.finished) return;
-    call.finished = true;
+  /**
+   * The call's outcome: stored when its plan allows, given to the calls that joined it, and
+   * recorded unless the caller records it (`record` false). False when the call was already finished.
+   */
+  private done(call: OutboundCall, outcome: Outcome, record = true): boolean {
+    if (call.finished) return false;
     const { cache, fleet } = this.deps;
     if (call.plan !== null && outcome.result !== undefined) cache.store(call.plan, outcome.result, call.gen, fleet.finalized);
-    this.finish(call, outcome);
+    this.finish(call, outcome, record);
+    return true;
   }
 
-  private finish(call: OutboundCall, outcome: Outcome): void {
+  private finish(call: OutboundCall, outcome: Outcome, record = true): void {
     call.finished = true;
     if (call.shared !== undefined) this.deps.cache.settle(call.key!, call.shared, outcome);
-    this.outcomes[call.index] = this.record(call.label, outcome, call.started);
+    this.outcomes[call.index] = record ? this.record(call.label, outcome, this.ctx.started) : outcome;
   }
 
   /** A fault inside this code: every call not yet answered gets -32603, and so do the calls that joined it. */

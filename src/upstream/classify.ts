@@ -39,11 +39,16 @@ export function classifyHttp(status: number, body: string): Verdict {
  * (a node that refuses batches answers with one error object: the calls are then sent one by one).
  */
 export function classifyBatch(status: number, body: string): Map<number, Verdict> | Verdict | null {
+  const failed = failedStatus(status);
+  if (failed !== null) return failed;
+  const out = new Map<number, Verdict>();
+  const visit = (id: number, verdict: Verdict): void => void out.set(id, verdict);
+  if (status === 200 && readPlainBatch(body, visit)) return out;
   const read = readBody(status, body);
   if ('kind' in read) return read;
   if (!Array.isArray(read.parsed)) return null;
-  const out = new Map<number, Verdict>();
-  walkBatch(body, read.parsed, (id, verdict) => out.set(id, verdict));
+  out.clear();
+  walkBatch(body, read.parsed, visit);
   return out;
 }
 
@@ -52,15 +57,77 @@ export function classifyBatch(status: number, body: string): Map<number, Verdict
  * order (a call the answer left out gets `missing`), with no table by id.
  */
 export function classifyBatchInOrder(status: number, body: string, first: number, n: number, missing: Verdict): Verdict[] | Verdict | null {
+  const failed = failedStatus(status);
+  if (failed !== null) return failed;
+  const out: Verdict[] = new Array(n).fill(missing);
+  const visit = (id: number, verdict: Verdict): void => {
+    const k = id - first;
+    if (k >= 0 && k < n) out[k] = verdict;
+  };
+  if (status === 200 && readPlainBatch(body, visit)) return out;
   const read = readBody(status, body);
   if ('kind' in read) return read;
   if (!Array.isArray(read.parsed)) return null;
-  const out: Verdict[] = new Array(n).fill(missing);
-  walkBatch(body, read.parsed, (id, verdict) => {
-    const k = id - first;
-    if (k >= 0 && k < n) out[k] = verdict;
-  });
+  out.fill(missing);
+  walkBatch(body, read.parsed, visit);
   return out;
+}
+
+/** A control character or a backslash: text holding one is left to JSON.parse. */
+const CONTROL_OR_ESCAPE = /[\x00-\x1f\\]/;
+const ID_AT = '{"jsonrpc":"2.0","id":'.length;
+const RESULT_KEY = ',"result":'.length;
+
+/**
+ * A batch answer made only of plain elements, read without JSON.parse: a compact array of
+ * `{"jsonrpc":"2.0","id":N,"result":R}` where N is a positive integer and R a string without
+ * escapes or control characters, true, false or null (what nodes answer to balance, nonce, code,
+ * storage and receipt-hash reads). Each element's id and result are visited in order. Any other
+ * text, valid or not, is false (whatever was visited is then read again by the JSON.parse path): the
+ * text accepted here is exactly JSON of that shape, so nothing JSON.parse would refuse gets through.
+ */
+function readPlainBatch(body: string, visit: (id: number, verdict: Verdict) => void): boolean {
+  if (body.charCodeAt(0) !== 0x5b) return false;
+  // Outside the array only trailing whitespace may hold one (geth ends its answers with a newline).
+  const bad = body.search(CONTROL_OR_ESCAPE);
+  let i = 1;
+  for (;;) {
+    PLAIN_ANSWER.lastIndex = i;
+    if (!PLAIN_ANSWER.test(body)) return false;
+    const from = PLAIN_ANSWER.lastIndex;
+    const id = positiveInt(body, i + ID_AT, from - RESULT_KEY);
+    if (id < 0) return false;
+    let end: number;
+    const c = body.charCodeAt(from);
+    if (c === 0x22) {
+      end = body.indexOf('"', from + 1) + 1;
+      if (end === 0) return false;
+    } else if (c === 0x74 && body.startsWith('true', from)) end = from + 4;
+    else if (c === 0x66 && body.startsWith('false', from)) end = from + 5;
+    else if (c === 0x6e && body.startsWith('null', from)) end = from + 4;
+    else return false;
+    if (body.charCodeAt(end) !== 0x7d) return false;
+    visit(id, { kind: 'result', result: body.slice(from, end) });
+    const next = body.charCodeAt(end + 1);
+    if (next === 0x2c) {
+      i = end + 2;
+      continue;
+    }
+    if (next !== 0x5d) return false;
+    return (bad < 0 || bad > end + 1) && skipWs(body, end + 2) === body.length;
+  }
+}
+
+/** The integer written in body[from, to): digits only, no leading zero, at most 15 of them; else -1. */
+function positiveInt(body: string, from: number, to: number): number {
+  if (to - from > 15 || body.charCodeAt(from) === 0x30) return -1;
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const d = body.charCodeAt(i) - 0x30;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return to > from ? n : -1;
 }
 
 /** Each element of a parsed batch answer with a numeric id, and its verdict: one walk over the text. */
@@ -95,10 +162,17 @@ function plainResult(text: string, start: number): Span | null {
   return text.charCodeAt(end) === 0x7d ? { start: from, end } : null;
 }
 
-/** The body as JSON, or the verdict when the status or the body already says the node failed. */
-function readBody(status: number, body: string): { parsed: unknown } | Verdict {
+/** The verdict when the status alone says the node failed, whatever the body. */
+function failedStatus(status: number): Verdict | null {
   if (status === 429) return { kind: 'retry', reason: 'http_429', health: true };
   if (status >= 500) return { kind: 'retry', reason: 'http_5xx', health: true };
+  return null;
+}
+
+/** The body as JSON, or the verdict when the status or the body already says the node failed. */
+function readBody(status: number, body: string): { parsed: unknown } | Verdict {
+  const failed = failedStatus(status);
+  if (failed !== null) return failed;
   try {
     return { parsed: JSON.parse(body) as unknown };
   } catch {

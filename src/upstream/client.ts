@@ -79,8 +79,29 @@ interface Pending {
   resolve: (t: CallTiming) => void;
 }
 
-function requestText(id: number, c: OutgoingCall): string {
-  return `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(c.method)},"params":${c.paramsJson}}`;
+/** The text between a request's id and its params: made once per run of calls of one method in a batch. */
+function methodPart(method: string): string {
+  return `,"method":${JSON.stringify(method)},"params":`;
+}
+
+function requestText(id: number, c: OutgoingCall, part = methodPart(c.method)): string {
+  return `{"jsonrpc":"2.0","id":${id}${part}${c.paramsJson}}`;
+}
+
+/** A batch's text: the k-th call's request with the id `idAt(k)`. */
+function batchText(calls: readonly OutgoingCall[], idAt: (k: number) => number): string {
+  let body = '[';
+  let method = '';
+  let part = '';
+  for (let k = 0; k < calls.length; k++) {
+    const c = calls[k]!;
+    if (c.method !== method) {
+      method = c.method;
+      part = methodPart(method);
+    }
+    body += `${k === 0 ? '' : ','}${requestText(idAt(k), c, part)}`;
+  }
+  return `${body}]`;
 }
 
 /** A batch answer that left a call out. */
@@ -170,12 +191,13 @@ export class HttpUpstreamClient implements UpstreamClient {
     this.nextId += n;
     this.inFlight += n;
     this.calls += n;
-    let body = '[';
-    for (let k = 0; k < n; k++) {
-      this.breaker.begin();
-      body += `${k === 0 ? '' : ','}${requestText(first + k, calls[k]!)}`;
-    }
-    return postJson(this.dispatcher, this.target, `${body}]`, Math.max(1, timeoutMs))
+    for (let k = 0; k < n; k++) this.breaker.begin();
+    return postJson(
+      this.dispatcher,
+      this.target,
+      batchText(calls, (k) => first + k),
+      Math.max(1, timeoutMs),
+    )
       .then(
         ({ status, text }) => classifyBatchInOrder(status, text, first, n, MISSING),
         (err: unknown) => classifyTransport(err),
@@ -207,7 +229,7 @@ export class HttpUpstreamClient implements UpstreamClient {
 
   private async send(batch: Pending[]): Promise<void> {
     const single = batch.length === 1;
-    const body = single ? requestText(batch[0]!.id, batch[0]!) : `[${batch.map((p) => requestText(p.id, p)).join(',')}]`;
+    const body = single ? requestText(batch[0]!.id, batch[0]!) : batchText(batch, (k) => batch[k]!.id);
     // The exchange lasts until the last member's deadline; earlier ones are answered by the sweep.
     const now = performance.now();
     let last = 0;

@@ -56,12 +56,12 @@ function stack(t: Test, nodes: Record<string, Node>) {
     upstreamTimeoutMs: 1000,
   });
   /** One request's calls through the pipeline as the front works them: outcomes in slot order, and the trail. */
-  const request = async (calls: [string, unknown[]][]): Promise<{ outcomes: Outcome[]; trail: string[] }> => {
-    const body = JSON.stringify(calls.map(([method, params], id) => ({ jsonrpc: '2.0', id, method, params })));
+  const request = async (calls: [string, unknown[]][] | string): Promise<{ outcomes: Outcome[]; trail: string[] }> => {
+    const body = typeof calls === 'string' ? calls : JSON.stringify(calls.map(([method, params], id) => ({ jsonrpc: '2.0', id, method, params })));
     const parsed = parseBody(body, 100);
     if (parsed.kind !== 'calls') throw new Error('not calls');
     const ctx = pipeline.context('127.0.0.1', 30_000, log);
-    const outcomes: (Outcome | Promise<Outcome>)[] = new Array(calls.length);
+    const outcomes: (Outcome | Promise<Outcome>)[] = new Array(parsed.slots.length);
     const outbound = pipeline.outbound(ctx, outcomes);
     for (const s of parsed.slots) {
       const o = pipeline.handle(ctx, s.call as Call, outbound);
@@ -193,4 +193,24 @@ t.test('the upstream metrics count each call of an exchange', async (t) => {
   const text = await metrics.registry.metrics();
   t.match(text, /switchyard_upstream_calls_total\{[^}]*method="eth_getBalance"[^}]*outcome="result"[^}]*\} 5\b/);
   t.match(text, /switchyard_upstream_duration_seconds_count\{[^}]*method="eth_getBalance"[^}]*\} 5\b/);
+});
+
+t.test('`latest` is pinned to the head in the params text as the client wrote it, whatever its place', async (t) => {
+  const { clients, request } = stack(t, { a: { latencyMs: 1, answer: () => ({ kind: 'result', result: '"0x1"' }) } });
+  const a = '0xAbC000000000000000000000000000000000000';
+  const head = `"0x${HEAD.toString(16)}"`;
+  const calls: [string, string, string][] = [
+    // [method, params as sent by the client, params the node must get]
+    ['eth_getBalance', `["${a}1","latest"]`, `["${a}1",${head}]`],
+    // (another address: identical calls would share one upstream call)
+    ['eth_getBalance', `[ "${a}2" , "latest" ]`, `[ "${a}2" , ${head} ]`],
+    ['eth_getStorageAt', `["${a}1","0x0","latest"]`, `["${a}1","0x0",${head}]`],
+    ['eth_getBlockByNumber', '["latest",false]', `[${head},false]`],
+    ['eth_call', `[{"to":"${a}1","data":"0x"},"latest"]`, `[{"to":"${a}1","data":"0x"},${head}]`],
+  ];
+  const body = `[${calls.map(([method, params], id) => `{"jsonrpc":"2.0","id":${id},"method":"${method}","params":${params}}`).join(',')}]`;
+  const { outcomes } = await request(body);
+  t.equal(outcomes.length, calls.length);
+  const sent = new Map(clients.get('a')!.sent.map((c) => [c.method + c.paramsJson, c.paramsJson]));
+  for (const [method, , want] of calls) t.equal(sent.get(method + want), want, `${method} ${want}`);
 });
