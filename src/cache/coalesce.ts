@@ -9,8 +9,6 @@
  * is a measurable share of a batch's cost.
  */
 export class Shared<T> {
-  /** The table it was claimed in: once forget() replaced that table, settling leaves the new one alone. */
-  claimedIn: Map<string, unknown> | undefined;
   private promise: Promise<T> | undefined;
   private resolve: ((v: T) => void) | undefined;
   private settled = false;
@@ -22,6 +20,11 @@ export class Shared<T> {
       this.resolve = resolve;
     }));
   }
+
+  constructor(
+    /** The table it was claimed in: once forget() replaced that table, settling leaves the new one alone. */
+    readonly claimedIn: Map<string, unknown>,
+  ) {}
 
   settle(value: T): void {
     if (this.settled) return;
@@ -72,8 +75,7 @@ export class Coalescer<T> {
       onJoin?.();
       return existing instanceof Shared ? existing.joined() : existing;
     }
-    const shared = new Shared<T>();
-    shared.claimedIn = this.inFlight;
+    const shared = new Shared<T>(this.inFlight);
     this.inFlight.set(key, shared);
     return shared;
   }

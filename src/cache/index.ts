@@ -37,6 +37,11 @@ export function keyHash(key: string): number {
   return (h ^ (h >>> 15)) & 0x3fffffff;
 }
 
+/** The plan's key hash, worked out at the first lookup or store that needs it. */
+function hashOf(plan: CachePlan): number {
+  return (plan.keyHash ??= keyHash(plan.key));
+}
+
 export class ResponseCache {
   private readonly memory: MemoryStore;
   private readonly redis: RedisLevel | null;
@@ -63,7 +68,7 @@ export class ResponseCache {
   lookup(plan: CachePlan): string | undefined | Promise<string | undefined> {
     if (plan.secondMiss) {
       // A key not yet asked again at this head was never kept for it: no table lookup needed.
-      const h = (plan.keyHash ??= keyHash(plan.key));
+      const h = hashOf(plan);
       const value = this.memory.mayHold(h, plan.head) ? this.memory.get(plan.key, plan.cls, plan.head) : undefined;
       if (value === undefined) this.memory.missed(h, plan.head);
       this.metrics.recordCacheLookup(plan.cls, value !== undefined);
@@ -90,7 +95,7 @@ export class ResponseCache {
       if (block === null || block > finalized) return;
     }
     const cls = plan.cls === 'tx' ? 'immutable' : plan.cls;
-    this.memory.set(plan.key, value, cls, gen, plan.head, plan.secondMiss ? (plan.keyHash ??= keyHash(plan.key)) : undefined);
+    this.memory.set(plan.key, value, cls, gen, plan.head, plan.secondMiss ? hashOf(plan) : undefined);
     if (cls === 'immutable') this.redis?.set(plan.key, value);
   }
 

@@ -78,34 +78,37 @@ export function balancedEnd(text: string, i: number): number {
 
 /** The spans of the top-level value's elements when it is an array (the first `limit` of them). */
 export function arrayElements(text: string, limit = Number.POSITIVE_INFINITY): Span[] {
-  let i = skipWs(text, 0);
   const out: Span[] = [];
-  if (text.charCodeAt(i) !== 0x5b) return out;
-  i = skipWs(text, i + 1);
-  if (text.charCodeAt(i) === 0x5d) return out;
-  while (out.length < limit) {
+  for (let i = firstElement(text); i >= 0 && out.length < limit; ) {
     const end = skipValue(text, i);
     out.push({ start: i, end });
-    i = skipWs(text, end);
-    if (text.charCodeAt(i) !== 0x2c) return out;
-    i = skipWs(text, i + 1);
+    i = nextElement(text, end);
   }
   return out;
 }
 
 /** The span of the top-level array's element `index`: the walk stops there (nothing kept of the others). */
 export function elementSpan(text: string, index: number): Span | undefined {
-  let i = skipWs(text, 0);
-  if (text.charCodeAt(i) !== 0x5b) return undefined;
-  i = skipWs(text, i + 1);
-  if (text.charCodeAt(i) === 0x5d) return undefined;
-  for (let k = 0; ; k++) {
+  for (let i = firstElement(text), k = 0; i >= 0; k++) {
     const end = skipValue(text, i);
     if (k === index) return { start: i, end };
-    i = skipWs(text, end);
-    if (text.charCodeAt(i) !== 0x2c) return undefined;
-    i = skipWs(text, i + 1);
+    i = nextElement(text, end);
   }
+  return undefined;
+}
+
+/** Where the top-level array's first element starts; -1 when the text is not an array or it is empty. */
+function firstElement(text: string): number {
+  const open = skipWs(text, 0);
+  if (text.charCodeAt(open) !== 0x5b) return -1;
+  const i = skipWs(text, open + 1);
+  return text.charCodeAt(i) === 0x5d ? -1 : i;
+}
+
+/** Where the element after the one ending at `end` starts; -1 when the array ends there. */
+function nextElement(text: string, end: number): number {
+  const i = skipWs(text, end);
+  return text.charCodeAt(i) === 0x2c ? skipWs(text, i + 1) : -1;
 }
 
 /**

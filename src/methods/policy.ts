@@ -39,16 +39,25 @@ export class MethodPolicy {
     this.exactExtensions = new Set(cfg.extensions.filter((p) => !p.endsWith('*')));
   }
 
-  /** Answers for the table's methods and exact extensions, worked out once each (a bounded set of names). */
-  private readonly known = new Map<string, Resolved | null>();
+  /**
+   * Resolution and label of the table's methods and exact extensions, worked out once each (a
+   * bounded set of names). A table lookup: the method is a fresh string per call, and a property
+   * lookup would intern it first.
+   */
+  private readonly known = new Map<string, { resolved: Resolved | null; label: string }>();
+
+  private lookup(method: string): { resolved: Resolved | null; label: string } {
+    const known = this.known.get(method);
+    if (known !== undefined) return known;
+    const label = Object.hasOwn(METHODS, method) || this.exactExtensions.has(method) ? method : 'other';
+    const found = { resolved: this.work(method), label };
+    if (label !== 'other') this.known.set(method, found);
+    return found;
+  }
 
   /** The spec to handle `method` with, or null when the method is unknown or not allowed. */
   resolve(method: string): Resolved | null {
-    const known = this.known.get(method);
-    if (known !== undefined) return known;
-    const r = this.work(method);
-    if (this.label(method) !== 'other') this.known.set(method, r);
-    return r;
+    return this.lookup(method).resolved;
   }
 
   private work(method: string): Resolved | null {
@@ -60,16 +69,8 @@ export class MethodPolicy {
     return null;
   }
 
-  /** Labels of the table's methods and exact extensions (a bounded set of names). */
-  private readonly labels = new Map<string, string>();
-
   /** A bounded metric label: known and configured names pass, anything a client invents is `other`. */
   label(method: string): string {
-    // A table lookup: the method is a fresh string per call, and a property lookup interns it first.
-    const known = this.labels.get(method);
-    if (known !== undefined) return known;
-    if (!Object.hasOwn(METHODS, method) && !this.exactExtensions.has(method)) return 'other';
-    this.labels.set(method, method);
-    return method;
+    return this.lookup(method).label;
   }
 }

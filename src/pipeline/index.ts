@@ -93,7 +93,6 @@ export class Pipeline {
    * `outbound`, a plain read that goes to a node is added to it and SENT_TOGETHER is returned.
    */
   handle(ctx: RequestContext, call: Call, outbound?: Outbound): Handled {
-    const started = ctx.started;
     const label = this.deps.policy.label(call.method);
     let outcome: Handled;
     try {
@@ -104,11 +103,11 @@ export class Pipeline {
     if (outcome === SENT_TOGETHER) return outcome;
     if (outcome instanceof Promise) {
       return outcome.then(
-        (o) => this.record(label, o, started),
-        (err: unknown) => this.record(label, this.crashed(ctx, err, label), started),
+        (o) => this.record(label, o, ctx.started),
+        (err: unknown) => this.record(label, this.crashed(ctx, err, label), ctx.started),
       );
     }
-    return this.record(label, outcome, started);
+    return this.record(label, outcome, ctx.started);
   }
 
   private crashed(ctx: RequestContext, err: unknown, label: string): Outcome {

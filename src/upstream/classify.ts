@@ -39,17 +39,14 @@ export function classifyHttp(status: number, body: string): Verdict {
  * (a node that refuses batches answers with one error object: the calls are then sent one by one).
  */
 export function classifyBatch(status: number, body: string): Map<number, Verdict> | Verdict | null {
-  const failed = failedStatus(status);
-  if (failed !== null) return failed;
   const out = new Map<number, Verdict>();
-  const visit = (id: number, verdict: Verdict): void => void out.set(id, verdict);
-  if (status === 200 && readPlainBatch(body, visit)) return out;
-  const read = readBody(status, body);
-  if ('kind' in read) return read;
-  if (!Array.isArray(read.parsed)) return null;
-  out.clear();
-  walkBatch(body, read.parsed, visit);
-  return out;
+  const read = readBatch(
+    status,
+    body,
+    (id, verdict) => void out.set(id, verdict),
+    () => out.clear(),
+  );
+  return read === undefined ? out : read;
 }
 
 /**
@@ -57,20 +54,29 @@ export function classifyBatch(status: number, body: string): Map<number, Verdict
  * order (a call the answer left out gets `missing`), with no table by id.
  */
 export function classifyBatchInOrder(status: number, body: string, first: number, n: number, missing: Verdict): Verdict[] | Verdict | null {
-  const failed = failedStatus(status);
-  if (failed !== null) return failed;
   const out: Verdict[] = new Array(n).fill(missing);
   const visit = (id: number, verdict: Verdict): void => {
     const k = id - first;
     if (k >= 0 && k < n) out[k] = verdict;
   };
-  if (status === 200 && readPlainBatch(body, visit)) return out;
+  const read = readBatch(status, body, visit, () => out.fill(missing));
+  return read === undefined ? out : read;
+}
+
+/**
+ * Visits each element of a batch answer with a numeric id, and its verdict: read without JSON.parse
+ * when every element is plain (readPlainBatch), else parsed, after `restart` forgets what the plain
+ * reading visited. Undefined when visited; the verdict when the status or the body says the node
+ * failed; null when the body is not a JSON array.
+ */
+function readBatch(status: number, body: string, visit: (id: number, verdict: Verdict) => void, restart: () => void): Verdict | null | undefined {
+  if (status === 200 && readPlainBatch(body, visit)) return undefined;
   const read = readBody(status, body);
   if ('kind' in read) return read;
   if (!Array.isArray(read.parsed)) return null;
-  out.fill(missing);
+  restart();
   walkBatch(body, read.parsed, visit);
-  return out;
+  return undefined;
 }
 
 /** A control character or a backslash: text holding one is left to JSON.parse. */
@@ -162,17 +168,10 @@ function plainResult(text: string, start: number): Span | null {
   return text.charCodeAt(end) === 0x7d ? { start: from, end } : null;
 }
 
-/** The verdict when the status alone says the node failed, whatever the body. */
-function failedStatus(status: number): Verdict | null {
-  if (status === 429) return { kind: 'retry', reason: 'http_429', health: true };
-  if (status >= 500) return { kind: 'retry', reason: 'http_5xx', health: true };
-  return null;
-}
-
 /** The body as JSON, or the verdict when the status or the body already says the node failed. */
 function readBody(status: number, body: string): { parsed: unknown } | Verdict {
-  const failed = failedStatus(status);
-  if (failed !== null) return failed;
+  if (status === 429) return { kind: 'retry', reason: 'http_429', health: true };
+  if (status >= 500) return { kind: 'retry', reason: 'http_5xx', health: true };
   try {
     return { parsed: JSON.parse(body) as unknown };
   } catch {
