@@ -10,6 +10,8 @@ import type { Config } from './config/schema.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { ResponseCache } from './cache/index.js';
 import { Concurrency } from './limits/concurrency.js';
+import { ConnectionCaps, type ConnectionLimits } from './limits/connections.js';
+import { fdBudget } from './limits/fd-limit.js';
 import { RateLimits } from './limits/rate.js';
 import { createLogger, redactUrls } from './log/logger.js';
 import { MethodPolicy } from './methods/policy.js';
@@ -37,6 +39,11 @@ export interface AppOptions {
   configFile?: string;
   /** The routing clock (head times, breaker cooldowns, call deadlines); Date.now unless a test controls time. */
   now?: () => number;
+  /**
+   * The process's open-file limit (main.ts reads it); server.maxConnections is lowered to fit it,
+   * with a warning. Absent or null: not checked.
+   */
+  fdLimit?: number | null;
 }
 
 /** What a reload from the file did: applied, or refused with the problems found. */
@@ -80,6 +87,8 @@ export class App {
   /** One connection per Redis URL, shared by the cache, the rate limits and shared heads. */
   private readonly redis: RedisConnections;
   private readonly concurrency: Concurrency;
+  private readonly connections: ConnectionCaps;
+  private readonly fdLimit: number | null;
   private readonly cache: ResponseCache;
   private rateLimits: RateLimits;
   private readonly pipeline: Pipeline;
@@ -96,6 +105,7 @@ export class App {
     this.config = config;
     this.log = opts.logger ?? createLogger(config.log.level);
     this.configFile = opts.configFile;
+    this.fdLimit = opts.fdLimit ?? null;
     this.metrics = new Metrics({ processMetrics: opts.processMetrics, version: VERSION, chainId: config.chainId });
     this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log, undefined, opts.now);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
@@ -130,6 +140,26 @@ export class App {
         });
       }
     }
+    // After the PROXY protocol check: the caps count every accepted connection, header or not.
+    this.connections = new ConnectionCaps(
+      this.connectionLimits(config),
+      { address: (remote) => this.httpDeps.clientIp.resolve(remote, undefined), trusted: (ip) => this.httpDeps.clientIp.isTrusted(ip) },
+      this.metrics,
+    );
+    this.connections.attach(this.http);
+    if (this.wsHttp) this.connections.attach(this.wsHttp);
+  }
+
+  /** The connection caps in force: server.maxConnections lowered to what the open-file limit allows (warned). */
+  private connectionLimits(c: Config): ConnectionLimits {
+    const budget = fdBudget(c.server.maxConnections, c.upstreams.map((u) => u.maxConnections), this.fdLimit);
+    if (budget.short) {
+      this.log.warn(
+        { fdLimit: this.fdLimit, needed: budget.needed, maxConnections: c.server.maxConnections, cappedAt: budget.maxConnections },
+        'open-file limit too low for server.maxConnections: client connections capped at cappedAt; raise the hard limit (systemd LimitNOFILE=, ulimit -n, docker --ulimit nofile=)',
+      );
+    }
+    return { maxConnections: budget.maxConnections, maxConnectionsPerIp: c.server.maxConnectionsPerIp };
   }
 
   private feedSettings(c: Config): FeedSettings {
@@ -207,7 +237,7 @@ export class App {
       version: VERSION,
       extraStatus: () => ({
         inFlightCalls: this.concurrency.inFlight,
-        limits: { rate: this.rateLimits.stats(), concurrency: this.concurrency.stats() },
+        limits: { rate: this.rateLimits.stats(), concurrency: this.concurrency.stats(), connections: this.connections.stats() },
         cache: this.cache.stats(),
         uptime: this.uptime?.status() ?? null,
         websocket: this.ws.status(),
@@ -237,6 +267,7 @@ export class App {
       closeConnections: () => this.stopping,
       knowsKey: (key) => this.rateLimits.knowsKey(key),
       keyName: (key) => this.rateLimits.keyName(key),
+      admitRequest: (ip) => this.rateLimits.admitRequest(ip),
       logRequests: c.log.requests,
       gzipMinBytes: c.server.gzipMinBytes,
       uptime: this.uptime,
@@ -310,11 +341,13 @@ export class App {
     let pipelineDeps: PipelineDeps;
     let frontDeps: FrontDeps;
     let httpDeps: HttpDeps;
+    let connectionLimits: ConnectionLimits;
     try {
       if (rateLimitsChanged) rateLimits = new RateLimits(next.rateLimit, this.metrics, this.log, this.redis);
       pipelineDeps = this.pipelineDeps(next);
       frontDeps = { ...this.frontDeps(next), rateLimits };
       httpDeps = this.makeHttpDeps(next);
+      connectionLimits = this.connectionLimits(next);
     } catch (err) {
       upstreams.discard();
       if (rateLimits !== this.rateLimits) void rateLimits.close();
@@ -341,6 +374,7 @@ export class App {
     this.uptime?.update(next.uptime);
     this.config = next;
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
+    this.connections.update(connectionLimits);
     if (rateLimits !== this.rateLimits) {
       const old = this.rateLimits;
       this.rateLimits = rateLimits;

@@ -15,6 +15,7 @@ import { ConfigError, loadConfigFile } from './config/load.js';
 import { maskedConfig } from './config/mask.js';
 import type { Config } from './config/schema.js';
 import type { Devnet } from './devnet/index.js';
+import { readFdLimit } from './limits/fd-limit.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { VERSION } from './version.js';
 
@@ -99,7 +100,8 @@ async function main(argv: string[]): Promise<number> {
     log.info({ nodes: devnet.nodes().map((n) => n.name), control: devnet.controlUrl }, 'devnet started');
   }
   try {
-    app = await App.start(config, { logger: log, configFile: file });
+    // The open-file limit is checked against server.maxConnections (a warning, and a lower cap).
+    app = await App.start(config, { logger: log, configFile: file, fdLimit: readFdLimit() });
   } catch (err) {
     log.fatal({ err }, 'could not start');
     await devnet?.stop();

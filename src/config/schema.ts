@@ -145,6 +145,14 @@ export const configSchema = z
         maxInFlight: positiveInt.default(20_000),
         maxInFlightPerIp: positiveInt.default(256),
         /**
+         * Client connections open at once on server.port and server.wsPort together (WebSockets
+         * included); a connection past it is closed at once. Lowered at start to what the process's
+         * open-file limit allows (limits/fd-limit.ts).
+         */
+        maxConnections: positiveInt.default(10_000),
+        /** The same per client IP (IPv6: per /64); a peer in trustedProxies counts only in maxConnections. */
+        maxConnectionsPerIp: positiveInt.default(256),
+        /**
          * SIGTERM: for this long /ready is 503 while calls are still served (with Connection: close),
          * so balancers take the replica out of rotation before it stops accepting connections.
          */
@@ -162,6 +170,11 @@ export const configSchema = z
       .strictObject({
         host: z.string().default('127.0.0.1'),
         port: port.default(9545),
+        /**
+         * Host names the admin port answers besides localhost and IP addresses (DNS rebinding: a
+         * browser page of another site reaches the port only under a name of that site); "*" = any.
+         */
+        allowedHosts: z.array(z.string().regex(/^(\*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$/, { error: (iss) => `expected a host name or "*", got ${JSON.stringify(iss.input)}` })).default([]),
       })
       .prefault({}),
     upstreams: z.array(upstreamSchema).min(1, { error: 'expected at least one upstream' }),

@@ -187,18 +187,32 @@ export class RateLimits {
     const keyed = who.apiKey === undefined ? undefined : this.byKey.get(who.apiKey);
     const limiter = keyed?.limiter ?? (this.perIp === null || this.isExempt(who.ip) ? null : this.perIp);
     if (limiter === null) return methods.map(() => null);
-    return this.charge(limiter, keyed ? `key:${keyed.name}` : limitKey(who.ip), methods);
+    return this.charge(
+      limiter,
+      keyed ? `key:${keyed.name}` : limitKey(who.ip),
+      methods.map((m) => this.cost(m)),
+    );
   }
 
-  private async charge(limiter: Bucket, id: string, methods: readonly string[]): Promise<Admission[]> {
+  /**
+   * Charges one unit to the client IP's budget for a request that is no call: a GET page (the
+   * uptime page, GET /) or a guess at an API key the configuration does not list. Without that a
+   * client could fetch pages or try keys as fast as it can send, outside every limit. Synchronous
+   * null when no per-IP limit applies (rateLimit.perIp null, an exempt IP).
+   */
+  admitRequest(ip: string): Admission | Promise<Admission> {
+    if (this.perIp === null || this.isExempt(ip)) return null;
+    return this.charge(this.perIp, limitKey(ip), [1]).then((a) => a[0] ?? null);
+  }
+
+  private async charge(limiter: Bucket, id: string, costs: readonly number[]): Promise<Admission[]> {
     let shared = limiter.shared !== null && this.sharedUsable();
     const fellBack = (): boolean => limiter.shared !== null && !shared;
     let sharedWorked = false;
     const out: Admission[] = [];
     // A cost over both windows' sizes fits neither, however long the client waits.
     const largest = Math.max(limiter.local.sustained.points, limiter.local.burst.points);
-    for (const m of methods) {
-      const cost = this.cost(m);
+    for (const cost of costs) {
       if (cost === 0) {
         out.push(null);
         continue;

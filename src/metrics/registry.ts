@@ -201,6 +201,18 @@ export class Metrics {
     labelNames: ['reason'],
     registers: [this.registry],
   });
+  /** Client connections on the JSON-RPC listeners and those refused by a cap (limits/connections.ts). */
+  readonly connections = new Gauge({
+    name: 'switchyard_connections',
+    help: 'Client connections open on server.port and server.wsPort together, WebSockets included',
+    registers: [this.registry],
+  });
+  readonly connectionsRefused = new Counter({
+    name: 'switchyard_connections_refused_total',
+    help: 'Connections closed at once because a cap was reached, by reason (total: server.maxConnections, ip: server.maxConnectionsPerIp)',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
   readonly wsCloses = new Counter({
     name: 'switchyard_ws_closes_total',
     help: 'WebSocket connections closed by Switchyard, by reason (slow_reader, too_large, dead_peer, shutdown)',
@@ -273,6 +285,7 @@ export class Metrics {
       this.wsNotifications.inc({ kind }, 0);
     }
     for (const reason of ['slow_reader', 'too_large', 'dead_peer', 'shutdown']) this.wsCloses.inc({ reason }, 0);
+    for (const reason of ['total', 'ip']) this.connectionsRefused.inc({ reason }, 0);
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
     this.buildInfo.set({ version: opts.version ?? 'unknown', chain_id: `0x${(opts.chainId ?? 0).toString(16)}` }, 1);
     for (const result of RELOAD_RESULTS) this.reloads.inc({ result }, 0);

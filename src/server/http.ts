@@ -2,11 +2,12 @@
  * The HTTP front on server.port: statuses of SPEC 3.2, CORS, body cap, client IP, one log line per
  * request. Everything JSON-RPC is delegated to Front; this file only speaks HTTP.
  */
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { constants, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
+import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
@@ -14,6 +15,7 @@ import { isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import type { Front, FrontResult } from './front.js';
 import { peerAddress } from './proxy-protocol.js';
+import { rawRefusal, refuseSocket } from './refusal.js';
 
 export interface HttpDeps {
   front: Front;
@@ -29,6 +31,11 @@ export interface HttpDeps {
   /** During the shutdown delay: every answer carries Connection: close (the socket closes after it). */
   closeConnections?: () => boolean;
   knowsKey: (key: string) => boolean;
+  /**
+   * Charges one unit of the client IP's rate budget for a request that is no call (a GET page, a
+   * guess at an API key): null when admitted, else seconds to wait (limits/rate.ts admitRequest).
+   */
+  admitRequest: (ip: string) => Admission | Promise<Admission>;
   /** The configured name of an API key, for the request line (the key never is logged). */
   keyName?: (key: string) => string | undefined;
   /** Answers of at least this many bytes are gzip-compressed for clients that accept it; null = never. */
@@ -88,22 +95,12 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
     },
   );
   // A malformed request line or a slow client: answer 400/408 if the socket still can, never crash.
-  // There is no response object here: the whole HTTP answer is written to the socket (Node docs).
+  // There is no response object here: the whole HTTP answer is written to the socket (Node docs),
+  // and the socket is then closed for good, not left half-open (refusal.ts).
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (socket.writable && !socket.destroyed) {
-      socket.end(err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT_ANSWER : BAD_HTTP_REQUEST_ANSWER);
-    } else socket.destroy();
+    refuseSocket(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT_ANSWER : BAD_HTTP_REQUEST_ANSWER);
   });
   return server;
-}
-
-/**
- * A whole HTTP answer refusing a request before there is a response object (a client error, a
- * WebSocket upgrade): the error's status, a JSON-RPC error body with id null, and the connection closed.
- */
-export function rawRefusal(e: RpcError): string {
-  const body = errorText('null', e);
-  return `HTTP/1.1 ${e.http} ${STATUS_CODES[e.http]}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
 const REQUEST_TIMEOUT_ANSWER = rawRefusal(new RpcError('REQUEST_TIMEOUT'));
@@ -257,13 +254,42 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
     finish(e.http, errorText('null', e), extra);
   };
 
+  // GET pages and API key guesses are charged to the client IP's rate budget; over it, 429.
+  const charged = (go: () => void): void => {
+    const over = (wait: number | 'never'): void => {
+      const seconds = wait === 'never' ? 1 : wait;
+      if (req.method === 'POST') deps.metrics.recordRefused(INVALID_METHOD, 'RATE_LIMITED');
+      finish(429, errorText('null', new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: seconds } })), { 'retry-after': String(seconds) });
+    };
+    const run = (wait: Admission): void => {
+      try {
+        if (wait === null) go();
+        else over(wait);
+      } catch (err) {
+        crashed(deps, res, err);
+      }
+    };
+    const admission = deps.admitRequest(clientIp);
+    if (admission instanceof Promise) admission.then(run, (err: unknown) => crashed(deps, res, err));
+    else run(admission);
+  };
+
   if (deps.isDraining()) return reject('SHUTTING_DOWN', CONNECTION_CLOSE);
-  if (deps.uptime && (req.method === 'GET' || req.method === 'HEAD')) {
-    const page = uptimeAnswer(deps.uptime, (req.url ?? '/').split('?', 1)[0]!, req.headers.accept);
-    // Public and read-only: its own CORS and cache headers, whatever server.cors says.
-    if (page !== null) return finish(page.status, page.body, page.headers);
-  }
   const target = rpcTarget(req);
+  // HEAD as GET (monitors probe with it; Node sends no body for HEAD).
+  if (req.method === 'GET' || req.method === 'HEAD') {
+    return charged(() => {
+      if (deps.uptime) {
+        const page = uptimeAnswer(deps.uptime, (req.url ?? '/').split('?', 1)[0]!, req.headers.accept);
+        // Public and read-only: its own CORS and cache headers, whatever server.cors says.
+        if (page !== null) return finish(page.status, page.body, page.headers);
+      }
+      if (target === null) return reject('NOT_FOUND');
+      const info = { name: 'switchyard', version: deps.version, chainId: `0x${deps.chainId.toString(16)}`, ready: deps.isReady() };
+      // With the uptime page on, a browser's GET / gets the page: this answer depends on Accept too.
+      return finish(200, JSON.stringify(info), deps.uptime ? VARY_ACCEPT : NO_HEADERS);
+    });
+  }
   if (req.method === 'OPTIONS') {
     closeIfStopping(deps, res);
     res.writeHead(204, {
@@ -277,17 +303,11 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
     deps.metrics.recordHttp(204, null);
     return;
   }
-  // HEAD as GET (monitors probe with it; Node sends no body for HEAD).
-  if (req.method === 'GET' || req.method === 'HEAD') {
-    if (target === null) return reject('NOT_FOUND');
-    const info = { name: 'switchyard', version: deps.version, chainId: `0x${deps.chainId.toString(16)}`, ready: deps.isReady() };
-    // With the uptime page on, a browser's GET / gets the page: this answer depends on Accept too.
-    return finish(200, JSON.stringify(info), deps.uptime ? VARY_ACCEPT : NO_HEADERS);
-  }
   if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', ALLOW);
   if (target === null) return reject('NOT_FOUND');
   apiKey = target.apiKey;
-  if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return reject('INVALID_API_KEY');
+  // An unknown key costs the guesser its IP's budget: 401 while it lasts, then 429.
+  if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return charged(() => reject('INVALID_API_KEY'));
   if (!isJsonContentType(req.headers['content-type'])) return reject('BAD_CONTENT_TYPE');
   readBody(req, deps.maxBodyBytes, (body) => {
     try {

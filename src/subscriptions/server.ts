@@ -17,7 +17,8 @@ import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { ClientIp } from '../server/client-ip.js';
 import { peerAddress } from '../server/proxy-protocol.js';
 import type { Front, FrontResult } from '../server/front.js';
-import { rawRefusal, rpcTarget } from '../server/http.js';
+import { rpcTarget } from '../server/http.js';
+import { rawRefusal, refuseSocket } from '../server/refusal.js';
 import type { ChainFeed } from './chain.js';
 import type { PendingFeed } from './pending.js';
 import { Session } from './session.js';
@@ -86,7 +87,7 @@ export class WsFront {
     const refuse = (reason: 'SHUTTING_DOWN' | 'NOT_FOUND' | 'INVALID_API_KEY' | 'RATE_LIMITED'): void => {
       const e = new RpcError(reason);
       d.metrics.recordHttp(e.http, null);
-      socket.end(rawRefusal(e));
+      refuseSocket(socket, rawRefusal(e));
     };
     if (d.isDraining()) return refuse('SHUTTING_DOWN');
     const target = rpcTarget(req);
