@@ -243,6 +243,8 @@ export class App {
         websocket: this.ws.status(),
       }),
       reload: () => this.reloadFile(),
+      host: this.config.admin.host,
+      allowedHosts: this.config.admin.allowedHosts,
       collect: () => {
         this.cache.collect();
         this.uptime?.collect();

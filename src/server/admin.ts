@@ -2,11 +2,17 @@
  * The admin port (127.0.0.1 by default): /health (process alive), /ready (an upstream is healthy
  * and in sync, and not draining), /status (the fleet as an operator reads it; names, never URLs),
  * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does).
+ * Every request must come with a Host the port answers (admin-host.ts: 403 otherwise), and every
+ * write with a JSON content type (415 otherwise): a browser page of another site may send a
+ * "simple" request (text/plain, a form, no body) anywhere without asking, but a JSON one only
+ * after a CORS preflight, which this port never grants.
  */
 import { createServer, type Server } from 'node:http';
 import type { Metrics } from '../metrics/registry.js';
 import { cost } from '../routing/select.js';
 import type { Fleet } from '../upstream/fleet.js';
+import { adminHostAllowed } from './admin-host.js';
+import { isJsonContentType } from './body.js';
 import { sendJson } from './json-reply.js';
 
 export interface AdminDeps {
@@ -20,6 +26,10 @@ export interface AdminDeps {
   collect?: () => void;
   /** POST /-/reload: reads the config file again (as SIGHUP does). */
   reload?: () => Promise<{ ok: true } | { ok: false; problems: string[] }>;
+  /** admin.host: a name there is a Host the port answers. */
+  host: string;
+  /** admin.allowedHosts: further names the port answers ("*": any). */
+  allowedHosts: readonly string[];
 }
 
 export function isReady(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining'>): boolean {
@@ -62,9 +72,14 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
   return createServer((req, res) => {
     const deps = getDeps();
     const path = (req.url ?? '/').split('?', 1)[0];
+    if (!adminHostAllowed(req.headers.host, deps.host, deps.allowedHosts)) {
+      req.resume();
+      return sendJson(res, 403, { error: 'Host not allowed on the admin port: use localhost, an IP address, or a name in admin.allowedHosts' });
+    }
     if (path === '/-/reload') {
       if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST' });
       req.resume();
+      if (!isJsonContentType(req.headers['content-type'])) return sendJson(res, 415, { error: 'admin writes need Content-Type: application/json' });
       if (!deps.reload) return sendJson(res, 404, { error: 'reload not available' });
       // 200 when the new file is applied; 400 with the problems when it is refused (the running
       // configuration stays either way).

@@ -48,7 +48,7 @@ t.test('a refused reload leaves the batch limit and the upstreams as they were',
       { name: 'node-b', url: `http://u:50%off@127.0.0.1:${port}` },
     ]),
   );
-  const res = await request(`${sy.adminUrl}/-/reload`, { method: 'POST' });
+  const res = await request(`${sy.adminUrl}/-/reload`, { method: 'POST', headers: { 'content-type': 'application/json' } });
   const body = (await res.body.json()) as { reloaded: boolean };
   t.equal(body.reloaded, false, 'the reload is refused');
 

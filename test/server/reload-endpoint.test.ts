@@ -15,7 +15,7 @@ import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 
 async function reload(adminUrl: string): Promise<{ status: number; body: { reloaded: boolean; problems?: string[] } }> {
-  const res = await request(`${adminUrl}/-/reload`, { method: 'POST' });
+  const res = await request(`${adminUrl}/-/reload`, { method: 'POST', headers: { 'content-type': 'application/json' } });
   return { status: res.statusCode, body: (await res.body.json()) as { reloaded: boolean; problems?: string[] } };
 }
 

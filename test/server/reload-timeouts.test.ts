@@ -54,7 +54,7 @@ t.test('a reload to shorter timeouts applies on server.port and server.wsPort al
       '',
     ].join('\n'),
   );
-  const res = await request(`${sy.adminUrl}/-/reload`, { method: 'POST' });
+  const res = await request(`${sy.adminUrl}/-/reload`, { method: 'POST', headers: { 'content-type': 'application/json' } });
   t.same(await res.body.json(), { reloaded: true });
 
   const { http, ws } = sy.app.ports;
