@@ -50,7 +50,7 @@ const CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}';
 
 /** One call from `from` on a fresh connection, closed after. */
 async function callFrom(sy: RunningSwitchyard, from: string): Promise<{ status: number; text: string; ms: number }> {
-  const agent = new Agent({ connect: { localAddress: from }, pipelining: 0 });
+  const agent = new Agent({ localAddress: from });
   const started = performance.now();
   try {
     const r = await request(sy.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CALL, dispatcher: agent });
