@@ -152,7 +152,11 @@ export class App {
 
   /** The connection caps in force: server.maxConnections lowered to what the open-file limit allows (warned). */
   private connectionLimits(c: Config): ConnectionLimits {
-    const budget = fdBudget(c.server.maxConnections, c.upstreams.map((u) => u.maxConnections), this.fdLimit);
+    const budget = fdBudget(
+      c.server.maxConnections,
+      c.upstreams.map((u) => u.maxConnections),
+      this.fdLimit,
+    );
     if (budget.short) {
       this.log.warn(
         { fdLimit: this.fdLimit, needed: budget.needed, maxConnections: c.server.maxConnections, cappedAt: budget.maxConnections },
@@ -187,6 +191,7 @@ export class App {
       pingIntervalMs: c.subscriptions.pingIntervalMs,
       isDraining: () => this.draining,
       knowsKey: (key) => this.rateLimits.knowsKey(key),
+      admitRequest: (ip) => this.rateLimits.admitRequest(ip),
     };
   }
 

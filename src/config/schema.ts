@@ -174,7 +174,9 @@ export const configSchema = z
          * Host names the admin port answers besides localhost and IP addresses (DNS rebinding: a
          * browser page of another site reaches the port only under a name of that site); "*" = any.
          */
-        allowedHosts: z.array(z.string().regex(/^(\*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$/, { error: (iss) => `expected a host name or "*", got ${JSON.stringify(iss.input)}` })).default([]),
+        allowedHosts: z
+          .array(z.string().regex(/^(\*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$/, { error: (iss) => `expected a host name or "*", got ${JSON.stringify(iss.input)}` }))
+          .default([]),
       })
       .prefault({}),
     upstreams: z.array(upstreamSchema).min(1, { error: 'expected at least one upstream' }),

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer, WebSocket } from 'ws';
 import { RpcError } from '../jsonrpc/errors.js';
 import { limitKey } from '../limits/cidrs.js';
+import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { ClientIp } from '../server/client-ip.js';
@@ -37,6 +38,8 @@ export interface WsDeps {
   pingIntervalMs: number;
   isDraining: () => boolean;
   knowsKey: (key: string) => boolean;
+  /** Charges a guess at an API key to the client IP's rate budget (limits/rate.ts admitRequest). */
+  admitRequest: (ip: string) => Admission | Promise<Admission>;
 }
 
 /** A slow reader's socket gets this long to take the close frame before it is cut. */
@@ -92,8 +95,12 @@ export class WsFront {
     if (d.isDraining()) return refuse('SHUTTING_DOWN');
     const target = rpcTarget(req);
     if (target === null) return refuse('NOT_FOUND');
-    if (target.apiKey !== undefined && !d.knowsKey(target.apiKey)) return refuse('INVALID_API_KEY');
     const ip = d.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
+    // An unknown key costs the guesser its IP's budget, as over HTTP: 401 while it lasts, then 429.
+    if (target.apiKey !== undefined && !d.knowsKey(target.apiKey)) {
+      const refused = (wait: Admission): void => refuse(wait === null ? 'INVALID_API_KEY' : 'RATE_LIMITED');
+      return void Promise.resolve(d.admitRequest(ip)).then(refused, () => refused(null));
+    }
     const ipKey = limitKey(ip);
     if ((this.perIp.get(ipKey) ?? 0) >= d.maxConnectionsPerIp) return refuse('RATE_LIMITED');
     const answerable = socket.readable && socket.writable;

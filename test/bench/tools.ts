@@ -121,8 +121,9 @@ export function switchyardConfig(anvilUrl: string, extra: Record<string, unknown
     ...extra,
     chainId: 186,
     // keep-alive long enough for the idle-connection figure; in-flight caps above what the
-    // connections x 25-call batches put in flight, so the limits never answer instead of the node.
-    server: { keepAliveTimeoutMs: 120_000, maxInFlight: 100_000, maxInFlightPerIp: 100_000 },
+    // connections x 25-call batches put in flight, so the limits never answer instead of the node;
+    // the 1,000 idle connections all come from 127.0.0.1, past the default per-IP connection cap.
+    server: { keepAliveTimeoutMs: 120_000, maxInFlight: 100_000, maxInFlightPerIp: 100_000, maxConnectionsPerIp: 100_000 },
     upstreams: [{ name: 'anvil', url: anvilUrl }],
     rateLimit: { perIp: null },
     log: { level: 'warn' },

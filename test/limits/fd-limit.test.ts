@@ -58,7 +58,11 @@ log: { level: info, requests: 'off' }
     .map((l) => JSON.parse(l) as { level: string; fdLimit: number; needed: number; maxConnections: number; cappedAt: number });
   t.equal(warning.length, 1, 'one warning at start');
   const cap = 256 - 128 - FD_RESERVE;
-  t.match(warning[0], { level: 'warn', fdLimit: 256, needed: 10_000 + 128 + FD_RESERVE, maxConnections: 10_000, cappedAt: cap }, `it names the limit, the need and the cap (${cap})`);
+  t.match(
+    warning[0],
+    { level: 'warn', fdLimit: 256, needed: 10_000 + 128 + FD_RESERVE, maxConnections: 10_000, cappedAt: cap },
+    `it names the limit, the need and the cap (${cap})`,
+  );
 
   const url = `http://127.0.0.1:${ports.http}`;
   const held: Socket[] = [];

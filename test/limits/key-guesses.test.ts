@@ -1,7 +1,8 @@
 /**
  * Guesses at API keys cost the guesser (issue 22): a request with a key the configuration does not
  * list is charged one unit of its IP's rate budget, so it gets 401 while the budget lasts and then
- * 429 with Retry-After; a client on another IP, and the key's real holder, are served meanwhile.
+ * 429 with Retry-After (a WebSocket upgrade with an unknown key too); a client on another IP,
+ * and the key's real holder, are served meanwhile.
  */
 import t from 'tap';
 import { Agent, request } from 'undici';
@@ -9,6 +10,7 @@ import { startAnvil } from '../helpers/anvil.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { get } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
+import { rawUpgrade } from '../helpers/ws.js';
 
 const KEY = 'a-real-key-0123456789';
 const CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}';
@@ -51,6 +53,8 @@ t.test(`${GUESSES} unknown keys from one IP: 401 within its budget, then 429; ot
   t.ok(Number(retryAfter) >= 1, `429 carries Retry-After (${retryAfter})`);
   t.match(JSON.parse(body), { id: null, error: { code: -32005, data: { reason: 'RATE_LIMITED' } } }, 'and a -32005 body');
 
+  const upgrade = await rawUpgrade(sy.app.ports.http, ['Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13', 'X-Api-Key: guess-ws-0123456789abcdef']);
+  t.match(upgrade, /^HTTP\/1\.1 429/, `a WebSocket upgrade with an unknown key from that IP: 429 too (${upgrade})`);
   const fromOther = await request(sy.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CALL, dispatcher: other });
   t.equal(await fromOther.body.text(), '{"jsonrpc":"2.0","id":1,"result":"0xba"}', 'a client on another IP is answered');
   const holder = await request(sy.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': KEY }, body: CALL });

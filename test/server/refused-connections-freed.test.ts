@@ -148,7 +148,9 @@ t.test(`${HELD} upgrades refused past the per-IP socket cap give their descripto
   const baseline = fds(sy.pid);
   const held = await dialMany(sy.port, HELD);
   for (const h of held) {
-    h.socket.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+    h.socket.write(
+      'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+    );
   }
   await waitFor('every upgrade refused with 429', () => held.every((h) => h.received().startsWith('HTTP/1.1 429')), { timeoutMs: 15_000 });
   const answeredAt = performance.now();

@@ -136,8 +136,9 @@ t.test('headers in time, then a trickled body: cut off by headers + bodyTimeoutM
 });
 
 t.test('1,000 idle connections: others are served; the idle ones are closed by the headers timeout', async (t) => {
+  // One IP holds them all here: the per-IP connection cap (256 by default) is raised out of the way.
   const IDLE_HEADERS_MS = 5_000;
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], server: { headersTimeoutMs: IDLE_HEADERS_MS } });
+  const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], server: { headersTimeoutMs: IDLE_HEADERS_MS, maxConnectionsPerIp: 2_000 } });
   const started = performance.now();
   const idle: Tracked[] = [];
   // In rounds of 100: a listen backlog is finite, and this is about holding connections, not a SYN flood.
