@@ -57,6 +57,10 @@ EXPOSE 8545 8546 9545
 # SWITCHYARD_ADMIN_PORT when admin.port is not 9545. No curl in the image: node's fetch does it.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.SWITCHYARD_ADMIN_PORT||9545)+'/health',{signal:AbortSignal.timeout(2500)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# Open files: every client connection takes a descriptor. Switchyard reads its limit at start and,
+# when it cannot hold server.maxConnections, warns and lowers the cap to fit. Node raises the soft
+# limit to the hard one itself; where the runtime's hard limit is low, run with
+# `--ulimit nofile=65536:65536` (compose: `ulimits: { nofile: 65536 }`).
 ENTRYPOINT ["node", "dist/main.js"]
 CMD ["--config", "/etc/switchyard/config.yaml"]
 
