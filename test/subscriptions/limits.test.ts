@@ -21,7 +21,7 @@ t.test('caps, slow reader, 1,000 sockets, reload and drain', async (t) => {
   t.teardown(() => node.stop());
   const file = join(t.testdir(), 'config.yaml');
   const config = (maxPerConnection: number): string => `
-server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }
+server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0, maxConnectionsPerIp: 2000 }
 admin: { host: 127.0.0.1, port: 0 }
 upstreams: [ { name: solo, url: "${node.url}" } ]
 routing: { headPollMs: 100 }
