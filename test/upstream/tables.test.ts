@@ -44,6 +44,19 @@ t.test('classifyNodeError: answer, or retry elsewhere and why', async (t) => {
     [-32000, 'unknown block', 'retry node_missing_block'],
     [-32001, 'BlockOutOfRange: block 9 is beyond 8', 'retry node_missing_block'],
     [-32000, 'missing trie node abc (path )', 'retry node_missing_block'],
+    // A revert's reason is the contract's text, chosen by whoever wrote it: never read for routing.
+    [3, 'execution reverted: rate limit', 'node-error'],
+    [3, 'execution reverted: too many requests', 'node-error'],
+    [3, 'execution reverted: header not found', 'node-error'],
+    [3, 'execution reverted: missing trie node', 'node-error'],
+    [-32000, 'execution reverted: rate limit', 'node-error'],
+    [-32000, 'Execution reverted: header not found', 'node-error'],
+    [-32015, 'VM execution error.', 'node-error'],
+    [-32015, 'Reverted: rate limit', 'node-error'],
+    [-32603, 'Error: VM Exception while processing transaction: reverted with reason string \'rate limit\'', 'node-error'],
+    // Only the start of a message says it is a revert: a node's own limit message is still one.
+    [-32000, 'rate limit: execution reverted too often', 'retry node_limit health'],
+    [-32000, 'header not found (execution reverted)', 'retry node_missing_block'],
   ];
   for (const [code, message, expected] of rows) {
     const error = JSON.stringify({ code, message });
