@@ -49,7 +49,12 @@ t.test('reverts with limit and missing-block words: verbatim, one node each, no 
   const after = processFigures();
 
   t.same(wrong, [], 'every revert came back as anvil gave it: code 3, message and data');
-  const reached = nodes.flatMap((n, i) => n.proxy.calls.slice(marks[i]).filter((c) => c.method === 'eth_call').map((c) => (c.params[0] as { data: string }).data));
+  const reached = nodes.flatMap((n, i) =>
+    n.proxy.calls
+      .slice(marks[i])
+      .filter((c) => c.method === 'eth_call')
+      .map((c) => (c.params[0] as { data: string }).data),
+  );
   t.equal(reached.length, sent.length, `${sent.length} calls, ${reached.length} reached a node`);
   t.same([...reached].sort(), [...sent].sort(), 'each call reached exactly one node, once');
   t.same([...watcher.seen], [], 'no breaker opened and no node went down');

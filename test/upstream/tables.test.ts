@@ -53,7 +53,7 @@ t.test('classifyNodeError: answer, or retry elsewhere and why', async (t) => {
     [-32000, 'Execution reverted: header not found', 'node-error'],
     [-32015, 'VM execution error.', 'node-error'],
     [-32015, 'Reverted: rate limit', 'node-error'],
-    [-32603, 'Error: VM Exception while processing transaction: reverted with reason string \'rate limit\'', 'node-error'],
+    [-32603, "Error: VM Exception while processing transaction: reverted with reason string 'rate limit'", 'node-error'],
     // Only the start of a message says it is a revert: a node's own limit message is still one.
     [-32000, 'rate limit: execution reverted too often', 'retry node_limit health'],
     [-32000, 'header not found (execution reverted)', 'retry node_missing_block'],
