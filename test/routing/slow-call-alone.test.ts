@@ -13,6 +13,7 @@ import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 import { HttpUpstreamClient } from '../../src/upstream/client.js';
 import { upstreamSchema } from '../../src/config/schema.js';
+import { processFigures } from './fixtures/hostile-calls.js';
 
 const SLOW = '0x00000000000000000000000000000000000051e0';
 const isSlow = (params: unknown[]): boolean => (params[0] as { to?: string } | undefined)?.to === SLOW;
@@ -25,6 +26,7 @@ t.test('other clients sending with a held eth_call are answered at once', async 
   const hold = proxy.hold('eth_call', isSlow);
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'node', url: proxy.url }], routing: { methodTimeoutsMs: { eth_call: 20_000 } } });
 
+  const before = processFigures();
   const slow: Promise<unknown>[] = [];
   const latencies: number[] = [];
   const wrong: string[] = [];
@@ -43,6 +45,11 @@ t.test('other clients sending with a held eth_call are answered at once', async 
   t.equal(hold.held, 5, 'every eth_call is held at the node meanwhile');
   t.same(wrong, [], 'every read answered with its result');
   t.ok(Math.max(...latencies) < 3_000, `40 reads sent with held calls: slowest ${Math.round(Math.max(...latencies))} ms`);
+  const after = processFigures();
+  t.ok(after.rssMb - before.rssMb < 100, `RSS ${Math.round(before.rssMb)} -> ${Math.round(after.rssMb)} MB`);
+  // The test's clients, Switchyard and the proxy share this process: each of the 9 concurrent
+  // requests holds up to 4 sockets here (client, server, upstream, proxy), kept alive after.
+  t.ok(after.fds - before.fds < 150, `open descriptors ${before.fds} -> ${after.fds}`);
   hold.release();
   await Promise.all(slow);
 });
