@@ -17,6 +17,7 @@ import { createLogger, redactUrls } from './log/logger.js';
 import { MethodPolicy } from './methods/policy.js';
 import { Metrics } from './metrics/registry.js';
 import { Pipeline, type PipelineDeps } from './pipeline/index.js';
+import { MethodTimeouts } from './routing/timeouts.js';
 import { createAdminServer, isReady, type AdminDeps } from './server/admin.js';
 import { ClientIp } from './server/client-ip.js';
 import { Front, type FrontDeps } from './server/front.js';
@@ -219,6 +220,7 @@ export class App {
       upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
       logs: { maxBlockRange: c.routing.maxLogsBlockRange, split: c.routing.splitLogsRange, maxChunks: c.routing.maxLogsChunks },
       sendSyncTimeoutMs: c.routing.sendRawTransactionSyncTimeoutMs,
+      timeouts: new MethodTimeouts(c.routing.upstreamTimeoutMs, c.routing.methodTimeoutsMs),
     };
   }
 

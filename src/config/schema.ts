@@ -76,6 +76,11 @@ export const DEFAULT_METHOD_COST: Readonly<Record<string, number>> = Object.free
   'debug_*': 20,
 });
 
+/** Default per-method timeouts: a trace of a large transaction or block legitimately takes longer than a read. */
+export const DEFAULT_METHOD_TIMEOUTS_MS: Readonly<Record<string, number>> = Object.freeze({
+  'debug_trace*': 20_000,
+});
+
 const rateSchema = z
   .strictObject({
     ratePerSec: positiveInt,
@@ -202,6 +207,14 @@ export const configSchema = z
         maxLogsChunks: positiveInt.max(1000).default(20),
         /** eth_sendRawTransactionSync (EIP-7966): the upstream waits for the receipt up to this long; one attempt. */
         sendRawTransactionSyncTimeoutMs: positiveInt.default(20_000),
+        /**
+         * Per-attempt limit by method name or `prefix*` (exact names win, then the longest prefix),
+         * instead of upstreamTimeoutMs; merged over the defaults. Within server.requestTimeoutMs.
+         */
+        methodTimeoutsMs: z
+          .record(methodName, positiveInt)
+          .default({})
+          .transform((v) => ({ ...DEFAULT_METHOD_TIMEOUTS_MS, ...v })),
         /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
         breaker: z
           .strictObject({

@@ -72,6 +72,12 @@ export const CATALOGUE = {
     doc: 'no upstream is eligible for the call (`data.why`: none healthy, none in sync, none has the block, none has the capability)',
   },
   UPSTREAM_FAILED: { code: -32002, http: 200, message: 'upstream request failed', doc: 'every attempt failed in transport, with a bad answer, or timed out (`data.attempts`)' },
+  EXPENSIVE_CALL_FAILED: {
+    code: -32002,
+    http: 200,
+    message: 'upstream call timed out or was cut off: an expensive call runs on one node only',
+    doc: 'an expensive call (`eth_call`, `eth_estimateGas`, `eth_createAccessList`, `eth_simulateV1`, `eth_getLogs`, `eth_getFilterLogs`, `debug_trace*`) got no answer within its timeout (`routing.methodTimeoutsMs`, else `routing.upstreamTimeoutMs`) or lost its connection once sent; not retried on another node (`data.last`: `timeout` or `transport`)',
+  },
   FILTER_NOT_FOUND: { code: -32000, http: 200, message: 'filter not found', doc: 'a filter id that was never issued, or whose node is gone' },
   SUBSCRIPTIONS_NEED_WS: {
     code: -32601,

@@ -42,6 +42,13 @@ export interface MethodSpec {
   nullMayLag?: boolean;
   /** The node holds the call until the transaction is mined (eth_sendRawTransactionSync). */
   waitsForReceipt?: boolean;
+  /**
+   * The caller decides how much work the node does (EVM execution of any gas, a trace, a log
+   * range): sent alone, never in a batch with other calls; a timeout, or a connection lost after
+   * sending, is answered at once and not run on another node, and is no mark against the node
+   * (upstream/classify.ts expensiveVerdict). Errors meaning "this node can't" still fail over.
+   */
+  expensive?: boolean;
 }
 
 const read = (extra: Omit<MethodSpec, 'handling'> = {}): MethodSpec => ({ handling: 'read', ...extra });
@@ -54,9 +61,9 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_blockNumber: { handling: 'local' },
 
   eth_blobBaseFee: read({ cache: 'head' }),
-  eth_call: read({ block: 1, cache: 'block' }),
-  eth_createAccessList: read({ block: 1, cache: 'block' }),
-  eth_estimateGas: read({ block: 1, cache: 'block' }),
+  eth_call: read({ block: 1, cache: 'block', expensive: true }),
+  eth_createAccessList: read({ block: 1, cache: 'block', expensive: true }),
+  eth_estimateGas: read({ block: 1, cache: 'block', expensive: true }),
   eth_feeHistory: read({ block: 1, blockCount: 0, cache: 'block' }),
   eth_gasPrice: read({ cache: 'head' }),
   eth_getBalance: read({ block: 1, cache: 'block' }),
@@ -66,7 +73,7 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_getBlockTransactionCountByHash: read({ cache: 'hash' }),
   eth_getBlockTransactionCountByNumber: read({ block: 0, cache: 'block' }),
   eth_getCode: read({ block: 1, cache: 'block' }),
-  eth_getLogs: read({ filterObject: 0, cache: 'logs' }),
+  eth_getLogs: read({ filterObject: 0, cache: 'logs', expensive: true }),
   eth_getProof: read({ block: 2, cache: 'block' }),
   // The raw bytes are what the hash is of: immutable whenever the node has them.
   eth_getRawTransactionByHash: read({ nullMayLag: true, cache: 'hash' }),
@@ -82,7 +89,7 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_getUncleCountByBlockNumber: read({ block: 0, cache: 'block' }),
   eth_maxPriorityFeePerGas: read({ cache: 'head' }),
   eth_protocolVersion: read(),
-  eth_simulateV1: read({ block: 1 }),
+  eth_simulateV1: read({ block: 1, expensive: true }),
   eth_syncing: read(),
   eth_sendRawTransaction: { handling: 'write' },
   // EIP-7966: sends and waits for the receipt. One attempt with its own timeout, never retried.
@@ -92,7 +99,7 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_newBlockFilter: { handling: 'filter-new' },
   eth_newPendingTransactionFilter: { handling: 'filter-new' },
   eth_getFilterChanges: { handling: 'filter-use' },
-  eth_getFilterLogs: { handling: 'filter-use' },
+  eth_getFilterLogs: { handling: 'filter-use', expensive: true },
   eth_uninstallFilter: { handling: 'filter-use' },
 
   eth_subscribe: { handling: 'subscription' },
@@ -102,10 +109,10 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   web3_clientVersion: read(),
   web3_sha3: read(),
 
-  debug_traceTransaction: read({ capability: 'debug' }),
-  debug_traceCall: read({ block: 1, capability: 'debug' }),
-  debug_traceBlockByNumber: read({ block: 0, capability: 'debug' }),
-  debug_traceBlockByHash: read({ capability: 'debug' }),
+  debug_traceTransaction: read({ capability: 'debug', expensive: true }),
+  debug_traceCall: read({ block: 1, capability: 'debug', expensive: true }),
+  debug_traceBlockByNumber: read({ block: 0, capability: 'debug', expensive: true }),
+  debug_traceBlockByHash: read({ capability: 'debug', expensive: true }),
   debug_getRawBlock: read({ block: 0, capability: 'debug' }),
   debug_getRawHeader: read({ block: 0, capability: 'debug' }),
   debug_getRawReceipts: read({ block: 0, capability: 'debug' }),

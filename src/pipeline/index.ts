@@ -22,6 +22,7 @@ import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
 import { mergeLogs, splitLogsRange, type LogsRange } from './logs.js';
 import { Outbound } from './outbound.js';
+import type { MethodTimeouts } from '../routing/timeouts.js';
 
 export { Outbound } from './outbound.js';
 
@@ -60,6 +61,8 @@ export interface PipelineDeps extends ForwardDeps {
   logs?: LogsRange;
   /** eth_sendRawTransactionSync's per-attempt timeout; absent = upstreamTimeoutMs. */
   sendSyncTimeoutMs?: number;
+  /** Per-method attempt timeouts (routing.methodTimeoutsMs); absent = upstreamTimeoutMs for every method. */
+  timeouts?: MethodTimeouts;
 }
 
 export class Pipeline {
@@ -142,7 +145,7 @@ export class Pipeline {
       case 'subscription':
         return ctx.session ? ctx.session.call(call) : { error: new RpcError('SUBSCRIPTIONS_NEED_WS') };
       case 'filter-use':
-        return this.useFilter(ctx, call, label);
+        return this.useFilter(ctx, call, label, spec);
       default:
         break;
     }
@@ -172,7 +175,8 @@ export class Pipeline {
     const proves = spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending');
     const cacheable = spec.handling === 'read' && !resolved.extension && spec.capability !== 'debug';
     const plan = cacheable ? planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized }) : null;
-    const together = outbound !== undefined && spec.handling === 'read' && spec.nullMayLag !== true && raw === undefined;
+    // An expensive call goes alone: in a batch, a slow one would hold every call sharing it.
+    const together = outbound !== undefined && spec.handling === 'read' && spec.nullMayLag !== true && raw === undefined && spec.expensive !== true;
     if (plan === null)
       return together
         ? this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan)
@@ -239,6 +243,8 @@ export class Pipeline {
         nullMayLag: spec.nullMayLag,
         head: ctx.head,
         rawTransaction: raw,
+        timeoutMs: d.timeouts?.of(call.method),
+        expensive: spec.expensive,
         trail: ctx.trail,
         log: ctx.log,
       });
@@ -266,13 +272,23 @@ export class Pipeline {
     return outcome;
   }
 
-  private async useFilter(ctx: RequestContext, call: Call, label: string): Promise<Outcome> {
+  private async useFilter(ctx: RequestContext, call: Call, label: string, spec: MethodSpec): Promise<Outcome> {
     const found = unwrapFilterId(call.params[0], this.deps.fleet.upstreams);
     if (found === null || !found.upstream.available) return { error: new RpcError('FILTER_NOT_FOUND') };
     const params = [found.nodeId, ...call.params.slice(1)];
     const { outcome } = await forward(
       { ...this.deps, maxAttempts: 1 },
-      { method: call.method, label, paramsJson: JSON.stringify(params), requirement: {}, deadline: ctx.deadline, only: found.upstream, trail: ctx.trail },
+      {
+        method: call.method,
+        label,
+        paramsJson: JSON.stringify(params),
+        requirement: {},
+        deadline: ctx.deadline,
+        only: found.upstream,
+        timeoutMs: this.deps.timeouts?.of(call.method),
+        expensive: spec.expensive,
+        trail: ctx.trail,
+      },
     );
     // The node holding the filter did not answer at all: for the client the filter is gone.
     if (outcome.error?.reason === 'UPSTREAM_FAILED') return { error: new RpcError('FILTER_NOT_FOUND') };

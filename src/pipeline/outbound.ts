@@ -6,7 +6,7 @@
  * as a call sent alone. A lone read, and reads no node can take right now, are sent alone
  * (forward(), where the micro-batcher joins them with other requests' calls).
  * Refuses: what is sent together (pipeline/index.ts decides: plain reads, never a null that may
- * mean a lagging node), and the shapes of exchanges (upstream/client.ts).
+ * mean a lagging node, never an expensive call), and the shapes of exchanges (upstream/client.ts).
  */
 import type { Logger } from 'pino';
 import type { Shared } from '../cache/coalesce.js';
@@ -17,6 +17,7 @@ import { attempt, forward, interpretVerdict, type ForwardCall, type ForwardDeps,
 import { choose, eligible, type Requirement } from '../routing/select.js';
 import type { Verdict } from '../upstream/classify.js';
 import type { Upstream } from '../upstream/node.js';
+import type { MethodTimeouts } from '../routing/timeouts.js';
 
 /** One read waiting to be sent: what forward() needs, where its outcome goes, what to store. */
 export interface OutboundCall {
@@ -37,6 +38,8 @@ export interface OutboundCall {
 
 export interface OutboundDeps extends ForwardDeps {
   cache: ResponseCache;
+  /** Per-method attempt timeouts; absent = upstreamTimeoutMs for every method. */
+  timeouts?: MethodTimeouts;
 }
 
 interface Context {
@@ -108,7 +111,7 @@ export class Outbound {
       ctx.trail.push(u.name);
       const before = u.breaker.state;
       waits.push(
-        u.callMany(chunk, Math.min(deps.upstreamTimeoutMs, remaining)).then(({ verdicts, ms }) => {
+        u.callMany(chunk, Math.min(this.timeoutOf(chunk), remaining)).then(({ verdicts, ms }) => {
           const after = u.breaker.state;
           if (after !== before) ctx.log.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
           return this.answered(u, chunk, verdicts, ms);
@@ -153,6 +156,15 @@ export class Outbound {
     return later === undefined ? undefined : Promise.all(later).then(noop);
   }
 
+  /** One exchange answers all its calls together: it may take as long as its longest-allowed call. */
+  private timeoutOf(chunk: readonly OutboundCall[]): number {
+    const { timeouts, upstreamTimeoutMs } = this.deps;
+    if (timeouts === undefined) return upstreamTimeoutMs;
+    let ms = 0;
+    for (const c of chunk) ms = Math.max(ms, timeouts.of(c.method));
+    return ms;
+  }
+
   private alone(call: OutboundCall): Promise<void> {
     return forward(this.deps, this.forwardCall(call)).then((a) => void this.done(call, a.outcome));
   }
@@ -166,6 +178,7 @@ export class Outbound {
       requirement: call.requirement,
       deadline: ctx.deadline,
       head: ctx.head,
+      timeoutMs: this.deps.timeouts?.of(call.method),
       trail: ctx.trail,
       log: ctx.log,
     };

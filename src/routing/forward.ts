@@ -2,6 +2,8 @@
  * Failover: sends one call to the best eligible upstream and, when the answer means "this node
  * can't" (classify.ts), to the next one, up to `maxAttempts`, inside the call's deadline.
  * Deterministic answers (reverts, invalid params, nonce too low) return at once, verbatim.
+ * An expensive call (methods/table.ts) that timed out or lost its connection once sent is
+ * answered at once with EXPENSIVE_CALL_FAILED: at most one node runs it.
  * When every attempt failed and some node did answer with an error, that last answer is returned
  * verbatim; when none answered, -32002 says why.
  */
@@ -44,6 +46,10 @@ export interface ForwardCall {
   head?: number;
   /** eth_sendRawTransaction: the raw transaction, so "already known" on a retry can answer its hash. */
   rawTransaction?: string;
+  /** Per-attempt time limit for this call (routing.methodTimeoutsMs); absent = deps.upstreamTimeoutMs. */
+  timeoutMs?: number;
+  /** methods/table.ts `expensive`: sent alone, and a timeout is final (upstream/classify.ts expensiveVerdict). */
+  expensive?: boolean;
   /** Only these upstreams (filter calls go to the one node that holds the filter). */
   only?: Upstream;
   /** Names of the upstreams tried, for the request log line. */
@@ -57,6 +63,8 @@ const BLOCK_WAIT_MS = 2_000;
 const MAX_BLOCK_WAITS = 3;
 
 const ALREADY_KNOWN = /already known|already imported/i;
+
+const EXPENSIVE = { expensive: true } as const;
 
 /** What one forward() has learnt so far, across its attempts. */
 export interface Progress {
@@ -117,6 +125,11 @@ export function interpretVerdict(deps: ForwardDeps, call: ForwardCall, p: Progre
   }
   // Every node would send the same oversized answer: no failover, the client narrows its request.
   if (verdict.reason === 'response_too_large') return { outcome: { error: new RpcError('RESPONSE_TOO_LARGE') } };
+  // The node may still be running it; the next one would only run it again.
+  if (verdict.final === true) {
+    call.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, ms: Math.round(ms) }, 'expensive call failed: not run elsewhere');
+    return { outcome: { error: new RpcError('EXPENSIVE_CALL_FAILED', { data: { last: verdict.reason, attempts: p.attempt + 1 } }) } };
+  }
   p.lastReason = verdict.reason;
   if (verdict.error !== undefined) p.lastNodeError = { error: verdict.error, upstream: u };
   deps.metrics.recordFailover(verdict.reason);
@@ -149,7 +162,8 @@ export function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Prom
   p.tried.push(u);
   call.trail.push(u.name);
   const before = u.breaker.state;
-  return u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining)).then(({ verdict, ms }) => {
+  const limit = Math.min(call.timeoutMs ?? deps.upstreamTimeoutMs, remaining);
+  return u.call(call.method, call.paramsJson, limit, call.expensive === true ? EXPENSIVE : undefined).then(({ verdict, ms }) => {
     deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
     const after = u.breaker.state;
     if (after !== before) call.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');

@@ -51,6 +51,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       name: u.name,
       state: u.state,
       routable: u.available,
+      pollLate: u.late,
       implausibleHead: u.implausible,
       head: u.head,
       lag: Number.isFinite(fleet.lag(u)) ? fleet.lag(u) : null,

@@ -11,8 +11,13 @@ export type Verdict =
   | { kind: 'result'; result: string }
   /** A node error that is the answer (execution reverted, nonce too low, invalid params...). */
   | { kind: 'node-error'; error: string; code: number; message: string }
-  /** The node can't serve this call right now: try another; `health` says if the node itself is failing. */
-  | { kind: 'retry'; reason: RetryReason; health: boolean; error?: string };
+  /**
+   * The node can't serve this call right now: try another; `health` says if the node itself is
+   * failing. `unsent`: the request never left (the connection could not be made). `final`: the
+   * call must not run on another node, and says nothing about this one (an expensive call's
+   * timeout: client.ts).
+   */
+  | { kind: 'retry'; reason: RetryReason; health: boolean; error?: string; unsent?: true; final?: true };
 
 export type RetryReason =
   | 'response_too_large'
@@ -215,7 +220,25 @@ function classifyResponse(text: string, span: Span, parsed: unknown): Verdict {
   return { kind: 'result', result: text.slice(resSpan.start, resSpan.end) };
 }
 
+/**
+ * An execution revert, as the clients say it: code 3 (geth, erigon, reth, anvil, nethermind and
+ * besu today), or an older client's generic code with a message that starts with its revert words
+ * (geth's -32000 "execution reverted" with no data, besu's -32000 "Execution reverted",
+ * nethermind's -32015 "VM execution error." / "Reverted", hardhat's "VM Exception"). Only the
+ * start is read: what follows is the contract's reason, text the caller chose.
+ */
+const REVERT_START = /^(?:execution reverted|reverted|vm execution error|error: vm exception|vm exception)/i;
+const REVERT_CODES: ReadonlySet<number> = new Set([-32000, -32015, -32603]);
+
+export function isRevert(code: number, message: string): boolean {
+  return code === 3 || (REVERT_CODES.has(code) && REVERT_START.test(message));
+}
+
 export function classifyNodeError(error: string, code: number, message: string): Verdict {
+  // A revert is the call's own answer, the same from every node: returned at once, verbatim,
+  // never a health signal. Its message holds the contract's reason ("rate limit", "header not
+  // found"), so no pattern below may read it.
+  if (isRevert(code, message)) return { kind: 'node-error', error, code, message };
   // -32005 is EIP-1474's "limit exceeded": the node is overloaded, not the call wrong.
   if (code === -32005 || /rate limit|too many requests/i.test(message)) {
     return { kind: 'retry', reason: 'node_limit', health: true, error };
@@ -225,11 +248,26 @@ export function classifyNodeError(error: string, code: number, message: string):
   return { kind: 'node-error', error, code, message };
 }
 
+/** Transport errors raised before the request left: the node never saw the call. */
+const NOT_SENT: ReadonlySet<string> = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
 export function classifyTransport(err: unknown): Verdict {
   const name = (err as { name?: string; code?: string } | null)?.name ?? '';
   const code = (err as { code?: string } | null)?.code ?? '';
   const timedOut = name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT';
   // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (forward.ts stops).
   if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { kind: 'retry', reason: 'response_too_large', health: false };
-  return { kind: 'retry', reason: timedOut ? 'timeout' : 'transport', health: true };
+  if (timedOut) return { kind: 'retry', reason: 'timeout', health: true };
+  return NOT_SENT.has(code) ? { kind: 'retry', reason: 'transport', health: true, unsent: true } : { kind: 'retry', reason: 'transport', health: true };
+}
+
+/**
+ * What an expensive call's failure means (methods/table.ts `expensive`): a timeout, or a
+ * connection lost once the request was sent, leaves the node possibly still running it, and the
+ * next node would only run it again (or fall over the same way). So the verdict is final and no
+ * health signal: the call's own cost, not the node's failing. Anything else is as for any call.
+ */
+export function expensiveVerdict(v: Verdict): Verdict {
+  if (v.kind !== 'retry' || !(v.reason === 'timeout' || (v.reason === 'transport' && v.unsent !== true))) return v;
+  return { kind: 'retry', reason: v.reason, health: false, final: true };
 }

@@ -13,11 +13,15 @@
  * calls is answered with a `timeout` verdict when its own deadline passes, and the exchange
  * carries on for the others until the last member's deadline. Calls sent together (callMany)
  * share one time limit, their caller's.
+ *
+ * Expensive calls (methods/table.ts `expensive`: eth_call, traces, eth_getLogs...) never join a
+ * batch: each leaves in an exchange of its own at once, so a slow one holds only itself, and its
+ * timeout is judged by expensiveVerdict (classify.ts): final, and no mark against the node.
  */
 import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
-import { classifyBatch, classifyBatchInOrder, classifyHttp, classifyTransport, type Verdict } from './classify.js';
+import { classifyBatch, classifyBatchInOrder, classifyHttp, classifyTransport, expensiveVerdict, type Verdict } from './classify.js';
 import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
 
@@ -40,14 +44,21 @@ export interface UpstreamClient {
    * Sends one call; `paramsJson` is the JSON text of the params array. Never throws.
    * `probe`: the fleet's own polls; they leave the breaker alone (it is passive health from routed
    * traffic: a node that answers polls but fails every routed call must stay open until cooldown).
+   * `expensive`: sent alone at once, and a timeout or a connection lost after sending is a final
+   * verdict that leaves the node's health alone (classify.ts expensiveVerdict).
    */
-  call(method: string, paramsJson: string, timeoutMs: number, opts?: { probe?: boolean }): Promise<CallTiming>;
+  call(method: string, paramsJson: string, timeoutMs: number, opts?: CallOptions): Promise<CallTiming>;
   /**
    * Sends these calls in one exchange now (a batch, up to maxBatchSize calls), bypassing the
    * micro-batcher: a verdict per call, in order, and the exchange's time. Never throws.
    */
   callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming>;
   close(): Promise<void>;
+}
+
+export interface CallOptions {
+  probe?: boolean;
+  expensive?: boolean;
 }
 
 export interface OutgoingCall {
@@ -72,6 +83,7 @@ interface Pending {
   method: string;
   paramsJson: string;
   passive: boolean;
+  expensive: boolean;
   started: number;
   /** performance.now() by which this call is answered, whatever its batch does. */
   deadline: number;
@@ -163,20 +175,22 @@ export class HttpUpstreamClient implements UpstreamClient {
       });
   }
 
-  call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
+  call(method: string, paramsJson: string, timeoutMs: number, opts: CallOptions = {}): Promise<CallTiming> {
     return new Promise((resolve) => {
-      this.queue.push(this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve));
+      const p = this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve, opts.expensive === true);
+      if (p.expensive) return void this.send([p]);
+      this.queue.push(p);
       if (this.queue.length === 1) setImmediate(this.flush);
     });
   }
 
   /** A call made and counted, not yet sent. */
-  private pending(method: string, paramsJson: string, timeoutMs: number, passive: boolean, resolve: (t: CallTiming) => void): Pending {
+  private pending(method: string, paramsJson: string, timeoutMs: number, passive: boolean, resolve: (t: CallTiming) => void, expensive = false): Pending {
     const started = performance.now();
     this.inFlight++;
     this.calls++;
     if (passive) this.breaker.begin();
-    return { id: this.nextId++, method, paramsJson, passive, started, deadline: started + timeoutMs, done: false, resolve };
+    return { id: this.nextId++, method, paramsJson, passive, expensive, started, deadline: started + timeoutMs, done: false, resolve };
   }
 
   /** One call in an exchange of its own, now (not through the micro-batcher). */
@@ -276,9 +290,10 @@ export class HttpUpstreamClient implements UpstreamClient {
     return sweep;
   }
 
-  private finish(p: Pending, verdict: Verdict): void {
+  private finish(p: Pending, answer: Verdict): void {
     if (p.done) return;
     p.done = true;
+    const verdict = p.expensive ? expensiveVerdict(answer) : answer;
     this.inFlight--;
     const ms = performance.now() - p.started;
     this.settle(verdict, ms, p.passive);
@@ -287,6 +302,11 @@ export class HttpUpstreamClient implements UpstreamClient {
 
   /** What one answered call teaches: failures, the latency average, the breaker (routed calls only). */
   private settle(verdict: Verdict, ms: number, passive: boolean): void {
+    // The call's own cost, not the node's: no failure, no latency sample, only the trial slot back.
+    if (verdict.kind === 'retry' && verdict.final === true) {
+      if (passive) this.breaker.release();
+      return;
+    }
     if (verdict.kind === 'retry' && verdict.health) {
       this.failures++;
       if (passive) this.breaker.failure();

@@ -7,6 +7,7 @@
  * The fleet is the only writer of upstream state (node.ts `NodeStatus`). Everything else reports
  * observations through these transitions, and the fleet decides what they mean:
  *   markUp(u) / markDown(u)       a probe reached the node on the right chain / could not
+ *   markLate(u)                   a poll timed out: not routed until a poll answers (probe.ts)
  *   quarantine(u, got)            the node answers another chain id
  *   observeHeader(u, h, askedAt)  a `latest` header from a poll or a newHeads subscription
  *   proveBlock(u, n)              an answer from u proved it has block n (its head is at least n)
@@ -165,6 +166,7 @@ export class Fleet extends EventEmitter {
         this.log.debug({ upstream: u.name, state: 'down', why }, 'probe: state');
         this.markDown(u, why);
       },
+      late: (why) => this.markLate(u, why),
       header: (h, observedAt) => {
         this.log.debug({ upstream: u.name, head: h.number }, 'probe: head');
         this.observeHeader(u, h, observedAt);
@@ -229,7 +231,24 @@ export class Fleet extends EventEmitter {
 
   /** A probe reached the node and it is on the configured chain. */
   markUp(u: Upstream): void {
+    const s = this.s(u);
+    if (s.late && s.state === 'healthy') {
+      s.late = false;
+      this.log.info({ upstream: u.name }, 'upstream answers its polls again');
+      this.publish();
+      this.emit('upstream-head', u);
+    }
+    s.late = false;
     this.setState(u, 'healthy');
+  }
+
+  /** A poll timed out: the node keeps its state but gets no calls until a poll answers. */
+  markLate(u: Upstream, why: string): void {
+    const s = this.s(u);
+    if (s.late) return;
+    s.late = true;
+    this.log.info({ upstream: u.name, why }, 'upstream late: a head poll timed out, not routed until it answers');
+    this.publish();
   }
 
   /** A probe could not reach the node, or its answer was not one. */

@@ -2,7 +2,8 @@
  * Passive health: a per-upstream circuit breaker fed by real traffic.
  * Closed: calls flow. After `threshold` consecutive failures it opens: no calls for `cooldownMs`.
  * Then half-open: one trial call at a time; a success closes it, a failure opens it again.
- * Failures are timeouts, transport errors, HTTP 5xx/429 and node "limit" errors (classify.ts).
+ * Failures are timeouts, transport errors, HTTP 5xx/429 and node "limit" errors (classify.ts);
+ * an expensive call's timeout is none (classify.ts expensiveVerdict), and never a revert.
  */
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -55,6 +56,11 @@ export class Breaker {
   success(): void {
     this.consecutive = 0;
     this.opened = false;
+    this.trialInFlight = false;
+  }
+
+  /** A call that says nothing of the node's health ended (neither success nor failure): a trial's slot is free again. */
+  release(): void {
     this.trialInFlight = false;
   }
 

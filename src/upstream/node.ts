@@ -5,7 +5,7 @@
  * Refuses: choosing nodes (routing/), tracking heads across the fleet (fleet.ts).
  */
 import type { UpstreamConfig } from '../config/schema.js';
-import type { CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from './client.js';
+import type { CallOptions, CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from './client.js';
 import type { Breaker } from './health.js';
 
 export type { CallTiming } from './client.js';
@@ -26,10 +26,15 @@ export interface NodeStatus {
   implausible: boolean;
   /** Being reloaded away: no new calls. */
   retiring: boolean;
+  /**
+   * Its last head poll timed out: not routed until a poll answers, but not down either until
+   * polls keep timing out (probe.ts): a node busy with one heavy call answers everything late.
+   */
+  late: boolean;
 }
 
 export function freshStatus(): NodeStatus {
-  return { state: 'connecting', head: -1, headHash: '', headAt: 0, finalized: -1, finalizedSupported: true, implausible: false, retiring: false };
+  return { state: 'connecting', head: -1, headHash: '', headAt: 0, finalized: -1, finalizedSupported: true, implausible: false, retiring: false, late: false };
 }
 
 /** The one rule for whose head counts: a healthy node that is not being removed. */
@@ -75,6 +80,9 @@ export class Upstream {
   get retiring(): boolean {
     return this.status.retiring;
   }
+  get late(): boolean {
+    return this.status.late;
+  }
   get breaker(): Breaker {
     return this.client.breaker;
   }
@@ -91,7 +99,7 @@ export class Upstream {
     return this.client.failures;
   }
 
-  call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
+  call(method: string, paramsJson: string, timeoutMs: number, opts: CallOptions = {}): Promise<CallTiming> {
     return this.client.call(method, paramsJson, timeoutMs, opts);
   }
 
@@ -99,8 +107,8 @@ export class Upstream {
     return this.client.callMany(calls, timeoutMs);
   }
 
-  /** Routable at all: reachable, right chain, plausible head, breaker lets calls through, not being removed. */
+  /** Routable at all: reachable, answering its polls, right chain, plausible head, breaker lets calls through, not being removed. */
   get available(): boolean {
-    return movesHead(this.status) && !this.status.implausible && this.client.breaker.allows();
+    return movesHead(this.status) && !this.status.implausible && !this.status.late && this.client.breaker.allows();
   }
 }

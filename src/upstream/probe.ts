@@ -3,6 +3,10 @@
  * after any outage; its `latest` header every headPollMs (and from its newHeads subscription when
  * it has `ws`); its `finalized` block every few polls where it has the tag. Reports to the fleet,
  * which decides what the answers mean for the fleet head. Probes never touch the breaker.
+ * A poll that times out makes a healthy node late (not routed until a poll answers); only
+ * POLL_TIMEOUTS_TO_DOWN timeouts in a row mark it down. A node running one heavy call (anvil
+ * tracing) answers everything late for that long: the node is skipped meanwhile, not declared
+ * an outage. Any other failure (refused, a bad answer) marks it down at once.
  */
 import type { Header } from './heads.js';
 import { parseHeader } from './heads.js';
@@ -23,6 +27,8 @@ export interface ProbeSink {
   up(): void;
   /** `why`: what the probe got instead (a retry reason, a node error code, an unreadable header); no URL. */
   down(why: string): void;
+  /** A poll timed out, not yet POLL_TIMEOUTS_TO_DOWN in a row: skip the node until it answers. */
+  late(why: string): void;
   /** `observedAt`: when the question was asked, so an answer older than a newer proof is ignored. */
   header(h: Header, observedAt: number): void;
   finalized(n: number): void;
@@ -34,6 +40,9 @@ export interface ProbeSink {
 /** The fleet's own polls are probes: they decide up/down, never the breaker (node.ts). */
 const PROBE = { probe: true } as const;
 
+/** Poll timeouts in a row that mark a node down (HAProxy's `fall` default). */
+export const POLL_TIMEOUTS_TO_DOWN = 3;
+
 /** How often (in head polls) the `finalized` block is asked for. */
 const FINALIZED_EVERY_POLLS = 5;
 
@@ -42,6 +51,8 @@ export class Probe {
   private stopped = false;
   private chainCheckedAt = 0;
   private polls = 0;
+  /** Poll timeouts since the last answer. */
+  private timeouts = 0;
   private ws: WsHeads | null = null;
 
   constructor(
@@ -85,7 +96,7 @@ export class Probe {
     if (u.state !== 'healthy' || now - this.chainCheckedAt >= settings.chainIdCheckMs) {
       const { verdict } = await u.call('eth_chainId', '[]', timeout, PROBE);
       if (this.stopped) return;
-      if (verdict.kind !== 'result') return this.sink.down(`eth_chainId: ${whyNot(verdict)}`);
+      if (verdict.kind !== 'result') return this.failed(`eth_chainId: ${whyNot(verdict)}`, verdict);
       const got = parseQuantity(verdict.result);
       if (got !== settings.chainId) return this.sink.quarantined(got);
       this.chainCheckedAt = now;
@@ -94,10 +105,18 @@ export class Probe {
     const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, PROBE);
     if (this.stopped) return;
     const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
-    if (header === null) return this.sink.down(`latest block: ${verdict.kind === 'result' ? 'not a block header' : whyNot(verdict)}`);
+    if (header === null) return this.failed(`latest block: ${verdict.kind === 'result' ? 'not a block header' : whyNot(verdict)}`, verdict);
+    this.timeouts = 0;
     this.sink.up();
     this.sink.header(header, asked);
     if (u.finalizedSupported && ++this.polls % FINALIZED_EVERY_POLLS === 1) await this.pollFinalized(timeout);
+  }
+
+  /** A poll got no usable answer: a timeout of a healthy node makes it late, until too many in a row; else down. */
+  private failed(why: string, verdict: Verdict): void {
+    const timedOut = verdict.kind === 'retry' && verdict.reason === 'timeout';
+    if (timedOut && this.u.state === 'healthy' && ++this.timeouts < POLL_TIMEOUTS_TO_DOWN) return this.sink.late(why);
+    this.sink.down(why);
   }
 
   /** The node's `finalized` block where it has the tag; else finality is head - finalityDepth. */

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { Canon, type Header } from '../../src/upstream/heads.js';
-import { classifyNodeError } from '../../src/upstream/classify.js';
+import { classifyNodeError, expensiveVerdict, type Verdict } from '../../src/upstream/classify.js';
 import { resolveBlocks, type BlockContext } from '../../src/pipeline/blocks.js';
 import { METHODS } from '../../src/methods/table.js';
 
@@ -44,6 +44,19 @@ t.test('classifyNodeError: answer, or retry elsewhere and why', async (t) => {
     [-32000, 'unknown block', 'retry node_missing_block'],
     [-32001, 'BlockOutOfRange: block 9 is beyond 8', 'retry node_missing_block'],
     [-32000, 'missing trie node abc (path )', 'retry node_missing_block'],
+    // A revert's reason is the contract's text, chosen by whoever wrote it: never read for routing.
+    [3, 'execution reverted: rate limit', 'node-error'],
+    [3, 'execution reverted: too many requests', 'node-error'],
+    [3, 'execution reverted: header not found', 'node-error'],
+    [3, 'execution reverted: missing trie node', 'node-error'],
+    [-32000, 'execution reverted: rate limit', 'node-error'],
+    [-32000, 'Execution reverted: header not found', 'node-error'],
+    [-32015, 'VM execution error.', 'node-error'],
+    [-32015, 'Reverted: rate limit', 'node-error'],
+    [-32603, "Error: VM Exception while processing transaction: reverted with reason string 'rate limit'", 'node-error'],
+    // Only the start of a message says it is a revert: a node's own limit message is still one.
+    [-32000, 'rate limit: execution reverted too often', 'retry node_limit health'],
+    [-32000, 'header not found (execution reverted)', 'retry node_missing_block'],
   ];
   for (const [code, message, expected] of rows) {
     const error = JSON.stringify({ code, message });
@@ -51,6 +64,22 @@ t.test('classifyNodeError: answer, or retry elsewhere and why', async (t) => {
     const got = v.kind === 'retry' ? `retry ${v.reason}${v.health ? ' health' : ''}` : v.kind;
     t.equal(got, expected, `${code} ${message}`);
     t.equal(v.kind === 'result' ? undefined : v.error, error, 'the node error text travels with the verdict');
+  }
+});
+
+t.test('expensiveVerdict: a timeout or a connection lost once sent is final and no health signal', async (t) => {
+  const rows: [name: string, verdict: Verdict, final: boolean][] = [
+    ['timeout', { kind: 'retry', reason: 'timeout', health: true }, true],
+    ['connection lost after sending', { kind: 'retry', reason: 'transport', health: true }, true],
+    ['connection refused: never sent', { kind: 'retry', reason: 'transport', health: true, unsent: true }, false],
+    ['the node says it is limited', { kind: 'retry', reason: 'node_limit', health: true, error: '{}' }, false],
+    ['HTTP 5xx', { kind: 'retry', reason: 'http_5xx', health: true }, false],
+    ['a result', { kind: 'result', result: '"0x"' }, false],
+  ];
+  for (const [name, verdict, final] of rows) {
+    const v = expensiveVerdict(verdict);
+    if (final) t.same(v, { kind: 'retry', reason: (verdict as { reason: string }).reason, health: false, final: true }, name);
+    else t.equal(v, verdict, `${name}: as for any call`);
   }
 });
 
