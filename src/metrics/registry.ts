@@ -100,7 +100,7 @@ export class Metrics {
   private readonly reorgs = new Counter({ name: 'switchyard_reorgs_total', help: 'Chain reorganisations seen by the head tracker', registers: [this.registry] });
   private readonly redisRefused = new Counter({
     name: 'switchyard_redis_values_refused_total',
-    help: 'Values read from a shared Redis and refused as input: a cache entry that is not one JSON value answering its call, a shared head that is not a height or beyond what this replica\'s nodes make possible; by use (cache, heads)',
+    help: "Values read from a shared Redis and refused as input: a cache entry that is not one JSON value answering its call, a shared head that is not a height or beyond what this replica's nodes make possible; by use (cache, heads)",
     labelNames: ['use'],
     registers: [this.registry],
   });

@@ -96,7 +96,11 @@ t.test('values poisoned in the shared Redis are refused: answers stay whole and 
   const refusedHeads = (): Promise<number> => metric(sy, 'switchyard_redis_values_refused_total', { use: 'heads' });
   /** Poisons the hash with a long TTL: an exchange after it sets the TTL back to Switchyard's own (2 s). */
   const poison = async (...fields: string[]): Promise<void> => {
-    await writer.multi().hset(key, ...fields).pexpire(key, 600_000).exec();
+    await writer
+      .multi()
+      .hset(key, ...fields)
+      .pexpire(key, 600_000)
+      .exec();
     await waitFor('an exchange after the poisoning', async () => (await writer.pttl(key)) <= 2_000);
   };
   await poison('u:anvil', String(head + 500), 'fleet', String(head + 500));

@@ -22,7 +22,16 @@ t.test('a node answering with another id, another block or another hash is never
   t.teardown(() => anvil.stop());
   // One transaction, then enough blocks that its block is finalized (anvil: head - 64).
   const wallet = new Wallet(DEV_KEY);
-  const raw = await wallet.signTransaction({ to: `0x${'11'.repeat(20)}`, value: 1n, nonce: 0, gasLimit: 21_000n, maxFeePerGas: 10n ** 10n, maxPriorityFeePerGas: 1n, chainId: 186n, type: 2 });
+  const raw = await wallet.signTransaction({
+    to: `0x${'11'.repeat(20)}`,
+    value: 1n,
+    nonce: 0,
+    gasLimit: 21_000n,
+    maxFeePerGas: 10n ** 10n,
+    maxPriorityFeePerGas: 1n,
+    chainId: 186n,
+    type: 2,
+  });
   const txHash = (await call(anvil.url, 'eth_sendRawTransaction', [raw])).result as string;
   await call(anvil.url, 'anvil_mine', ['0x50']);
   const block5 = (await call(anvil.url, 'eth_getBlockByNumber', ['0x5', false])).result as { hash: string; number: string };
