@@ -224,7 +224,11 @@ export class HttpUpstreamClient implements UpstreamClient {
             ms: performance.now() - started,
           }));
         }
-        const verdicts = Array.isArray(read) ? read.map((v, k) => checked(identityOfText(calls[k]!.method, calls[k]!.paramsJson), v)) : new Array<Verdict>(n).fill(read);
+        let verdicts: Verdict[];
+        if (Array.isArray(read)) {
+          verdicts = read;
+          for (let k = 0; k < n; k++) verdicts[k] = checked(identityOfText(calls[k]!.method, calls[k]!.paramsJson), verdicts[k]!);
+        } else verdicts = new Array<Verdict>(n).fill(read);
         for (const v of verdicts) this.settle(v, ms, true);
         return { verdicts, ms };
       });
