@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import { Coalescer, type Shared } from './coalesce.js';
 import { heightInText } from '../jsonrpc/hex.js';
+import { answerCarries } from '../methods/identity.js';
 import type { CachePlan } from './plan.js';
 import { RedisLevel } from './redis.js';
 import { RedisConnections } from '../redis/connections.js';
@@ -40,6 +41,22 @@ export function keyHash(key: string): number {
 /** The plan's key hash, worked out at the first lookup or store that needs it. */
 function hashOf(plan: CachePlan): number {
   return (plan.keyHash ??= keyHash(plan.key));
+}
+
+/**
+ * Whether a value read from Redis may answer the plan's call: exactly one JSON value (a value like
+ * `"0x1"},{...` would add an element to a batch answer), not null (never cached), and carrying
+ * what the call asked for. Parsed, not scanned: only immutable entries are shared, each read from
+ * Redis once before the memory level holds it.
+ */
+function answersPlan(plan: CachePlan, value: string): boolean {
+  if (value === 'null' || value.trim() !== value) return false;
+  try {
+    JSON.parse(value);
+  } catch {
+    return false;
+  }
+  return plan.identity === undefined || plan.identity === null || answerCarries(plan.identity, value);
 }
 
 export class ResponseCache {
@@ -81,7 +98,13 @@ export class ResponseCache {
   }
 
   private async lookupShared(plan: CachePlan): Promise<string | undefined> {
-    const value = await this.redis!.get(plan.key);
+    let value = await this.redis!.get(plan.key);
+    // Redis is input: what it holds is spliced into answers only when it is one JSON value that
+    // answers this call (else it is a miss, and the node's answer replaces it there).
+    if (value !== undefined && !answersPlan(plan, value)) {
+      this.metrics.recordRedisRefused('cache');
+      value = undefined;
+    }
     if (value !== undefined) this.memory.set(plan.key, value, 'immutable', this.memory.generation);
     this.metrics.recordCacheLookup(plan.cls, value !== undefined);
     return value;

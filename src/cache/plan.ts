@@ -8,6 +8,7 @@
  */
 import type { MethodSpec } from '../methods/table.js';
 import { heightOf, isHash, isHexText } from '../jsonrpc/hex.js';
+import { identityOf, type Identity } from '../methods/identity.js';
 
 export type CacheClass = 'immutable' | 'head' | 'tx';
 
@@ -30,6 +31,8 @@ export interface CachePlan {
   secondMiss: boolean;
   /** The key's hash, for the miss sets; worked out once, at the first lookup or store that needs it. */
   keyHash?: number;
+  /** What the answer must carry (methods/identity.ts): a value read back from Redis is held to it. */
+  identity?: Identity | null;
 }
 
 export interface ChainView {
@@ -115,5 +118,13 @@ export function planCache(method: string, spec: MethodSpec, params: readonly unk
   if (cls === null) return null;
   const text = canonical(params);
   const key = `${method}:${text}`;
-  return { key, cls, shareKey: headBound ? `${method}@${view.head}:${text}` : key, head: view.head, secondMiss: cls === 'head' && spec.cache !== 'head', keyHash: undefined };
+  return {
+    key,
+    cls,
+    shareKey: headBound ? `${method}@${view.head}:${text}` : key,
+    head: view.head,
+    secondMiss: cls === 'head' && spec.cache !== 'head',
+    keyHash: undefined,
+    identity: cls === 'head' ? null : identityOf(method, params),
+  };
 }

@@ -195,8 +195,13 @@ export const configSchema = z
         /** Per-attempt limit for one upstream call; the call's whole deadline is server.requestTimeoutMs. */
         upstreamTimeoutMs: positiveInt.default(10_000),
         broadcastTransactions: z.boolean().default(false),
-        /** A head this far beyond the runner-up's is treated as implausible and ignored. */
+        /** A node whose head is this far beyond the believed fleet head is not routed at all (implausibleHead). */
         maxHeadJumpBlocks: positiveInt.default(1000),
+        /**
+         * A head no other node has reached is believed only within the chain's pace since the last
+         * confirmed head (twice its average, plus a poll interval) plus this many blocks.
+         */
+        headSlackBlocks: nonNegativeInt.default(4),
         /** Blocks older than head - recentBlocks (and `earliest`) go to `archive` upstreams when any is configured. */
         recentBlocks: positiveInt.default(128),
         /** eth_getLogs over more blocks than this is split (splitLogsRange) or refused with -32602; null = no cap. */

@@ -98,6 +98,12 @@ export class Metrics {
     registers: [this.registry],
   });
   private readonly reorgs = new Counter({ name: 'switchyard_reorgs_total', help: 'Chain reorganisations seen by the head tracker', registers: [this.registry] });
+  private readonly redisRefused = new Counter({
+    name: 'switchyard_redis_values_refused_total',
+    help: "Values read from a shared Redis and refused as input: a cache entry that is not one JSON value answering its call, a shared head that is not a height or beyond what this replica's nodes make possible; by use (cache, heads)",
+    labelNames: ['use'],
+    registers: [this.registry],
+  });
   readonly upstreamHead = new Gauge({
     name: 'switchyard_upstream_head_block_number',
     help: 'Latest block number seen from each upstream (-1 before the first)',
@@ -377,6 +383,10 @@ export class Metrics {
 
   recordReorg(): void {
     this.reorgs.inc();
+  }
+
+  recordRedisRefused(use: 'cache' | 'heads'): void {
+    this.redisRefused.inc({ use });
   }
 
   recordUptimeProbe(reachable: boolean, advancing: boolean): void {

@@ -1,7 +1,8 @@
 /**
  * Reading a call's block parameter into a routing requirement.
  * `latest` (or a missing block on a state read) is pinned to the request's head snapshot, so every
- * call of a batch sees the same block and the answer agrees with eth_blockNumber. A number needs a
+ * call of a batch sees the same block and the answer agrees with eth_blockNumber (or, when no
+ * routable node has that block, is at the highest one a node has: Fleet.latest). A number needs a
  * node that has it, and so do `safe`/`finalized` (a node at the snapshot head); `pending` sticks to
  * one node per client; `earliest` prefers archive nodes.
  * Every block parameter takes the same forms: a number, a tag, a block hash, or an EIP-1898 object

@@ -77,9 +77,12 @@ export class Pipeline {
     return this.deps.policy.label(method);
   }
 
-  /** A snapshot of the fleet head for one request: every call in it sees this block as `latest`. */
+  /**
+   * A snapshot of the fleet head for one request: every call in it sees this block as `latest`
+   * (eth_blockNumber's, or a lower one a routable node has when none has that: Fleet.latest).
+   */
   context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
-    return { clientIp, started: performance.now(), head: this.deps.fleet.blockNumber(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session };
+    return { clientIp, started: performance.now(), head: this.deps.fleet.latest(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session };
   }
 
   /**

@@ -34,9 +34,23 @@ export type RetryReason =
 /** Node error messages meaning "I don't have that block (yet)", not "it doesn't exist". */
 const MISSING_BLOCK = /header not found|unknown block|block not found|BlockOutOfRange|block number out of range|missing trie node/i;
 
-export function classifyHttp(status: number, body: string): Verdict {
+/**
+ * The verdict on the answer to one call sent alone; `id`: the id it was sent with, which the
+ * answer must carry (an error may carry null: JSON-RPC 2.0 answers so when the id could not be
+ * read). An answer with another id is another call's: a bad body, tried elsewhere.
+ */
+export function classifyHttp(status: number, body: string, id?: number): Verdict {
   const read = readBody(status, body);
-  return 'kind' in read ? read : classifyResponse(body, { start: 0, end: body.length }, read.parsed);
+  if ('kind' in read) return read;
+  if (id !== undefined && !carriesId(read.parsed, id)) return { kind: 'retry', reason: 'bad_body', health: true };
+  return classifyResponse(body, { start: 0, end: body.length }, read.parsed);
+}
+
+/** Whether a parsed single answer carries `id` (a body of another shape is judged by classifyResponse). */
+function carriesId(parsed: unknown, id: number): boolean {
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return true;
+  const o = parsed as { id?: unknown; error?: unknown };
+  return o.id === id || (o.id === null && o.error !== undefined && o.error !== null);
 }
 
 /**

@@ -24,6 +24,7 @@ import type { UpstreamConfig } from '../config/schema.js';
 import { classifyBatch, classifyBatchInOrder, classifyHttp, classifyTransport, expensiveVerdict, type Verdict } from './classify.js';
 import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
+import { answerCarries, identityOfText, type Identity } from '../methods/identity.js';
 
 export interface CallTiming {
   verdict: Verdict;
@@ -87,6 +88,8 @@ interface Pending {
   started: number;
   /** performance.now() by which this call is answered, whatever its batch does. */
   deadline: number;
+  /** What its answer must carry (methods/identity.ts); null: nothing checked. */
+  identity: Identity | null;
   done: boolean;
   resolve: (t: CallTiming) => void;
 }
@@ -119,6 +122,13 @@ function batchText(calls: readonly OutgoingCall[], idAt: (k: number) => number):
 /** A batch answer that left a call out. */
 const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
 const TIMED_OUT: Verdict = { kind: 'retry', reason: 'timeout', health: true };
+/** An answer that is not about what was asked (another block, another hash): the node's bad answer. */
+const WRONG_ANSWER: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
+
+/** A result that does not carry what was asked is a bad answer from that node, tried elsewhere. */
+function checked(identity: Identity | null, verdict: Verdict): Verdict {
+  return identity !== null && verdict.kind === 'result' && !answerCarries(identity, verdict.result) ? WRONG_ANSWER : verdict;
+}
 
 /** A whole exchange's answer was over maxResponseBytes (not one call's: that is a verdict per call). */
 function tooLarge(read: Verdict | Verdict[] | Map<number, Verdict>): boolean {
@@ -190,7 +200,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     this.inFlight++;
     this.calls++;
     if (passive) this.breaker.begin();
-    return { id: this.nextId++, method, paramsJson, passive, expensive, started, deadline: started + timeoutMs, done: false, resolve };
+    return { id: this.nextId++, method, paramsJson, passive, expensive, started, deadline: started + timeoutMs, identity: identityOfText(method, paramsJson), done: false, resolve };
   }
 
   /** One call in an exchange of its own, now (not through the micro-batcher). */
@@ -228,7 +238,11 @@ export class HttpUpstreamClient implements UpstreamClient {
             ms: performance.now() - started,
           }));
         }
-        const verdicts = Array.isArray(read) ? read : new Array<Verdict>(n).fill(read);
+        let verdicts: Verdict[];
+        if (Array.isArray(read)) {
+          verdicts = read;
+          for (let k = 0; k < n; k++) verdicts[k] = checked(identityOfText(calls[k]!.method, calls[k]!.paramsJson), verdicts[k]!);
+        } else verdicts = new Array<Verdict>(n).fill(read);
         for (const v of verdicts) this.settle(v, ms, true);
         return { verdicts, ms };
       });
@@ -252,7 +266,8 @@ export class HttpUpstreamClient implements UpstreamClient {
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
       const { status, text } = await postJson(this.dispatcher, this.target, body, Math.max(1, last - now));
-      verdicts = single ? classifyHttp(status, text) : classifyBatch(status, text);
+      // A single call's answer must carry the id it was sent with: another's is not its answer.
+      verdicts = single ? classifyHttp(status, text, batch[0]!.id) : classifyBatch(status, text);
     } catch (err) {
       verdicts = classifyTransport(err);
     }
@@ -293,7 +308,8 @@ export class HttpUpstreamClient implements UpstreamClient {
   private finish(p: Pending, answer: Verdict): void {
     if (p.done) return;
     p.done = true;
-    const verdict = p.expensive ? expensiveVerdict(answer) : answer;
+    const read = checked(p.identity, answer);
+    const verdict = p.expensive ? expensiveVerdict(read) : read;
     this.inFlight--;
     const ms = performance.now() - p.started;
     this.settle(verdict, ms, p.passive);

@@ -11,6 +11,7 @@
  *   quarantine(u, got)            the node answers another chain id
  *   observeHeader(u, h, askedAt)  a `latest` header from a poll or a newHeads subscription
  *   proveBlock(u, n)              an answer from u proved it has block n (its head is at least n)
+ *   takeShared(u, n)              another replica saw u at n (Redis): taken only within reach
  *   observeFinalized(u, n)        the node's own `finalized` block
  *   finalizedUnsupported(u)       the node has no `finalized` tag
  *   retire (reconfigure)          the node is being removed: no new calls, its head stops counting
@@ -22,6 +23,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Config, UpstreamConfig } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
+import { HeadBelief } from './belief.js';
 import { Canon, type Header } from './heads.js';
 import { HttpUpstreamClient, type UpstreamClient } from './client.js';
 import { Breaker } from './health.js';
@@ -35,6 +37,11 @@ export interface FleetOptions {
   upstreamTimeoutMs: number;
   finalityDepth: number;
   maxHeadJumpBlocks: number;
+  /**
+   * Blocks a head no other node confirms may run beyond the chain's pace since the last confirmed
+   * head (belief.ts); absent = 4, the config default.
+   */
+  headSlackBlocks?: number;
   /** Circuit breaker settings for every upstream (routing.breaker); absent = the Breaker's defaults. */
   breaker?: { threshold: number; cooldownMs: number };
 }
@@ -47,6 +54,7 @@ export function fleetOptions(cfg: Config): FleetOptions {
     upstreamTimeoutMs: cfg.routing.upstreamTimeoutMs,
     finalityDepth: cfg.cache.finalityDepth,
     maxHeadJumpBlocks: cfg.routing.maxHeadJumpBlocks,
+    headSlackBlocks: cfg.routing.headSlackBlocks,
     breaker: { threshold: cfg.routing.breaker.failureThreshold, cooldownMs: cfg.routing.breaker.cooldownMs },
   };
 }
@@ -68,10 +76,8 @@ export class Fleet extends EventEmitter {
    * of nodes, except away from a block no node of the chain has (recompute, observeHeader).
    */
   private served = -1;
-  /** The last fleet head another node confirmed (or the only node's), and when (routing clock). */
-  private trusted = { head: -1, at: 0 };
-  /** The first such head: with `trusted`, the chain's average pace. */
-  private firstTrusted = { head: -1, at: 0 };
+  /** Which head is believed: confirmed by a second node, or within the chain's pace (belief.ts). */
+  private readonly belief: HeadBelief;
   private servedCap: (() => number) | null = null;
   private readonly probes = new Map<Upstream, Probe>();
   /** The writable state of every upstream, current and retiring: the fleet's alone. */
@@ -91,6 +97,7 @@ export class Fleet extends EventEmitter {
     super();
     // Every call waiting for a block adds a listener for a moment; thousands at once are normal.
     this.setMaxListeners(0);
+    this.belief = new HeadBelief(() => ({ slackBlocks: this.opts.headSlackBlocks ?? 4, headPollMs: this.opts.headPollMs }), now);
     this.upstreams = configs.map((c) => this.build(c, freshStatus(), {}));
   }
 
@@ -120,6 +127,19 @@ export class Fleet extends EventEmitter {
     const head = this.servedCap === null ? this.head : Math.min(this.head, this.servedCap());
     if (head > this.served) this.served = head;
     return this.served;
+  }
+
+  /**
+   * The block `latest` reads of a request are pinned to: eth_blockNumber's, unless no routable node
+   * has that block (the node that had it died, or it was a head no longer believed): then the
+   * highest block a routable node has that the fleet believes. Reads are answered at a block a
+   * node has instead of waiting for one no node may ever reach; eth_blockNumber itself holds.
+   */
+  latest(): number {
+    const served = this.blockNumber();
+    let top = -1;
+    for (const u of this.upstreams) if (u.available && u.head > top) top = u.head;
+    return top < 0 || this.head < 0 ? served : Math.min(served, this.head, top);
   }
 
   /**
@@ -199,6 +219,16 @@ export class Fleet extends EventEmitter {
   }
 
   /**
+   * Another replica saw `u` at n (replicas/shared-heads.ts): what Redis holds is input, so it is
+   * taken only as far as this replica's own nodes make it possible (reach()). False: refused.
+   */
+  takeShared(u: Upstream, n: number): boolean {
+    if (!Number.isSafeInteger(n) || n < 0 || n > this.reach()) return false;
+    this.proveBlock(u, n);
+    return true;
+  }
+
+  /**
    * A new head from polling or from the node's newHeads subscription. `observedAt`: when the
    * question was asked; a lower head asked for before the node last proved a higher one is an old
    * answer, not a reorg.
@@ -213,7 +243,8 @@ export class Fleet extends EventEmitter {
     s.headHash = header.hash;
     s.headAt = this.now();
     this.recompute();
-    if (s.head >= this.head) {
+    // Only a node at the believed head speaks for the chain: a claim beyond it is not the chain's.
+    if (s.head === this.head) {
       const fork = this.canon.observe(header);
       if (fork !== null) {
         this.metrics.recordReorg();
@@ -289,47 +320,28 @@ export class Fleet extends EventEmitter {
     }
   }
 
-  /** Fleet head = highest head among healthy upstreams, ignoring one that claims an implausible lead. */
+  /** Fleet head = the highest head the fleet believes (belief.ts) among healthy upstreams. */
   private recompute(): void {
     const heads = this.upstreams
-      .filter((u) => this.counts(u))
+      .filter((u) => this.counts(u) && u.head >= 0)
       .map((u) => u.head)
       .sort((a, b) => b - a);
+    const head = this.belief.judge(heads, this.upstreams.length === 1, this.head);
     const max = this.opts.maxHeadJumpBlocks;
-    // The highest head that is believable: another node within maxHeadJumpBlocks below it confirms
-    // it; or it is within reach of the last confirmed head at the chain's own pace (a node far
-    // behind, still syncing, must not drag the head down); or no node can say otherwise (the first
-    // head seen, the only node configured). A head far beyond both is a broken or hostile node.
-    let head = -1;
-    for (let i = 0; i < heads.length; i++) {
-      const h = heads[i]!;
-      const next = heads[i + 1];
-      if (next !== undefined && h - next <= max) {
-        head = h;
-        break;
-      }
-      if (this.withinReach(h)) {
-        head = h;
-        break;
-      }
-      if (next === undefined) head = this.trusted.head < 0 || this.upstreams.length === 1 ? h : this.head;
-    }
-    // Trusted from now on: a head chosen with other nodes to weigh it against, or by the only node.
-    if (head >= 0 && (heads.length >= 2 || this.upstreams.length === 1)) {
-      this.trusted = { head, at: this.now() };
-      if (this.firstTrusted.head < 0) this.firstTrusted = this.trusted;
-    }
-    // Such a node is not routed either: what it answers for `latest` is not this chain's latest.
-    for (const u of this.upstreams) this.s(u).implausible = head >= 0 && u.head - head > this.opts.maxHeadJumpBlocks;
+    // A node this far beyond the believed head is not routed either: what it answers for `latest`
+    // is not this chain's latest. One nearer is routed for the blocks it shares with the others.
+    for (const u of this.upstreams) this.s(u).implausible = head >= 0 && u.head - head > max;
     const previous = this.head;
     if (head >= 0) {
       this.head = head;
       this.finalized = this.finalizedHeight(head);
+      if (head > previous) this.belief.rose(previous, head);
+      else if (head < previous) this.belief.fell(head);
     }
     // A block number served from a head no other node ever confirmed, and far beyond the head now
-    // believed, was never this chain's: clients must not be held to it (every `latest` read would
-    // wait for a block no node will have). One that was confirmed holds, across any failover.
-    if (head >= 0 && this.served - Math.max(head, this.trusted.head) > max) {
+    // believed, was never this chain's: clients must not be held to it. One nearer holds (reads of
+    // `latest` are answered at a block a node has meanwhile: latest()).
+    if (head >= 0 && this.served - Math.max(head, this.belief.confirmedHead) > max) {
       this.log.warn({ served: this.served, head }, 'eth_blockNumber served from an implausible head: back to the fleet head');
       this.served = head;
     }
@@ -338,17 +350,12 @@ export class Fleet extends EventEmitter {
   }
 
   /**
-   * Whether head `h` can have been reached since the last confirmed head: within
-   * maxHeadJumpBlocks of it plus twice the chain's average pace (at least a block a second) for
-   * the time since. Never, when no head was confirmed yet.
+   * The highest head the chain can have reached by now, as this replica's own nodes confirm it:
+   * what a head told by another replica (replicas/shared-heads.ts) may be at most.
    */
-  private withinReach(h: number): boolean {
-    const t = this.trusted;
-    if (t.head < 0) return false;
-    const f = this.firstTrusted;
-    const span = (t.at - f.at) / 1000;
-    const pace = span >= 10 ? Math.max(1, (t.head - f.head) / span) : 1;
-    return h - t.head <= this.opts.maxHeadJumpBlocks + ((this.now() - t.at) / 1000) * 2 * pace;
+  reach(): number {
+    const r = this.belief.reach();
+    return r >= 0 ? r : this.head;
   }
 
   /**

@@ -51,8 +51,9 @@ t.test('a node left alone is not believed when it leaps far beyond the fleet hea
   fleet.observeHeader(by('b'), header(10));
   t.equal(fleet.blockNumber(), 10);
   fleet.markDown(by('a'));
+  clock.ms += 10_000;
   fleet.observeHeader(by('b'), header(20));
-  t.equal(fleet.head, 20, 'an ordinary step alone is progress');
+  t.equal(fleet.head, 20, 'ten blocks in ten seconds alone is progress');
   fleet.observeHeader(by('b'), header(5_000));
   t.equal(fleet.head, 20, 'a leap of 4,980 blocks alone is not');
   t.equal(by('b').implausible, true, 'and the node is flagged');
@@ -115,15 +116,112 @@ t.test('a node back alone after a long outage is believed at the pace the chain 
 });
 
 t.test('a node back far behind (syncing) does not drag the head, nor the block number, down', async (t) => {
-  const { fleet, by } = fleetOf(t, ['a', 'b']);
+  const { fleet, by, clock } = fleetOf(t, ['a', 'b']);
   fleet.observeHeader(by('a'), header(100_000));
   fleet.observeHeader(by('b'), header(100_000));
   fleet.markDown(by('b'));
-  for (let n = 100_001; n <= 100_010; n++) fleet.observeHeader(by('a'), header(n));
+  for (let n = 100_001; n <= 100_010; n++) {
+    clock.ms += 1_000;
+    fleet.observeHeader(by('a'), header(n));
+  }
   t.equal(fleet.blockNumber(), 100_010);
   fleet.markUp(by('b'));
   fleet.observeHeader(by('b'), header(90_000));
   t.equal(fleet.head, 100_010, 'the fleet head stays with the node that has kept up');
   t.equal(fleet.blockNumber(), 100_010);
   t.equal(by('a').implausible, false, 'and that node is still routed');
+});
+
+t.test('a head 900 blocks beyond two nodes that agree is not believed, and nothing is left of it when its node dies', async (t) => {
+  const { fleet, by, clock } = fleetOf(t, ['a', 'b', 'liar']);
+  for (let n = 1; n <= 20; n++) {
+    clock.ms += 1_000;
+    for (const name of ['a', 'b', 'liar']) fleet.observeHeader(by(name), header(n));
+  }
+  t.equal(fleet.blockNumber(), 20);
+  fleet.observeHeader(by('liar'), header(920));
+  t.equal(fleet.head, 20, 'the fleet head stays with the two that agree');
+  t.equal(fleet.blockNumber(), 20, 'eth_blockNumber does not jump to the lie');
+  t.equal(fleet.latest(), 20, '`latest` reads stay at a block the honest nodes have');
+  t.equal(by('liar').implausible, false, 'within maxHeadJumpBlocks the node is still routed for the blocks it shares');
+  clock.ms += 3_000;
+  fleet.markDown(by('liar'));
+  clock.ms += 1_000;
+  for (const name of ['a', 'b']) fleet.observeHeader(by(name), header(21));
+  t.equal(fleet.blockNumber(), 21, 'and the fleet goes on from the honest heads');
+});
+
+t.test('a head a few blocks ahead of the others is believed at once; one a second node reaches is confirmed', async (t) => {
+  const { fleet, by, clock } = fleetOf(t, ['a', 'b', 'c']);
+  for (let n = 1; n <= 20; n++) {
+    clock.ms += 1_000;
+    for (const name of ['a', 'b', 'c']) fleet.observeHeader(by(name), header(n));
+  }
+  clock.ms += 1_000;
+  fleet.observeHeader(by('a'), header(21));
+  t.equal(fleet.head, 21, 'the chain can have made one block in a second');
+  t.equal(fleet.blockNumber(), 21);
+  fleet.observeHeader(by('a'), header(40));
+  t.equal(fleet.head, 20, 'not nineteen more in no time: the head is the one the others have');
+  t.equal(fleet.blockNumber(), 21, 'eth_blockNumber holds');
+  t.equal(fleet.latest(), 20, '`latest` reads are pinned to the believed head');
+  fleet.observeHeader(by('b'), header(40));
+  t.equal(fleet.head, 40, 'until a second node has them');
+});
+
+t.test('a fleet of one follows its node, leaps included', async (t) => {
+  const { fleet, by } = fleetOf(t, ['only']);
+  fleet.observeHeader(by('only'), header(10));
+  fleet.observeHeader(by('only'), header(5_000));
+  t.equal(fleet.blockNumber(), 5_000);
+});
+
+t.test('`latest` is pinned to a block a routable node has when the node at the served head is gone', async (t) => {
+  const { fleet, by, clock } = fleetOf(t, ['a', 'b']);
+  for (let n = 1; n <= 10; n++) {
+    clock.ms += 1_000;
+    fleet.observeHeader(by('a'), header(n));
+    if (n <= 8) fleet.observeHeader(by('b'), header(n));
+  }
+  t.equal(fleet.blockNumber(), 10);
+  fleet.markDown(by('a'));
+  t.equal(fleet.blockNumber(), 10, 'eth_blockNumber holds');
+  t.equal(fleet.latest(), 8, '`latest` reads go to the block the node left has');
+  fleet.observeHeader(by('b'), header(11));
+  t.equal(fleet.latest(), 11, 'and follow the fleet once it passes');
+});
+
+t.test('a node catching up after an outage confirms the blocks the other made meanwhile: the head holds', async (t) => {
+  const { fleet, by, clock } = fleetOf(t, ['a', 'b']);
+  for (let n = 1; n <= 30; n++) {
+    clock.ms += 1_000;
+    fleet.observeHeader(by('a'), header(n));
+    fleet.observeHeader(by('b'), header(n));
+  }
+  fleet.markDown(by('b'));
+  for (let n = 31; n <= 330; n++) {
+    clock.ms += 1_000;
+    fleet.observeHeader(by('a'), header(n));
+  }
+  t.equal(fleet.head, 330, 'alone at the pace the chain kept');
+  fleet.markUp(by('b'));
+  for (let n = 40; n <= 320; n += 20) {
+    clock.ms += 100;
+    fleet.observeHeader(by('b'), header(n));
+    t.equal(fleet.head, 330, `b at ${n}: the head stays with a`);
+  }
+});
+
+t.test('a head told by another replica is taken only within reach of what this fleet confirmed', async (t) => {
+  const { fleet, by, clock } = fleetOf(t, ['a', 'b']);
+  for (let n = 1; n <= 20; n++) {
+    clock.ms += 1_000;
+    fleet.observeHeader(by('a'), header(n));
+    fleet.observeHeader(by('b'), header(n));
+  }
+  t.equal(fleet.takeShared(by('a'), 21), true, 'the next block is taken');
+  t.equal(by('a').head, 21);
+  t.equal(fleet.takeShared(by('b'), 920), false, 'a head 900 ahead is refused');
+  t.equal(by('b').head, 20);
+  t.equal(fleet.takeShared(by('b'), Number.NaN), false, 'and so is what is no height');
 });
