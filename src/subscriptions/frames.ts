@@ -140,6 +140,7 @@ export class Frames {
       f.answer = copy;
       this.answersWaiting += copy.length;
       this.held += copy.length;
+      if (!this.mayStart()) this.stopReading();
       return;
     }
     f.answer = text;
