@@ -2,8 +2,9 @@
  * The WebSocket front: upgrades on server.port and server.wsPort (any path HTTP serves), one
  * Session per socket, every text or binary frame worked on by the transport-neutral Front exactly
  * like an HTTP body (one frame = one request or batch). Limits: sockets per client IP (upgrade
- * refused with 429), frame size (close 1009, by the ws library's maxPayload), unsent bytes per
- * client (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
+ * refused with 429), frame size (close 1009, by the ws library's maxPayload), frames in flight
+ * per socket (the socket is not read: frames.ts), unsent bytes and answers waiting per client
+ * (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
  * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (server/front.ts), the feeds.
  */
 import type { IncomingMessage, Server } from 'node:http';
