@@ -163,8 +163,10 @@ export class Frames {
   }
 
   private overflow(): void {
-    this.close();
+    // The socket is closed first: frames closed here release their subscriptions, and what those
+    // held must not be written to a client that is being cut.
     this.deps.overflow();
+    this.close();
   }
 
   private nextTurn(): void {

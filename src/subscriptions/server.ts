@@ -147,8 +147,8 @@ export class WsFront {
       this.deps.metrics.recordRefused(INVALID_METHOD, 'BODY_TOO_LARGE');
     });
     ws.on('close', () => {
-      frames.close();
       session.close();
+      frames.close();
       this.clients.delete(ws);
       const n = (this.perIp.get(ipKey) ?? 1) - 1;
       if (n <= 0) this.perIp.delete(ipKey);
@@ -212,8 +212,9 @@ export class WsFront {
     if (ws.readyState !== WebSocket.OPEN) return;
     this.deps.metrics.wsCloses.inc({ reason: 'slow_reader' });
     const client = this.clients.get(ws);
-    client?.frames.close();
+    // The session first: frames closed release their subscriptions, which must send nothing now.
     client?.session.close();
+    client?.frames.close();
     ws.close(1013, 'slow reader: too much unsent data');
     setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
   }
