@@ -189,6 +189,7 @@ export class App {
       maxConnectionsPerIp: c.subscriptions.maxConnectionsPerIp,
       maxMessageBytes: c.subscriptions.maxMessageBytes,
       maxBufferBytes: c.subscriptions.maxBufferBytes,
+      maxFramesInFlight: c.subscriptions.maxFramesInFlight,
       pingIntervalMs: c.subscriptions.pingIntervalMs,
       isDraining: () => this.draining,
       knowsKey: (key) => this.rateLimits.knowsKey(key),

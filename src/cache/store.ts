@@ -11,6 +11,7 @@
  * one heap object less per entry is less work for every garbage collection.
  */
 import { LRUCache } from 'lru-cache';
+import { own } from '../jsonrpc/own.js';
 import type { CacheClass } from './plan.js';
 
 /**
@@ -24,18 +25,6 @@ const ENTRY_OVERHEAD = 256;
  * share a bit with an earlier one and count as asked again, which costs only their keeping.
  */
 const MISS_BITS = 1 << 20;
-
-/**
- * A copy of `s` that owns its characters. Answers are slices of the node's response text (for a
- * batch, of the whole batch), and a V8 slice keeps its parent alive: a cached 10-byte balance
- * would otherwise pin a 100 kB batch response and the byte bound would be fiction. Keys need no
- * copy: planCache builds them from parsed values, never from a slice of a request or an answer.
- */
-function own(s: string): string {
-  // Concatenating makes a new string; slicing it flattens that string into one fresh copy (V8),
-  // so the result refers only to its own characters: one copy, where a Buffer round trip made two.
-  return s.length < 13 ? s : (' ' + s).slice(1);
-}
 
 export interface StoreStats {
   entries: number;
@@ -103,6 +92,8 @@ export class MemoryStore {
    */
   set(key: string, value: string, cls: CacheClass, gen: number, head = -1, keyHash?: number): void {
     if (this.lru === null) return;
+    // Answers are slices of the node's response text (for a batch, of the whole batch): a cached
+    // balance must not pin it. Keys need no copy: planCache builds them from parsed values.
     if (cls !== 'head') {
       this.lru.set(key, own(value));
       return;

@@ -275,8 +275,14 @@ export const configSchema = z
         maxConnectionsPerIp: positiveInt.default(20),
         /** Largest incoming WebSocket frame; a bigger one closes the socket with 1009. */
         maxMessageBytes: positiveInt.default(5 * 1024 * 1024),
-        /** Unsent bytes Switchyard holds for one client; a reader this far behind is closed with 1013. */
+        /**
+         * Bytes Switchyard holds for one client. Unsent data and answers waiting their turn: past
+         * it the client is closed with 1013. Frames being worked on and answers waiting: at it the
+         * socket stops being read until answers are written.
+         */
         maxBufferBytes: positiveInt.default(4 * 1024 * 1024),
+        /** Frames of one socket worked on or waiting for their answer's turn; at it the socket stops being read. */
+        maxFramesInFlight: positiveInt.default(32),
         /** After a gap in the fleet head, at most this many missed heads are fetched and sent. */
         backfillBlocks: positiveInt.default(128),
         /** Deepest reorg whose logs are re-sent with removed: true (blocks kept in the chain window). */

@@ -4,9 +4,13 @@
  * Owns: JSON-RPC 2.0 request validation. Refuses: method policy, limits, routing.
  */
 import { CATALOGUE, RpcError, rpcErrors } from './errors.js';
+import { own } from './own.js';
 import { arrayElements, balancedEnd, nestingDepthExceeds, objectAt, skipValue, skipWs } from './scan.js';
 
-/** A valid call. `id` is the raw JSON text of the id, or undefined for a notification. */
+/**
+ * A valid call. `id` is the raw JSON text of the id (a copy that owns its characters, never a view
+ * of the body), or undefined for a notification.
+ */
 export interface Call {
   index: number;
   id: string | undefined;
@@ -129,7 +133,9 @@ function checkCall(
     if (idValue !== null && typeof idValue !== 'string' && typeof idValue !== 'number') {
       return { id: 'null', error: new RpcError('INVALID_REQUEST', { message: 'invalid request: id must be a string, number or null' }) };
     }
-    id = text.slice(idStart, idEnd);
+    // The id outlives the body in the answer (an answer waiting its turn on a socket): a slice of
+    // a 4 MiB body would keep all of it alive.
+    id = own(text.slice(idStart, idEnd));
   }
   const echo = id ?? 'null';
   // Deeper than the limit takes more than twice as many characters (nestingDepthExceeds says so too).
@@ -206,7 +212,7 @@ function parseTooDeep(text: string, maxBatchSize: number): ParsedBody {
 function tooDeepSlot(text: string, start: number): Slot | null {
   const idSpan = objectAt(text, start, MEMBERS).members.get('id');
   if (idSpan === undefined) return { id: 'null', error: new RpcError('TOO_DEEP') };
-  const idText = text.slice(idSpan.start, idSpan.end);
+  const idText = own(text.slice(idSpan.start, idSpan.end));
   const first = idText.charCodeAt(0);
   // An object or array id may itself be the deep part: never parsed, it is no id either way.
   let idValue: unknown = first === 0x7b || first === 0x5b ? {} : undefined;

@@ -2,8 +2,9 @@
  * The WebSocket front: upgrades on server.port and server.wsPort (any path HTTP serves), one
  * Session per socket, every text or binary frame worked on by the transport-neutral Front exactly
  * like an HTTP body (one frame = one request or batch). Limits: sockets per client IP (upgrade
- * refused with 429), frame size (close 1009, by the ws library's maxPayload), unsent bytes per
- * client (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
+ * refused with 429), frame size (close 1009, by the ws library's maxPayload), frames in flight
+ * per socket (the socket is not read: frames.ts), unsent bytes and answers waiting per client
+ * (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
  * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (server/front.ts), the feeds.
  */
 import type { IncomingMessage, Server } from 'node:http';
@@ -22,6 +23,7 @@ import { rpcTarget } from '../server/http.js';
 import { rawRefusal, refuseSocket } from '../server/refusal.js';
 import type { ChainFeed } from './chain.js';
 import type { PendingFeed } from './pending.js';
+import { Frames, type Started } from './frames.js';
 import { Session } from './session.js';
 
 export interface WsDeps {
@@ -35,6 +37,7 @@ export interface WsDeps {
   maxConnectionsPerIp: number;
   maxMessageBytes: number;
   maxBufferBytes: number;
+  maxFramesInFlight: number;
   pingIntervalMs: number;
   isDraining: () => boolean;
   knowsKey: (key: string) => boolean;
@@ -50,8 +53,8 @@ interface Client {
   ip: string;
   alive: boolean;
   session: Session;
-  /** Frames received and not yet answered: shutdown waits for them before it closes the socket. */
-  unanswered: number;
+  /** Its frames and their answers; shutdown waits for the frames received to be answered. */
+  frames: Frames;
 }
 
 export class WsFront {
@@ -127,12 +130,23 @@ export class WsFront {
       pending: d.pending,
       metrics: d.metrics,
       maxPerConnection: () => this.deps.maxPerConnection,
-      send: (text) => this.send(ws, text),
+      // A notification is written ahead of answers waiting their turn: they count as held too.
+      send: (text) => this.send(ws, text, this.clients.get(ws)?.frames.waitingBytes ?? 0),
     });
-    const client: Client = { ip, alive: true, session, unanswered: 0 };
+    const log = d.log.child({ ws: ip });
+    const frames = new Frames({
+      limits: () => this.deps,
+      start: (bytes) => this.start(bytes, session, ip, apiKey, log),
+      // Answers waiting their turn were counted when they were queued: only unsent data counts here.
+      write: (answer) => this.send(ws, answer, 0),
+      unsent: () => ws.bufferedAmount,
+      overflow: () => this.slowReader(ws),
+      pause: () => ws.pause(),
+      resume: () => ws.resume(),
+    });
+    const client: Client = { ip, alive: true, session, frames };
     this.clients.set(ws, client);
     d.metrics.wsConnections.set(this.clients.size);
-    const log = d.log.child({ ws: ip });
     ws.on('pong', () => (client.alive = true));
     ws.on('error', (err: Error & { code?: string }) => {
       if (err.code !== 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') return;
@@ -142,43 +156,39 @@ export class WsFront {
     });
     ws.on('close', () => {
       session.close();
+      frames.close();
       this.clients.delete(ws);
       const n = (this.perIp.get(ipKey) ?? 1) - 1;
       if (n <= 0) this.perIp.delete(ipKey);
       else this.perIp.set(ipKey, n);
       this.deps.metrics.wsConnections.set(this.clients.size);
     });
-    let tail: Promise<void> = Promise.resolve();
-    ws.on('message', (data: WebSocket.RawData) => {
-      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
-      let text: string;
-      try {
-        text = decoder.decode(bytes);
-      } catch {
-        text = '\u0000'; // not JSON: the front answers it with -32700, in its turn
-      }
-      const frame = session.frame();
-      const deliver = (r: FrontResult): void => {
-        if (r.body !== '') this.send(ws, r.body);
-        frame.written();
-      };
-      // Frames are worked on concurrently but answered in the order they arrived, as requests on
-      // one HTTP connection are: a client that sends two frames reads the answers in that order.
-      let out: FrontResult | Promise<FrontResult>;
-      try {
-        out = this.closing ? this.shuttingDown() : this.deps.front.process(text, { ip, apiKey, session: frame }, log);
-      } catch (err) {
-        out = Promise.reject(err);
-      }
-      if (!(out instanceof Promise) && client.unanswered === 0) return deliver(out);
-      client.unanswered++;
-      const answer = Promise.resolve(out);
-      const crashed = (err: unknown): void => {
-        this.crashed(ws, err);
-        frame.written();
-      };
-      tail = tail.then(() => answer.then(deliver, crashed)).finally(() => client.unanswered--);
-    });
+    ws.on('message', (data: WebSocket.RawData) => frames.received(Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer)));
+  }
+
+  /** The work on one frame, exactly as on an HTTP body; its subscriptions notify once its answer is written. */
+  private start(bytes: Buffer, session: Session, ip: string, apiKey: string | undefined, log: Logger): Started {
+    let text: string;
+    try {
+      text = decoder.decode(bytes);
+    } catch {
+      text = '\u0000'; // not JSON: the front answers it with -32700, in its turn
+    }
+    const frame = session.frame();
+    let out: FrontResult | Promise<FrontResult>;
+    try {
+      out = this.closing ? this.shuttingDown() : this.deps.front.process(text, { ip, apiKey, session: frame }, log);
+    } catch (err) {
+      return { answer: this.crashed(err), written: () => frame.written() };
+    }
+    const answer =
+      out instanceof Promise
+        ? out.then(
+            (r) => r.body,
+            (err: unknown) => this.crashed(err),
+          )
+        : out.body;
+    return { answer, written: () => frame.written() };
   }
 
   /** A frame that arrived after shutdown began: refused whole, as an HTTP body is then (503). */
@@ -187,32 +197,46 @@ export class WsFront {
     return { status: 503, body: errorText('null', new RpcError('SHUTTING_DOWN')), calls: null, methods: () => [], upstreams: [], errors: 1 };
   }
 
-  private crashed(ws: WebSocket, err: unknown): void {
+  private crashed(err: unknown): string {
     this.deps.log.error({ err }, 'websocket handler crashed');
-    this.send(ws, errorText('null', new RpcError('INTERNAL_ERROR')));
+    return errorText('null', new RpcError('INTERNAL_ERROR'));
   }
 
   /**
-   * Writes one frame unless the client already holds maxBufferBytes unsent: then it is closed with
-   * 1013. Only data queued and not yet taken counts, not the frame at hand, so one answer larger
-   * than the cap still reaches a reader that keeps up; memory stays under the cap plus one answer.
+   * Writes one frame unless the client already holds maxBufferBytes unsent (`held`: other bytes
+   * held for it): then it is closed with 1013. Only data queued and not yet taken counts, not the
+   * frame at hand, so one answer larger than the cap still reaches a reader that keeps up; memory
+   * stays under the cap plus one answer.
    */
-  private send(ws: WebSocket, text: string): void {
+  private send(ws: WebSocket, text: string | Buffer, held: number): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (ws.bufferedAmount >= this.deps.maxBufferBytes) {
-      this.deps.metrics.wsCloses.inc({ reason: 'slow_reader' });
-      this.clients.get(ws)?.session.close();
-      ws.close(1013, 'slow reader: too much unsent data');
-      setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
-      return;
-    }
-    ws.send(text);
+    if (ws.bufferedAmount + held >= this.deps.maxBufferBytes) return this.slowReader(ws);
+    // An answer that waited its turn is its UTF-8 copy: still a text frame.
+    ws.send(text, { binary: false });
+  }
+
+  /** A client holding maxBufferBytes it has not taken: closed with 1013, nothing more is queued for it. */
+  private slowReader(ws: WebSocket): void {
+    if (ws.readyState !== WebSocket.OPEN) return;
+    this.deps.metrics.wsCloses.inc({ reason: 'slow_reader' });
+    const client = this.clients.get(ws);
+    // The session first: frames closed release their subscriptions, which must send nothing now.
+    client?.session.close();
+    client?.frames.close();
+    ws.close(1013, 'slow reader: too much unsent data');
+    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
   }
 
   private schedulePing(): void {
     if (this.pinger) clearInterval(this.pinger);
     this.pinger = setInterval(() => {
       for (const [ws, c] of this.clients) {
+        // Not read by choice (its frames wait for answers): its pong may sit unread. Judged again
+        // from the first ping after reading resumes.
+        if (c.frames.isPaused) {
+          c.alive = true;
+          continue;
+        }
         if (!c.alive) {
           this.deps.metrics.wsCloses.inc({ reason: 'dead_peer' });
           ws.terminate();
@@ -234,7 +258,7 @@ export class WsFront {
   async close(code = 1001, deadline = 0): Promise<void> {
     this.closing = true;
     if (this.pinger) clearInterval(this.pinger);
-    const unanswered = (): boolean => [...this.clients.values()].some((c) => c.unanswered > 0);
+    const unanswered = (): boolean => [...this.clients.values()].some((c) => c.frames.unanswered > 0);
     while (unanswered() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const all = [...this.clients.keys()];
     if (all.length > 0 && code === 1001) this.deps.metrics.wsCloses.inc({ reason: 'shutdown' }, all.length);
