@@ -2,8 +2,9 @@
  * The WebSocket front: upgrades on server.port and server.wsPort (any path HTTP serves), one
  * Session per socket, every text or binary frame worked on by the transport-neutral Front exactly
  * like an HTTP body (one frame = one request or batch). Limits: sockets per client IP (upgrade
- * refused with 429), frame size (close 1009, by the ws library's maxPayload), unsent bytes per
- * client (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
+ * refused with 429), subscriptions per client IP (session.ts refuses past it), frame size (close
+ * 1009, by the ws library's maxPayload), unsent bytes per client, notifications a session holds
+ * included (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
  * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (server/front.ts), the feeds.
  */
 import type { IncomingMessage, Server } from 'node:http';
@@ -19,6 +20,7 @@ import { peerAddress } from '../server/proxy-protocol.js';
 import type { Front, FrontResult } from '../server/front.js';
 import { rawRefusal, rpcTarget } from '../server/http.js';
 import type { ChainFeed } from './chain.js';
+import { IpSubscriptions } from './ip-subscriptions.js';
 import type { PendingFeed } from './pending.js';
 import { Session } from './session.js';
 
@@ -30,6 +32,7 @@ export interface WsDeps {
   feed: ChainFeed;
   pending: PendingFeed;
   maxPerConnection: number;
+  maxPerIp: number;
   maxConnectionsPerIp: number;
   maxMessageBytes: number;
   maxBufferBytes: number;
@@ -54,6 +57,7 @@ export class WsFront {
   private readonly wss: WebSocketServer;
   private readonly clients = new Map<WebSocket, Client>();
   private readonly perIp = new Map<string, number>();
+  private readonly ipSubscriptions = new IpSubscriptions();
   private pinger: NodeJS.Timeout | null = null;
   /** Shutdown began: frames that arrive from now on are refused with SHUTTING_DOWN. */
   private closing = false;
@@ -119,7 +123,12 @@ export class WsFront {
       pending: d.pending,
       metrics: d.metrics,
       maxPerConnection: () => this.deps.maxPerConnection,
+      takeIpSlot: () => this.ipSubscriptions.take(ipKey, this.deps.maxPerIp),
+      giveIpSlot: () => this.ipSubscriptions.give(ipKey),
       send: (text) => this.send(ws, text),
+      unsent: () => (ws.readyState === WebSocket.OPEN ? ws.bufferedAmount : null),
+      maxBufferBytes: () => this.deps.maxBufferBytes,
+      overflow: () => this.slowReader(ws),
     });
     const client: Client = { ip, alive: true, session, unanswered: 0 };
     this.clients.set(ws, client);
@@ -191,14 +200,18 @@ export class WsFront {
    */
   private send(ws: WebSocket, text: string): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    if (ws.bufferedAmount >= this.deps.maxBufferBytes) {
-      this.deps.metrics.wsCloses.inc({ reason: 'slow_reader' });
-      this.clients.get(ws)?.session.close();
-      ws.close(1013, 'slow reader: too much unsent data');
-      setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
-      return;
-    }
+    // Notifications its session holds for subscriptions not yet answered are unsent data too.
+    if (ws.bufferedAmount + (this.clients.get(ws)?.session.heldBytes ?? 0) >= this.deps.maxBufferBytes) return this.slowReader(ws);
     ws.send(text);
+  }
+
+  /** Closed with 1013; nothing more is queued for it. */
+  private slowReader(ws: WebSocket): void {
+    if (ws.readyState !== WebSocket.OPEN) return;
+    this.deps.metrics.wsCloses.inc({ reason: 'slow_reader' });
+    this.clients.get(ws)?.session.close();
+    ws.close(1013, 'slow reader: too much unsent data');
+    setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
   }
 
   private schedulePing(): void {
