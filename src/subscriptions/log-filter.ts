@@ -4,7 +4,7 @@
  * share one matching pass per block (logs-fanout.ts).
  * Owns: filter syntax and matching. Refuses: delivery.
  */
-import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
+import { type RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import { isAddress, isHash } from '../jsonrpc/hex.js';
 import type { LogEntry } from './chain.js';
 

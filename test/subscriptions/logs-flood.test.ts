@@ -18,30 +18,12 @@ import { listeningPorts, runCli } from '../helpers/cli.js';
 import { call, get } from '../helpers/rpc.js';
 import { waitFor } from '../helpers/wait.js';
 import { openSocket } from '../helpers/ws.js';
+import { emitData, emitterInitCode, TOPIC } from './fixtures/emitter.js';
 
 const SOCKETS = 20;
 const PER_SOCKET = 20;
 const LOGS = 1_000;
 const MAX_PER_IP = SOCKETS * PER_SOCKET;
-
-/** The topic every log carries (PUSH1 0xaa as a 32-byte word). */
-const TOPIC = `0x${'aa'.padStart(64, '0')}`;
-
-/**
- * A contract whose call emits N logs (N = the first calldata word), each LOG1(TOPIC) with the
- * loop counter as data: i = 0; while (i < N) { mstore(0, i); log1(0, 32, TOPIC); i++ }.
- */
-function emitterInitCode(): string {
-  const runtime =
-    '600035' + '6000' + // N = calldataload(0); i = 0
-    '5b' + '8181' + '10' + '15' + '601e' + '57' + // 0x05: loop: if !(i < N) jump end
-    '80' + '600052' + // mstore(0, i)
-    '60aa' + '6020' + '6000' + 'a1' + // log1(0, 32, TOPIC)
-    '600101' + '600556' + // i++; jump loop
-    '5b00'; // 0x1e: end: stop
-  const len = runtime.length / 2;
-  return `0x60${len.toString(16).padStart(2, '0')}80600b6000396000f3${runtime}`;
-}
 
 const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
@@ -217,7 +199,7 @@ log: { level: info, requests: off }
   const other = otherClient(url);
   await new Promise((r) => setTimeout(r, 200)); // a few calls before the flood, for a baseline
   const started = Date.now();
-  const tx = (await call(node0, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: address, data: `0x${LOGS.toString(16).padStart(64, '0')}`, gas: '0x1c9c380' }])).result as string;
+  const tx = (await call(node0, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: address, data: emitData(LOGS), gas: '0x1c9c380' }])).result as string;
   await devnet.mine();
   const receipt = await waitFor('the flood receipt', async () => (await call(node0, 'eth_getTransactionReceipt', [tx])).result ?? undefined);
   t.equal(receipt.logs.length, LOGS, `one transaction emitted ${LOGS} logs`);
