@@ -55,6 +55,7 @@ export interface LogKeys {
 
 /** A node's log as the filters read it; what is not a string matches no filter that names it. */
 export function logKeys(log: LogEntry): LogKeys {
+  if (typeof log !== 'object' || log === null) return { address: '', topics: [] };
   const topics = Array.isArray(log.topics) ? log.topics : [];
   return {
     address: typeof log.address === 'string' ? log.address.toLowerCase() : '',
