@@ -186,6 +186,7 @@ export class App {
       feed: this.feed,
       pending: this.pending,
       maxPerConnection: c.subscriptions.maxPerConnection,
+      maxPerIp: c.subscriptions.maxPerIp,
       maxConnectionsPerIp: c.subscriptions.maxConnectionsPerIp,
       maxMessageBytes: c.subscriptions.maxMessageBytes,
       maxBufferBytes: c.subscriptions.maxBufferBytes,

@@ -272,6 +272,8 @@ export const configSchema = z
     subscriptions: z
       .strictObject({
         maxPerConnection: positiveInt.default(100),
+        /** Subscriptions one client IP (an IPv6 /64) holds across all its sockets; over: -32005, the socket stays open. */
+        maxPerIp: positiveInt.default(1_000),
         maxConnectionsPerIp: positiveInt.default(20),
         /** Largest incoming WebSocket frame; a bigger one closes the socket with 1009. */
         maxMessageBytes: positiveInt.default(5 * 1024 * 1024),

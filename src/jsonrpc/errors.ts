@@ -91,6 +91,12 @@ export const CATALOGUE = {
     message: 'too many subscriptions on this connection',
     doc: 'the connection already holds `subscriptions.maxPerConnection` subscriptions; the socket stays open',
   },
+  TOO_MANY_IP_SUBSCRIPTIONS: {
+    code: -32005,
+    http: 200,
+    message: 'too many subscriptions from this client address',
+    doc: 'the client IP (an IPv6 /64) already holds `subscriptions.maxPerIp` subscriptions across its sockets; the socket stays open',
+  },
   RESPONSE_TOO_LARGE: {
     code: -32005,
     http: 200,

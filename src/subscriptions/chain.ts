@@ -5,8 +5,10 @@
  * once), linked to its parent. A gap is backfilled up to `backfillBlocks`; a block whose parent is
  * not the block we announced is a reorg: the feed walks back (up to `reorgDepth`) to the fork,
  * publishes the dropped blocks' logs as removed, and goes on from the fork on the new chain.
+ * Logs go to `logs` (logs-fanout.ts), in publication order; when it has a backlog of blocks the
+ * feed waits for it before publishing more.
  * Owns: the canonical chain window (hash, parent, header, logs per height) and the order of events.
- * Refuses: sockets and per-client filtering (session.ts, server.ts).
+ * Refuses: sockets, per-client filtering and delivery (logs-fanout.ts, session.ts, server.ts).
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
@@ -15,6 +17,7 @@ import type { Metrics } from '../metrics/registry.js';
 import { forward } from '../routing/forward.js';
 import type { Requirement } from '../routing/select.js';
 import type { Fleet } from '../upstream/fleet.js';
+import { LogsFanout } from './logs-fanout.js';
 
 export interface LogEntry {
   address: string;
@@ -46,8 +49,8 @@ const NOT_HEADER = ['transactions', 'uncles', 'size', 'totalDifficulty', 'withdr
 const RETRY_MS = 250;
 
 /**
- * Events: 'head' (FeedBlock) for every published block; 'logs' (FeedBlock, removed: boolean) after
- * the head for new blocks (removed false), and for each block a reorg dropped (removed true).
+ * Events: 'head' (FeedBlock) for every published block. Logs are handed to `logs` after the head
+ * for new blocks (removed false), and for each block a reorg dropped (removed true).
  */
 export class ChainFeed extends EventEmitter {
   private readonly window = new Map<number, FeedBlock>();
@@ -58,8 +61,8 @@ export class ChainFeed extends EventEmitter {
   private recheck = false;
   private stopped = false;
   private timer: NodeJS.Timeout | null = null;
-  /** How many logs subscriptions exist: logs are fetched only while some client wants them. */
-  logsWanted = 0;
+  /** Every logs subscription of the process; logs are fetched only while it holds some. */
+  readonly logs: LogsFanout;
   private readonly onHead = (): void => this.pump();
   private readonly onReorg = (): void => {
     this.recheck = true;
@@ -74,6 +77,7 @@ export class ChainFeed extends EventEmitter {
   ) {
     super();
     this.setMaxListeners(0);
+    this.logs = new LogsFanout(metrics, log);
   }
 
   start(): void {
@@ -91,6 +95,7 @@ export class ChainFeed extends EventEmitter {
 
   stop(): void {
     this.stopped = true;
+    this.logs.stop();
     this.fleet.off('upstream-head', this.onHead);
     this.fleet.off('reorg', this.onReorg);
     if (this.timer) clearInterval(this.timer);
@@ -155,7 +160,7 @@ export class ChainFeed extends EventEmitter {
         await this.rewind();
         continue;
       }
-      if (this.logsWanted > 0) {
+      if (this.logs.size > 0) {
         const logs = await this.logsOf(b);
         if (logs === null) continue; // the block vanished meanwhile: look again
         b.logs = logs;
@@ -165,7 +170,7 @@ export class ChainFeed extends EventEmitter {
   }
 
   private async publish(b: FeedBlock): Promise<void> {
-    if (this.logsWanted > 0 && b.logs === undefined) {
+    if (this.logs.size > 0 && b.logs === undefined) {
       const logs = await this.logsOf(b);
       if (logs !== null) b.logs = logs;
     }
@@ -174,7 +179,7 @@ export class ChainFeed extends EventEmitter {
     this.top = b.number;
     for (const n of this.window.keys()) if (n <= this.top - this.settings.reorgDepth - 1) this.window.delete(n);
     this.emit('head', b);
-    if (b.logs !== undefined && b.logs.length > 0) this.emit('logs', b, false);
+    await this.logs.push(b, false);
   }
 
   /**
@@ -199,7 +204,7 @@ export class ChainFeed extends EventEmitter {
     for (let n = this.top; n > h; n--) {
       const dropped = this.window.get(n);
       this.window.delete(n);
-      if (dropped?.logs !== undefined && dropped.logs.length > 0) this.emit('logs', dropped, true);
+      if (dropped !== undefined) await this.logs.push(dropped, true);
     }
     // Walked off the window: the new chain starts unlinked at the bottom of it.
     if (!this.window.has(h)) this.window.clear();

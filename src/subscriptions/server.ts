@@ -2,8 +2,9 @@
  * The WebSocket front: upgrades on server.port and server.wsPort (any path HTTP serves), one
  * Session per socket, every text or binary frame worked on by the transport-neutral Front exactly
  * like an HTTP body (one frame = one request or batch). Limits: sockets per client IP (upgrade
- * refused with 429), frame size (close 1009, by the ws library's maxPayload), frames in flight
- * per socket (the socket is not read: frames.ts), unsent bytes and answers waiting per client
+ * refused with 429), subscriptions per client IP (session.ts refuses past it), frame size (close
+ * 1009, by the ws library's maxPayload), frames in flight per socket (the socket is not read:
+ * frames.ts), unsent bytes per client, answers waiting and notifications a session holds included
  * (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
  * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (server/front.ts), the feeds.
  */
@@ -22,6 +23,7 @@ import type { Front, FrontResult } from '../server/front.js';
 import { rpcTarget } from '../server/http.js';
 import { rawRefusal, refuseSocket } from '../server/refusal.js';
 import type { ChainFeed } from './chain.js';
+import { IpSubscriptions } from './ip-subscriptions.js';
 import type { PendingFeed } from './pending.js';
 import { Frames, type Started } from './frames.js';
 import { Session } from './session.js';
@@ -34,6 +36,7 @@ export interface WsDeps {
   feed: ChainFeed;
   pending: PendingFeed;
   maxPerConnection: number;
+  maxPerIp: number;
   maxConnectionsPerIp: number;
   maxMessageBytes: number;
   maxBufferBytes: number;
@@ -55,12 +58,15 @@ interface Client {
   session: Session;
   /** Its frames and their answers; shutdown waits for the frames received to be answered. */
   frames: Frames;
+  /** Notifications are being gathered until the end of this turn of the event loop. */
+  corked: boolean;
 }
 
 export class WsFront {
   private readonly wss: WebSocketServer;
   private readonly clients = new Map<WebSocket, Client>();
   private readonly perIp = new Map<string, number>();
+  private readonly ipSubscriptions = new IpSubscriptions();
   private pinger: NodeJS.Timeout | null = null;
   /** Shutdown began: frames that arrive from now on are refused with SHUTTING_DOWN. */
   private closing = false;
@@ -130,8 +136,13 @@ export class WsFront {
       pending: d.pending,
       metrics: d.metrics,
       maxPerConnection: () => this.deps.maxPerConnection,
-      // A notification is written ahead of answers waiting their turn: they count as held too.
-      send: (text) => this.send(ws, text, this.clients.get(ws)?.frames.waitingBytes ?? 0),
+      takeIpSlot: () => this.ipSubscriptions.take(ipKey, this.deps.maxPerIp),
+      giveIpSlot: () => this.ipSubscriptions.give(ipKey),
+      send: (text) => this.notify(ws, text),
+      // Answers waiting their turn are unsent data too: the logs pacing sees them.
+      unsent: () => (ws.readyState === WebSocket.OPEN ? ws.bufferedAmount + this.waiting(ws) : null),
+      maxBufferBytes: () => this.deps.maxBufferBytes,
+      overflow: () => this.slowReader(ws),
     });
     const log = d.log.child({ ws: ip });
     const frames = new Frames({
@@ -144,7 +155,7 @@ export class WsFront {
       pause: () => ws.pause(),
       resume: () => ws.resume(),
     });
-    const client: Client = { ip, alive: true, session, frames };
+    const client: Client = { ip, alive: true, session, frames, corked: false };
     this.clients.set(ws, client);
     d.metrics.wsConnections.set(this.clients.size);
     ws.on('pong', () => (client.alive = true));
@@ -209,10 +220,51 @@ export class WsFront {
    * stays under the cap plus one answer.
    */
   private send(ws: WebSocket, text: string | Buffer, held: number): void {
-    if (ws.readyState !== WebSocket.OPEN) return;
-    if (ws.bufferedAmount + held >= this.deps.maxBufferBytes) return this.slowReader(ws);
+    if (this.full(ws, held)) return;
     // An answer that waited its turn is its UTF-8 copy: still a text frame.
     ws.send(text, { binary: false });
+  }
+
+  /**
+   * A notification, under the same cap. Those written to one socket in the same turn (a slice of
+   * logs notifications) leave in one write instead of one system call each: the socket is corked
+   * until the turn's synchronous work and promise callbacks are done (ws has no cork of its own;
+   * its per-frame cork nests inside this one). Each is handed over as bytes: a string waiting in a
+   * corked socket stays on the JS heap, where the collector copies it again at every scavenge.
+   * Measured on 400,000 notifications of one block: 5.2 s of CPU with one write each, 2.8 s
+   * corked as strings, 1.3 s corked as bytes.
+   */
+  private notify(ws: WebSocket, text: string): void {
+    // A notification is written ahead of answers waiting their turn: they count as held too.
+    if (this.full(ws, this.waiting(ws))) return;
+    const client = this.clients.get(ws);
+    const raw = (ws as unknown as { _socket?: Duplex | null })._socket;
+    if (client !== undefined && !client.corked && raw) {
+      raw.cork();
+      client.corked = true;
+      process.nextTick(() => {
+        client.corked = false;
+        raw.uncork();
+      });
+    }
+    ws.send(Buffer.from(text));
+  }
+
+  /**
+   * True when nothing more may be written: the socket is closing, or it holds the cap (then it is
+   * closed with 1013). `held`: other bytes held for it outside the socket.
+   */
+  private full(ws: WebSocket, held: number): boolean {
+    if (ws.readyState !== WebSocket.OPEN) return true;
+    // Notifications its session holds for subscriptions not yet answered are unsent data too.
+    if (ws.bufferedAmount + held + (this.clients.get(ws)?.session.heldBytes ?? 0) < this.deps.maxBufferBytes) return false;
+    this.slowReader(ws);
+    return true;
+  }
+
+  /** Bytes of the answers waiting for an earlier frame's answer. */
+  private waiting(ws: WebSocket): number {
+    return this.clients.get(ws)?.frames.waitingBytes ?? 0;
   }
 
   /** A client holding maxBufferBytes it has not taken: closed with 1013, nothing more is queued for it. */

@@ -1,26 +1,24 @@
 /**
  * One WebSocket connection's subscriptions: eth_subscribe / eth_unsubscribe, Switchyard's own ids,
- * the per-connection cap, and turning feed events into this client's notifications (logs filtered
- * by address/topics as in eth_getLogs). A subscription's notifications wait until the answer that
- * gave its id has been written: calls reach the session through the frame they came in (frame()),
- * and only that frame's answer releases them. Closing the session frees everything it holds.
+ * the per-connection and per-IP caps, and turning feed events into this client's notifications
+ * (`logs` subscriptions are registered with the feed's fanout, which matches and serialises once
+ * for all clients). A subscription's notifications wait until the answer that gave its id has
+ * been written: calls reach the session through the frame they came in (frame()), and only that
+ * frame's answer releases them; what is held counts as unsent data against the client's cap.
+ * Closing the session frees everything it holds.
  */
 import { randomBytes } from 'node:crypto';
 import type { Call } from '../jsonrpc/parse.js';
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
-import { isAddress, isHash } from '../jsonrpc/hex.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { SubscriptionSession } from '../pipeline/index.js';
-import type { ChainFeed, FeedBlock, LogEntry } from './chain.js';
+import type { ChainFeed, FeedBlock } from './chain.js';
+import { parseFilter, type LogFilter } from './log-filter.js';
+import type { LogsClient, LogsSubscription, Room } from './logs-fanout.js';
 import type { PendingFeed } from './pending.js';
 
 export type Kind = 'newHeads' | 'logs' | 'newPendingTransactions';
-
-interface LogFilter {
-  addresses: Set<string> | null;
-  topics: (Set<string> | null)[];
-}
 
 interface Sub {
   id: string;
@@ -38,8 +36,16 @@ export interface SessionDeps {
   pending: PendingFeed;
   metrics: Metrics;
   maxPerConnection: () => number;
-  /** Writes a notification; the server applies the buffer cap. */
+  /** The client IP's subscriptions across its sockets (subscriptions.maxPerIp): false when it holds the cap. */
+  takeIpSlot: () => boolean;
+  giveIpSlot: () => void;
+  /** Writes a notification; the server applies the buffer cap (held notifications included). */
   send: (text: string) => void;
+  /** Bytes written to the socket and not yet taken; null once the socket takes nothing more. */
+  unsent: () => number | null;
+  maxBufferBytes: () => number;
+  /** Closes the client as a slow reader (1013). */
+  overflow: () => void;
 }
 
 /** One frame's way into the session (one request or batch). */
@@ -48,14 +54,32 @@ export interface FrameSubscriptions extends SubscriptionSession {
   written(): void;
 }
 
-export class Session {
+export class Session implements LogsClient {
   private readonly subs = new Map<string, Sub>();
   private closed = false;
+  /** Bytes of notifications held for subscriptions whose answer is not written yet. */
+  private held = 0;
 
   constructor(private readonly deps: SessionDeps) {}
 
   get size(): number {
     return this.subs.size;
+  }
+
+  /** Unsent data the session holds (the server adds what the socket holds). */
+  get heldBytes(): number {
+    return this.held;
+  }
+
+  /** For the logs fanout: written to while under half the cap, so answers and heads still fit. */
+  room(): Room {
+    const unsent = this.closed ? null : this.deps.unsent();
+    if (unsent === null) return 'closed';
+    return (unsent + this.held) * 2 >= this.deps.maxBufferBytes() ? 'full' : 'ready';
+  }
+
+  overflow(): void {
+    this.deps.overflow();
   }
 
   /**
@@ -89,6 +113,7 @@ export class Session {
       filter = f;
     }
     if (this.subs.size >= this.deps.maxPerConnection()) return { error: new RpcError('TOO_MANY_SUBSCRIPTIONS') };
+    if (!this.deps.takeIpSlot()) return { error: new RpcError('TOO_MANY_IP_SUBSCRIPTIONS') };
     const id = `0x${randomBytes(16).toString('hex')}`;
     const sub: Sub = { id, kind, since: this.deps.feed.current, filter, ready: false, held: [], stop: () => undefined };
     this.start(sub);
@@ -102,8 +127,12 @@ export class Session {
     // Unsubscribed in the same frame, or the socket closed: what it held is never sent.
     if (sub.ready || this.subs.get(sub.id) !== sub) return;
     sub.ready = true;
-    for (const text of sub.held) this.deps.send(text);
+    const held = sub.held;
     sub.held = [];
+    for (const text of held) {
+      this.held -= Buffer.byteLength(text);
+      this.deps.send(text);
+    }
   }
 
   close(): void {
@@ -117,15 +146,26 @@ export class Session {
     if (sub === undefined) return false;
     sub.stop();
     this.subs.delete(id);
+    for (const text of sub.held) this.held -= Buffer.byteLength(text);
+    sub.held = [];
+    this.deps.giveIpSlot();
     this.deps.metrics.wsSubscriptions.dec({ kind: sub.kind });
     return true;
   }
 
   private notify(sub: Sub, result: string): void {
-    const text = `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${sub.id}","result":${result}}}`;
     this.deps.metrics.wsNotifications.inc({ kind: sub.kind });
-    if (sub.ready) this.deps.send(text);
-    else sub.held.push(text);
+    this.write(sub, `${envelope(sub.id)}${result}}}`);
+  }
+
+  private write(sub: Sub, text: string): void {
+    if (sub.ready) return this.deps.send(text);
+    // Held, as written data would be: counted against the cap, which closes a client past it.
+    const unsent = this.deps.unsent();
+    if (unsent === null) return;
+    if (unsent + this.held >= this.deps.maxBufferBytes()) return this.deps.overflow();
+    sub.held.push(text);
+    this.held += Buffer.byteLength(text);
   }
 
   private start(sub: Sub): void {
@@ -135,17 +175,9 @@ export class Session {
       feed.on('head', onHead);
       sub.stop = () => feed.off('head', onHead);
     } else if (sub.kind === 'logs') {
-      const filter = sub.filter!;
-      const onLogs = (b: FeedBlock, removed: boolean): void => {
-        if (b.seq <= sub.since) return;
-        for (const log of b.logs ?? []) if (matches(filter, log)) this.notify(sub, JSON.stringify(removed ? { ...log, removed: true } : log));
-      };
-      feed.logsWanted++;
-      feed.on('logs', onLogs);
-      sub.stop = () => {
-        feed.logsWanted--;
-        feed.off('logs', onLogs);
-      };
+      const logs: LogsSubscription = { filter: sub.filter!, since: sub.since, prefix: envelope(sub.id), client: this, write: (text) => this.write(sub, text) };
+      feed.logs.add(logs);
+      sub.stop = () => feed.logs.remove(logs);
     } else {
       const onTx = (hash: string): void => this.notify(sub, `"${hash}"`);
       pending.add(onTx);
@@ -154,39 +186,7 @@ export class Session {
   }
 }
 
-/** The logs filter of eth_subscribe: `{ address?, topics? }` as in eth_getLogs (no block range). */
-function parseFilter(v: unknown): LogFilter | RpcError {
-  if (v === undefined || v === null) return { addresses: null, topics: [] };
-  if (typeof v !== 'object' || Array.isArray(v)) return rpcErrors.invalidParams('expected a logs filter object');
-  const o = v as { address?: unknown; topics?: unknown };
-  let addresses: Set<string> | null = null;
-  if (o.address !== undefined && o.address !== null) {
-    const list = Array.isArray(o.address) ? o.address : [o.address];
-    if (!list.every(isAddress)) return rpcErrors.invalidParams('address: expected an address or a list of addresses');
-    if (list.length > 0) addresses = new Set((list as string[]).map((a) => a.toLowerCase()));
-  }
-  const topics: (Set<string> | null)[] = [];
-  if (o.topics !== undefined && o.topics !== null) {
-    if (!Array.isArray(o.topics) || o.topics.length > 4) return rpcErrors.invalidParams('topics: expected a list of at most 4 positions');
-    for (const t of o.topics as unknown[]) {
-      if (t === null) topics.push(null);
-      else {
-        const list = Array.isArray(t) ? t : [t];
-        if (!list.every(isHash)) return rpcErrors.invalidParams('topics: expected 32-byte hex topics, lists of them, or null');
-        topics.push(list.length === 0 ? null : new Set((list as string[]).map((x) => x.toLowerCase())));
-      }
-    }
-  }
-  return { addresses, topics };
-}
-
-function matches(f: LogFilter, log: LogEntry): boolean {
-  if (f.addresses !== null && !f.addresses.has(String(log.address).toLowerCase())) return false;
-  for (let i = 0; i < f.topics.length; i++) {
-    const want = f.topics[i];
-    if (want === null || want === undefined) continue;
-    const got = log.topics[i];
-    if (got === undefined || !want.has(got.toLowerCase())) return false;
-  }
-  return true;
+/** A notification up to its result: the subscription id is Switchyard's own hex, never escaped. */
+function envelope(id: string): string {
+  return `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${id}","result":`;
 }

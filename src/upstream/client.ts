@@ -200,7 +200,18 @@ export class HttpUpstreamClient implements UpstreamClient {
     this.inFlight++;
     this.calls++;
     if (passive) this.breaker.begin();
-    return { id: this.nextId++, method, paramsJson, passive, expensive, started, deadline: started + timeoutMs, identity: identityOfText(method, paramsJson), done: false, resolve };
+    return {
+      id: this.nextId++,
+      method,
+      paramsJson,
+      passive,
+      expensive,
+      started,
+      deadline: started + timeoutMs,
+      identity: identityOfText(method, paramsJson),
+      done: false,
+      resolve,
+    };
   }
 
   /** One call in an exchange of its own, now (not through the micro-batcher). */

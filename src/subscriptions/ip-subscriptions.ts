@@ -1,0 +1,24 @@
+/**
+ * Subscriptions held per client IP across all of its sockets (subscriptions.maxPerIp): without it
+ * one address holds maxPerConnection x maxConnectionsPerIp subscriptions, and every `logs` one
+ * multiplies the work of each block. Keys are limitKey()s (an IPv4 address, an IPv6 /64), as for
+ * maxConnectionsPerIp.
+ * Owns: the counts. Refuses: what a refusal looks like (session.ts).
+ */
+export class IpSubscriptions {
+  private readonly held = new Map<string, number>();
+
+  /** One more for `key`, unless it already holds `max`. */
+  take(key: string, max: number): boolean {
+    const n = this.held.get(key) ?? 0;
+    if (n >= max) return false;
+    this.held.set(key, n + 1);
+    return true;
+  }
+
+  give(key: string): void {
+    const n = (this.held.get(key) ?? 1) - 1;
+    if (n <= 0) this.held.delete(key);
+    else this.held.set(key, n);
+  }
+}
