@@ -185,6 +185,10 @@ export const configSchema = z
         splitLogsRange: z.boolean().default(true),
         /** A range needing more chunks than this is refused with -32602 even when splitting. */
         maxLogsChunks: positiveInt.max(1000).default(20),
+        /** A split eth_getLogs's chunks together may bring this many bytes; past it the call gets RESPONSE_TOO_LARGE at once. */
+        maxLogsResponseBytes: positiveInt.default(64 * 1024 * 1024),
+        /** Bytes of large answers (over 1 MiB each) being received at once, all calls together; past it a call gets -32005 ANSWERS_BUSY. */
+        maxLargeAnswerBytes: positiveInt.default(128 * 1024 * 1024),
         /** eth_sendRawTransactionSync (EIP-7966): the upstream waits for the receipt up to this long; one attempt. */
         sendRawTransactionSyncTimeoutMs: positiveInt.default(20_000),
         /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */

@@ -20,7 +20,8 @@ import { heightInText } from '../jsonrpc/hex.js';
 import type { Requirement } from '../routing/select.js';
 import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
-import { mergeLogs, splitLogsRange, type LogsRange } from './logs.js';
+import { fetchChunks, splitLogsRange, type LogsRange } from './logs.js';
+import type { BytePool } from '../upstream/answer-bytes.js';
 import { Outbound } from './outbound.js';
 
 export { Outbound } from './outbound.js';
@@ -130,7 +131,8 @@ export class Pipeline {
     return outcome;
   }
 
-  private run(ctx: RequestContext, call: Call, label: string, outbound?: Outbound): Handled {
+  /** `budget`: the bytes a chunk of a split eth_getLogs may bring (pipeline/logs.ts). */
+  private run(ctx: RequestContext, call: Call, label: string, outbound?: Outbound, budget?: BytePool): Handled {
     const d = this.deps;
     const resolved = d.policy.resolve(call.method);
     if (resolved === null) return { error: rpcErrors.methodNotFound(call.method) };
@@ -163,7 +165,7 @@ export class Pipeline {
       const split = splitLogsRange(res.params, spec.filterObject, d.logs);
       if (split instanceof RpcError) return { error: split };
       // Each chunk is a call of its own (its params text is made from its params, not the client's).
-      if (split !== null) return Promise.all(split.map((params) => this.run(ctx, { ...call, params, paramsText: undefined }, label) as Outcome | Promise<Outcome>)).then(mergeLogs);
+      if (split !== null) return fetchChunks(split, d.logs.maxBytes, (params, b) => this.run(ctx, { ...call, params, paramsText: undefined }, label, undefined, b) as Outcome | Promise<Outcome>);
     }
     if (raw !== undefined && d.broadcastTransactions) {
       return broadcast(d, { method: call.method, label, paramsJson: paramsText(call, spec, res), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
@@ -176,14 +178,14 @@ export class Pipeline {
     if (plan === null)
       return together
         ? this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan)
-        : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
+        : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan, budget);
     const hit = d.cache.lookup(plan);
     if (hit instanceof Promise) {
-      return hit.then((h) => (h !== undefined ? { result: h, cached: true } : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan)));
+      return hit.then((h) => (h !== undefined ? { result: h, cached: true } : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan, budget)));
     }
     if (hit !== undefined) return { result: hit, cached: true };
     if (together) return this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan);
-    return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
+    return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan, budget);
   }
 
   /**
@@ -226,11 +228,13 @@ export class Pipeline {
     proves: boolean,
     cacheable: boolean,
     plan: CachePlan | null,
+    budget?: BytePool,
   ): Promise<Outcome> {
     const d = this.deps;
     const paramsJson = paramsText(call, spec, res);
     const send = (): Promise<Attempted> =>
       forward(d, {
+        budget,
         method: call.method,
         label,
         paramsJson,

@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import type { Fleet } from '../upstream/fleet.js';
 import type { Verdict } from '../upstream/classify.js';
+import type { BytePool } from '../upstream/answer-bytes.js';
 import type { Upstream } from '../upstream/node.js';
 import { choose, eligible, type Requirement } from './select.js';
 
@@ -50,6 +51,8 @@ export interface ForwardCall {
   trail: string[];
   /** The request's logger: failovers and breaker transitions are written at debug. */
   log?: Logger;
+  /** The bytes the call's request may still hold (a split eth_getLogs); past it, RESPONSE_TOO_LARGE. */
+  budget?: BytePool;
 }
 
 /** How long, and how many times, a call waits for a node to reach the block it needs. */
@@ -117,6 +120,8 @@ export function interpretVerdict(deps: ForwardDeps, call: ForwardCall, p: Progre
   }
   // Every node would send the same oversized answer: no failover, the client narrows its request.
   if (verdict.reason === 'response_too_large') return { outcome: { error: new RpcError('RESPONSE_TOO_LARGE') } };
+  // Switchyard holds as many large answers as it may: another node's would be refused alike.
+  if (verdict.reason === 'answers_busy') return { outcome: { error: new RpcError('ANSWERS_BUSY', { data: { retryAfterSeconds: 1 } }) } };
   p.lastReason = verdict.reason;
   if (verdict.error !== undefined) p.lastNodeError = { error: verdict.error, upstream: u };
   deps.metrics.recordFailover(verdict.reason);
@@ -149,7 +154,7 @@ export function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Prom
   p.tried.push(u);
   call.trail.push(u.name);
   const before = u.breaker.state;
-  return u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining)).then(({ verdict, ms }) => {
+  return u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining), call.budget === undefined ? undefined : { budget: call.budget }).then(({ verdict, ms }) => {
     deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
     const after = u.breaker.state;
     if (after !== before) call.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');

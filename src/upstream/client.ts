@@ -17,6 +17,7 @@
 import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
+import { largeAnswers, type BytePool } from './answer-bytes.js';
 import { classifyBatch, classifyBatchInOrder, classifyHttp, classifyTransport, type Verdict } from './classify.js';
 import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
@@ -40,14 +41,21 @@ export interface UpstreamClient {
    * Sends one call; `paramsJson` is the JSON text of the params array. Never throws.
    * `probe`: the fleet's own polls; they leave the breaker alone (it is passive health from routed
    * traffic: a node that answers polls but fails every routed call must stay open until cooldown).
+   * `budget`: the bytes the call's request may still hold; the call goes in an exchange of its own
+   * and is answered `response_too_large` the moment its answer passes what is left.
    */
-  call(method: string, paramsJson: string, timeoutMs: number, opts?: { probe?: boolean }): Promise<CallTiming>;
+  call(method: string, paramsJson: string, timeoutMs: number, opts?: CallOptions): Promise<CallTiming>;
   /**
    * Sends these calls in one exchange now (a batch, up to maxBatchSize calls), bypassing the
    * micro-batcher: a verdict per call, in order, and the exchange's time. Never throws.
    */
   callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming>;
   close(): Promise<void>;
+}
+
+export interface CallOptions {
+  probe?: boolean;
+  budget?: BytePool;
 }
 
 export interface OutgoingCall {
@@ -65,6 +73,8 @@ export interface ClientOptions {
   breaker?: Breaker;
   /** Starting latency average (a node replaced on reload keeps its figure). */
   latencyMs?: number;
+  /** The pool of large answers being received; the process's own unless a test hands in one. */
+  pool?: BytePool;
 }
 
 interface Pending {
@@ -77,6 +87,7 @@ interface Pending {
   deadline: number;
   done: boolean;
   resolve: (t: CallTiming) => void;
+  budget?: BytePool;
 }
 
 /** The text between a request's id and its params: made once per run of calls of one method in a batch. */
@@ -108,9 +119,12 @@ function batchText(calls: readonly OutgoingCall[], idAt: (k: number) => number):
 const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
 const TIMED_OUT: Verdict = { kind: 'retry', reason: 'timeout', health: true };
 
-/** A whole exchange's answer was over maxResponseBytes (not one call's: that is a verdict per call). */
+/**
+ * A whole exchange's answer was over maxResponseBytes, or cut off because the pool of large answers
+ * was full (not one call's fault: each call is then judged by its own answer).
+ */
 function tooLarge(read: Verdict | Verdict[] | Map<number, Verdict>): boolean {
-  return !(read instanceof Map) && !Array.isArray(read) && read.kind === 'retry' && read.reason === 'response_too_large';
+  return !(read instanceof Map) && !Array.isArray(read) && read.kind === 'retry' && (read.reason === 'response_too_large' || read.reason === 'answers_busy');
 }
 
 /** Weight of the newest latency sample in the moving average. */
@@ -131,6 +145,7 @@ export class HttpUpstreamClient implements UpstreamClient {
   private readonly target: { origin: string; path: string; headers: Record<string, string> };
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
+  private readonly pool: BytePool;
 
   constructor(
     readonly config: UpstreamConfig,
@@ -140,6 +155,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     this.url = new URL(config.url);
     this.breaker = opts.breaker ?? new Breaker();
     if (opts.latencyMs !== undefined) this.latencyMs = opts.latencyMs;
+    this.pool = opts.pool ?? largeAnswers;
     // Static headers first: Switchyard's own content-type, and a Basic header from URL credentials, win.
     this.headers = { ...config.headers, 'content-type': 'application/json' };
     // Credentials in the URL (https://user:key@host) become a Basic header, never a log line.
@@ -163,9 +179,16 @@ export class HttpUpstreamClient implements UpstreamClient {
       });
   }
 
-  call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
+  call(method: string, paramsJson: string, timeoutMs: number, opts: CallOptions = {}): Promise<CallTiming> {
     return new Promise((resolve) => {
-      this.queue.push(this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve));
+      const p = this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve);
+      if (opts.budget !== undefined) {
+        // Cutting its answer off at the request's budget must cut off no other call.
+        p.budget = opts.budget;
+        void this.send([p]);
+        return;
+      }
+      this.queue.push(p);
       if (this.queue.length === 1) setImmediate(this.flush);
     });
   }
@@ -197,9 +220,10 @@ export class HttpUpstreamClient implements UpstreamClient {
       this.target,
       batchText(calls, (k) => first + k),
       Math.max(1, timeoutMs),
+      { pool: this.pool },
     )
       .then(
-        ({ status, text }) => classifyBatchInOrder(status, text, first, n, MISSING),
+        ({ status, text, checked }) => classifyBatchInOrder(status, text, first, n, MISSING, checked),
         (err: unknown) => classifyTransport(err),
       )
       .then((read) => {
@@ -237,15 +261,17 @@ export class HttpUpstreamClient implements UpstreamClient {
     const sweep = single ? null : this.sweepDeadlines(batch, last);
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
-      const { status, text } = await postJson(this.dispatcher, this.target, body, Math.max(1, last - now));
-      verdicts = single ? classifyHttp(status, text) : classifyBatch(status, text);
+      const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
+      const { status, text, checked } = await postJson(this.dispatcher, this.target, body, Math.max(1, last - now), bytes);
+      verdicts = single ? classifyHttp(status, text, checked) : classifyBatch(status, text, checked);
     } catch (err) {
       verdicts = classifyTransport(err);
     }
     if (sweep !== null) clearTimeout(sweep.timer);
     if (verdicts === null || (!single && tooLarge(verdicts))) {
       // The node does not take batches (or not this one), or the batch's answer together is over
-      // maxResponseBytes: the calls still waiting go one by one, each judged by its own answer.
+      // maxResponseBytes or the pool of large answers: the calls still waiting go one by one, each
+      // judged by its own answer.
       for (const p of batch) if (!p.done) void this.send([p]);
       return;
     }

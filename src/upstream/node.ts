@@ -5,7 +5,7 @@
  * Refuses: choosing nodes (routing/), tracking heads across the fleet (fleet.ts).
  */
 import type { UpstreamConfig } from '../config/schema.js';
-import type { CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from './client.js';
+import type { CallOptions, CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from './client.js';
 import type { Breaker } from './health.js';
 
 export type { CallTiming } from './client.js';
@@ -91,7 +91,7 @@ export class Upstream {
     return this.client.failures;
   }
 
-  call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean } = {}): Promise<CallTiming> {
+  call(method: string, paramsJson: string, timeoutMs: number, opts: CallOptions = {}): Promise<CallTiming> {
     return this.client.call(method, paramsJson, timeoutMs, opts);
   }
 

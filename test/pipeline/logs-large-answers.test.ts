@@ -1,0 +1,214 @@
+/**
+ * Large eth_getLogs answers cost only their sender (issue 22, item 4), against the built CLI (its
+ * own process, so its RSS is its own). Three fake nodes pass every call to one real anvil except
+ * eth_getLogs, which they answer with a large array made once (anvil cannot produce 25 MB of logs
+ * per chunk quickly): a node answering that much is the fault, everything else is a real node.
+ * Meanwhile another client sends an eth_getBalance every 50 ms: its failures and its slowest call
+ * are measured, and the Switchyard process's RSS from /proc.
+ *   1. A 200-block range split into 20 chunks of 25 MB each: the merged answer would be 500 MB.
+ *   2. Four concurrent single-chunk calls answered with 60 MB each.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { request } from 'undici';
+import { DEV_ADDRESS, startAnvil } from '../helpers/anvil.js';
+import { listeningPorts, runCli } from '../helpers/cli.js';
+import { call, get } from '../helpers/rpc.js';
+import { waitFor } from '../helpers/wait.js';
+
+const MB = 1024 * 1024;
+const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+/** A JSON array of plausible logs of about `bytes` bytes, as a Buffer (sent as it is, never copied). */
+function logsArray(bytes: number): Buffer {
+  const h = (n: number, len = 64): string => `0x${n.toString(16).padStart(len, '0')}`;
+  const parts: string[] = [];
+  let size = 2;
+  for (let i = 0; size < bytes; i++) {
+    const log = JSON.stringify({
+      address: h(i, 40),
+      topics: [h(i), h(i + 1), h(i + 2)],
+      data: `0x${'ab'.repeat(64)}`,
+      blockNumber: `0x${(i % 10).toString(16)}`,
+      transactionHash: h(i * 7),
+      transactionIndex: '0x0',
+      blockHash: h(i * 3),
+      logIndex: `0x${(i % 100).toString(16)}`,
+      removed: false,
+    });
+    parts.push(log);
+    size += log.length + 1;
+  }
+  return Buffer.from(`[${parts.join(',')}]`);
+}
+
+/** The marker address of the filter that asks a fake node for the 60 MB answer. */
+const HUGE = '0x00000000000000000000000000000000000000ff';
+
+/**
+ * A node that answers eth_getLogs with `big` (or `huge` for a filter naming HUGE) and passes every
+ * other call, one by one, to the real node at `real`. Batches are answered element by element.
+ */
+async function startLogsNode(t: Test, real: string, big: Buffer, huge: Buffer): Promise<string> {
+  const sockets = new Set<Socket>();
+  const forward = async (text: string): Promise<Buffer> => Buffer.from(await (await request(real, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).body.text());
+  const answer = async (c: { id: unknown; method: string; params?: unknown[] }): Promise<Buffer[]> => {
+    if (c.method !== 'eth_getLogs') return [await forward(JSON.stringify(c))];
+    const filter = (c.params?.[0] ?? {}) as { address?: string };
+    return [Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(c.id)},"result":`), filter.address === HUGE ? huge : big, Buffer.from('}')];
+  };
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (d: Buffer) => chunks.push(d));
+    req.on('end', () => {
+      const parsed = JSON.parse(Buffer.concat(chunks).toString()) as unknown;
+      const calls = (Array.isArray(parsed) ? parsed : [parsed]) as { id: unknown; method: string; params?: unknown[] }[];
+      void Promise.all(calls.map(answer)).then(
+        (each) => {
+          const parts = Array.isArray(parsed) ? [Buffer.from('['), ...each.flatMap((b, i) => (i === 0 ? b : [Buffer.from(','), ...b])), Buffer.from(']')] : each[0]!;
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': parts.reduce((n, b) => n + b.length, 0) });
+          for (const p of parts) res.write(p);
+          res.end();
+        },
+        () => req.socket.destroy(),
+      );
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Another client: one eth_getBalance every 50 ms until stopped; its failures and slowest call. */
+function otherClient(url: string): { stop: () => Promise<{ calls: number; failures: number; maxMs: number; failed: string[] }> } {
+  let stopped = false;
+  let calls = 0;
+  let failures = 0;
+  let maxMs = 0;
+  const failed: string[] = [];
+  const loop = (async () => {
+    while (!stopped) {
+      const started = performance.now();
+      try {
+        const r = await call(url, 'eth_getBalance', [DEV_ADDRESS, 'latest']);
+        if (typeof r.result !== 'string') {
+          failures++;
+          if (failed.length < 5) failed.push(JSON.stringify(r.error));
+        }
+      } catch (err) {
+        failures++;
+        if (failed.length < 5) failed.push(String(err));
+      }
+      calls++;
+      maxMs = Math.max(maxMs, performance.now() - started);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return { calls, failures, maxMs, failed };
+    },
+  };
+}
+
+/** Samples the process's RSS every 50 ms until stopped; the highest seen. */
+function rssWatch(pid: number): { stop: () => number } {
+  let peak = rssMb(pid);
+  const timer = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 50);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return Math.max(peak, rssMb(pid));
+    },
+  };
+}
+
+/** One eth_getLogs; its error object, or the length of its result text. */
+async function getLogs(url: string, filter: object): Promise<{ error?: { code: number; data?: { reason?: string } }; resultChars?: number }> {
+  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_getLogs', params: [filter] }) });
+  const text = await res.body.text();
+  if (text.startsWith('{"jsonrpc":"2.0","id":7,"result":')) return { resultChars: text.length - '{"jsonrpc":"2.0","id":7,"result":}'.length };
+  return { error: JSON.parse(text).error };
+}
+
+t.test('large eth_getLogs answers: bounded memory, the other client unaffected', async (t) => {
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  await call(anvil.url, 'anvil_mine', ['0x100']);
+  const big = logsArray(25 * MB);
+  const huge = logsArray(60 * MB);
+  const nodes = await Promise.all([1, 2, 3].map(() => startLogsNode(t, anvil.url, big, huge)));
+  const file = join(t.testdir(), 'config.yaml');
+  // Defaults for every byte bound; only the block range cap is small, so 200 blocks make 20 chunks.
+  writeFileSync(
+    file,
+    `
+server: { host: 127.0.0.1, port: 0, wsPort: null }
+admin: { host: 127.0.0.1, port: 0 }
+upstreams: [ ${nodes.map((url, i) => `{ name: node-${i + 1}, url: "${url}" }`).join(', ')} ]
+routing: { maxLogsBlockRange: 10 }
+rateLimit: { perIp: null }
+uptime: { store: null }
+log: { level: info, requests: 'off' }
+`,
+  );
+  const cli = runCli(t, ['--config', file]);
+  const pid = cli.proc.pid!;
+  const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
+  const url = `http://127.0.0.1:${ports.http}`;
+  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
+  await waitFor('the fleet at anvil head', async () => {
+    const r = await call(url, 'eth_blockNumber');
+    if (r.result !== '0x100') throw new Error(JSON.stringify(r));
+    return true;
+  });
+  const startRss = rssMb(pid);
+
+  await t.test('a 500 MB merged answer: RESPONSE_TOO_LARGE, memory bounded', async (t) => {
+    const other = otherClient(url);
+    const rss = rssWatch(pid);
+    const started = performance.now();
+    const r = await getLogs(url, { fromBlock: '0x0', toBlock: '0xc7' });
+    const ms = performance.now() - started;
+    const peak = rss.stop();
+    const o = await other.stop();
+    t.comment(`before ${startRss.toFixed(0)} MB, peak ${peak.toFixed(0)} MB; answer in ${ms.toFixed(0)} ms; other client ${o.calls} calls, ${o.failures} failed, slowest ${o.maxMs.toFixed(0)} ms ${o.failed.join(' ')}`);
+    t.equal(r.error?.data?.reason, 'RESPONSE_TOO_LARGE', 'the merged answer is over the budget: RESPONSE_TOO_LARGE');
+    t.equal(r.error?.code, -32005);
+    t.ok(peak - startRss < 350, `RSS grew by ${(peak - startRss).toFixed(0)} MB (at most 350)`);
+    t.equal(o.failures, 0, 'the other client: no failures');
+    t.ok(o.maxMs < 2_000, `the other client's slowest call: ${o.maxMs.toFixed(0)} ms (under 2 s)`);
+  });
+
+  await t.test('four concurrent 60 MB answers: memory bounded, each answered or refused', async (t) => {
+    const before = rssMb(pid);
+    const other = otherClient(url);
+    const rss = rssWatch(pid);
+    const all = await Promise.all([0, 1, 2, 3].map(() => getLogs(url, { fromBlock: '0x0', toBlock: '0x9', address: HUGE })));
+    const peak = rss.stop();
+    const o = await other.stop();
+    const answered = all.filter((a) => a.resultChars === huge.length).length;
+    const refused = all.filter((a) => a.error?.code === -32005).length;
+    t.comment(`before ${before.toFixed(0)} MB, peak ${peak.toFixed(0)} MB; ${answered} answered, ${refused} refused; other client ${o.calls} calls, ${o.failures} failed, slowest ${o.maxMs.toFixed(0)} ms ${o.failed.join(' ')}`);
+    t.equal(answered + refused, 4, 'each call gets the whole answer or -32005');
+    t.ok(answered >= 1, 'at least one is answered');
+    t.ok(peak - startRss < 450, `RSS grew by ${(peak - startRss).toFixed(0)} MB (at most 450)`);
+    t.equal(o.failures, 0, 'the other client: no failures');
+    t.ok(o.maxMs < 1_000, `the other client's slowest call: ${o.maxMs.toFixed(0)} ms (under 1 s)`);
+  });
+});
