@@ -11,10 +11,7 @@
 import type { Span } from './scan.js';
 
 /** What a valid text holds at its top level: the wanted members of an object, or of each array element. */
-export type Checked =
-  | { kind: 'object'; members: Map<string, Span> }
-  | { kind: 'array'; elements: { span: Span; members: Map<string, Span> }[] }
-  | { kind: 'other' };
+export type Checked = { kind: 'object'; members: Map<string, Span> } | { kind: 'array'; elements: { span: Span; members: Map<string, Span> }[] } | { kind: 'other' };
 
 const WANTED = ['id', 'result', 'error'];
 const MAX_DEPTH = 1024;

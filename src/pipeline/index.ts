@@ -165,7 +165,8 @@ export class Pipeline {
       const split = splitLogsRange(res.params, spec.filterObject, d.logs);
       if (split instanceof RpcError) return { error: split };
       // Each chunk is a call of its own (its params text is made from its params, not the client's).
-      if (split !== null) return fetchChunks(split, d.logs.maxBytes, (params, b) => this.run(ctx, { ...call, params, paramsText: undefined }, label, undefined, b) as Outcome | Promise<Outcome>);
+      if (split !== null)
+        return fetchChunks(split, d.logs.maxBytes, (params, b) => this.run(ctx, { ...call, params, paramsText: undefined }, label, undefined, b) as Outcome | Promise<Outcome>);
     }
     if (raw !== undefined && d.broadcastTransactions) {
       return broadcast(d, { method: call.method, label, paramsJson: paramsText(call, spec, res), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });

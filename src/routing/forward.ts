@@ -154,15 +154,17 @@ export function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Prom
   p.tried.push(u);
   call.trail.push(u.name);
   const before = u.breaker.state;
-  return u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining), call.budget === undefined ? undefined : { budget: call.budget }).then(({ verdict, ms }) => {
-    deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
-    const after = u.breaker.state;
-    if (after !== before) call.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
-    const answer = interpretVerdict(deps, call, p, u, verdict, ms);
-    if (answer !== null) return answer;
-    p.attempt++;
-    return attempt(deps, call, p);
-  });
+  return u
+    .call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, remaining), call.budget === undefined ? undefined : { budget: call.budget })
+    .then(({ verdict, ms }) => {
+      deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
+      const after = u.breaker.state;
+      if (after !== before) call.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
+      const answer = interpretVerdict(deps, call, p, u, verdict, ms);
+      if (answer !== null) return answer;
+      p.attempt++;
+      return attempt(deps, call, p);
+    });
 }
 
 /** Every attempt failed or none was possible: null or a node's error when one answered, else -32002. */

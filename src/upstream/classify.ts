@@ -82,7 +82,13 @@ export function classifyBatchInOrder(status: number, body: string, first: number
  * reading visited. Undefined when visited; the verdict when the status or the body says the node
  * failed; null when the body is not a JSON array.
  */
-function readBatch(status: number, body: string, checked: Checked | null | undefined, visit: (id: number, verdict: Verdict) => void, restart: () => void): Verdict | null | undefined {
+function readBatch(
+  status: number,
+  body: string,
+  checked: Checked | null | undefined,
+  visit: (id: number, verdict: Verdict) => void,
+  restart: () => void,
+): Verdict | null | undefined {
   if (checked !== undefined) {
     const failed = statusVerdict(status) ?? (checked === null ? badBody(status) : undefined);
     if (failed !== undefined) return failed;
@@ -228,7 +234,10 @@ function fromMembers(text: string, members: Map<string, Span>): Verdict {
     const codeSpan = parts.get('code');
     const msgSpan = parts.get('message');
     const code = codeSpan === undefined ? 0 : Number(text.slice(codeSpan.start, codeSpan.end));
-    const message = msgSpan !== undefined && text.charCodeAt(msgSpan.start) === 0x22 && msgSpan.end - msgSpan.start <= MAX_READ_MESSAGE ? (JSON.parse(text.slice(msgSpan.start, msgSpan.end)) as string) : '';
+    const message =
+      msgSpan !== undefined && text.charCodeAt(msgSpan.start) === 0x22 && msgSpan.end - msgSpan.start <= MAX_READ_MESSAGE
+        ? (JSON.parse(text.slice(msgSpan.start, msgSpan.end)) as string)
+        : '';
     return classifyNodeError(text.slice(errSpan.start, errSpan.end), Number.isFinite(code) ? code : 0, message);
   }
   const resSpan = members.get('result');

@@ -26,6 +26,9 @@ export interface Answer {
   checked?: Checked | null;
 }
 
+/** A large answer is decoded and checked this many bytes at a time. */
+const DECODE_BYTES = 1024 * 1024;
+
 /** What bounds an exchange's bytes: the process's pool of large answers, and a request's budget. */
 export interface ExchangeBytes {
   pool?: BytePool;
@@ -86,8 +89,12 @@ export function postJson(
     let first: Buffer | undefined;
     let chunks: Buffer[] | undefined;
     let size = 0;
-    /** A large answer: its decoded pieces and their checker (the Buffers are let go as they are decoded). */
-    let large: { decoder: StringDecoder; pieces: string[]; checker: JsonChecker } | null = null;
+    /**
+     * A large answer: its decoded pieces and their checker, and the Buffers not decoded yet (let go
+     * once decoded). Pieces are decoded DECODE_BYTES at a time: strings that large are made outside
+     * V8's young generation, so keeping them costs no copying by the garbage collector.
+     */
+    let large: { decoder: StringDecoder; pieces: string[]; checker: JsonChecker; waiting: Buffer[]; waitingSize: number } | null = null;
     const pooled = new Taken(bytes.pool);
     const budgeted = new Taken(bytes.budget);
     const settle = (err: Error | null, answer?: Answer): void => {
@@ -111,6 +118,13 @@ export function postJson(
       else if (n > LARGE_ANSWER_BYTES && !pooled.reach(n)) cut(poolFull());
       else return true;
       return false;
+    };
+    const decodeWaiting = (): void => {
+      const l = large!;
+      const bytes = l.waiting.length === 1 ? l.waiting[0]! : Buffer.concat(l.waiting, l.waitingSize);
+      l.waiting = [];
+      l.waitingSize = 0;
+      read(l.decoder.write(bytes));
     };
     const read = (piece: string): void => {
       large!.pieces.push(piece);
@@ -141,19 +155,24 @@ export function postJson(
         if (settled) return;
         size += chunk.length;
         if (!hold(size)) return;
-        if (large !== null) return read(large.decoder.write(chunk));
+        if (large !== null) {
+          large.waiting.push(chunk);
+          large.waitingSize += chunk.length;
+          if (large.waitingSize >= DECODE_BYTES) decodeWaiting();
+          return;
+        }
         if (first === undefined) first = chunk;
         else (chunks ??= [first]).push(chunk);
         if (size <= LARGE_ANSWER_BYTES) return;
-        large = { decoder: new StringDecoder('utf8'), pieces: [], checker: new JsonChecker() };
-        const held = chunks ?? [first];
+        large = { decoder: new StringDecoder('utf8'), pieces: [], checker: new JsonChecker(), waiting: chunks ?? [first], waitingSize: size };
         first = chunks = undefined;
-        for (const b of held) if (large !== null) read(large.decoder.write(b));
+        decodeWaiting();
       },
       onResponseEnd() {
         if (settled) return;
         if (large !== null) {
-          read(large.decoder.end());
+          if (large.waitingSize > 0) decodeWaiting();
+          if (large !== null) read(large.decoder.end());
           if (large === null) return;
           const checked = large.checker.end();
           settle(null, checked === null ? { status, text: '', checked } : { status, text: large.pieces.join(''), checked });
