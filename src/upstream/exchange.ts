@@ -129,8 +129,9 @@ export function postJson(
     const read = (piece: string): void => {
       large!.pieces.push(piece);
       if (!large!.checker.push(piece)) {
-        controller?.abort(new Error('answer is not JSON'));
+        // Settled first: the abort may report an error of its own at once.
         settle(null, { status, text: '', checked: null });
+        controller?.abort(new Error('answer is not JSON'));
       }
     };
     const timer = setTimeout(() => {
