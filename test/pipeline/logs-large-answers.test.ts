@@ -23,13 +23,14 @@ import { waitFor } from '../helpers/wait.js';
 const MB = 1024 * 1024;
 const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
-/** A JSON array of plausible logs of about `bytes` bytes, as a Buffer (sent as it is, never copied). */
+/**
+ * A JSON array of plausible logs of about `bytes` bytes, as a Buffer (sent as it is, never copied):
+ * 1,000 distinct logs, repeated.
+ */
 function logsArray(bytes: number): Buffer {
   const h = (n: number, len = 64): string => `0x${n.toString(16).padStart(len, '0')}`;
-  const parts: string[] = [];
-  let size = 2;
-  for (let i = 0; size < bytes; i++) {
-    const log = JSON.stringify({
+  const logs = Array.from({ length: 1000 }, (_, i) =>
+    JSON.stringify({
       address: h(i, 40),
       topics: [h(i), h(i + 1), h(i + 2)],
       data: `0x${'ab'.repeat(64)}`,
@@ -39,11 +40,13 @@ function logsArray(bytes: number): Buffer {
       blockHash: h(i * 3),
       logIndex: `0x${(i % 100).toString(16)}`,
       removed: false,
-    });
-    parts.push(log);
-    size += log.length + 1;
-  }
-  return Buffer.from(`[${parts.join(',')}]`);
+    }),
+  ).join(',');
+  return Buffer.from(
+    `[${Array(Math.ceil(bytes / (logs.length + 1)))
+      .fill(logs)
+      .join(',')}]`,
+  );
 }
 
 /** The marker address of the filter that asks a fake node for the 60 MB answer. */
