@@ -10,7 +10,9 @@
  * chunks are asked at a time, their answers' bytes are taken from the request's budget as they
  * arrive, and the moment the chunks together pass it the call gets RESPONSE_TOO_LARGE: the chunk
  * being read is cut off, chunks in flight are cut off at their next bytes, and the rest are never
- * asked. So the merged answer, and everything the call held on its way, stays within the budget.
+ * asked. So the merged answer stays within the budget, and so do the chunk answers being received
+ * (chunks answered from the cache, or shared with an identical call in flight, are counted when
+ * they are read).
  */
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import { heightOf } from '../jsonrpc/hex.js';

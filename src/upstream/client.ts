@@ -1,6 +1,7 @@
 /**
  * The upstream client: transport to one node, nothing else. Owns the undici Pool, the
- * micro-batcher (calls made in the same event-loop turn leave as one JSON-RPC batch), exchanges of
+ * micro-batcher (calls made in the same event-loop turn leave as one JSON-RPC batch; the fleet's
+ * probes and calls with a byte budget always leave alone), exchanges of
  * calls sent together by their caller (callMany: one batch now, one verdict per call), the
  * classification of every answer (classify.ts), and the figures that come from answers alone:
  * in-flight count, calls, failures, latency moving average and the passive-health breaker.
@@ -182,8 +183,10 @@ export class HttpUpstreamClient implements UpstreamClient {
   call(method: string, paramsJson: string, timeoutMs: number, opts: CallOptions = {}): Promise<CallTiming> {
     return new Promise((resolve) => {
       const p = this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve);
-      if (opts.budget !== undefined) {
-        // Cutting its answer off at the request's budget must cut off no other call.
+      // Alone: a probe, so that no routed call's large or slow answer holds it past its deadline
+      // (a node answering polls in time must not be marked down for another call's answer); a
+      // call with a budget, so that cutting its answer off cuts off no other call.
+      if (opts.probe === true || opts.budget !== undefined) {
         p.budget = opts.budget;
         void this.send([p]);
         return;

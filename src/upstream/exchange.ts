@@ -41,7 +41,7 @@ function overBudget(): Error {
 }
 
 /** The process's pool of large answers is full. */
-export function poolFull(): Error {
+function poolFull(): Error {
   return Object.assign(new Error('too many large answers being received'), { code: 'SWITCHYARD_ANSWERS_BUSY' });
 }
 
