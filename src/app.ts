@@ -186,6 +186,7 @@ export class App {
       upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
       logs: { maxBlockRange: c.routing.maxLogsBlockRange, split: c.routing.splitLogsRange, maxChunks: c.routing.maxLogsChunks, maxBytes: c.routing.maxLogsResponseBytes },
       sendSyncTimeoutMs: c.routing.sendRawTransactionSyncTimeoutMs,
+      maxResponseBytes: c.server.maxResponseBytes,
     };
   }
 

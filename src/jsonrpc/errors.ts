@@ -89,7 +89,7 @@ export const CATALOGUE = {
     code: -32005,
     http: 200,
     message: 'response too large: narrow the request',
-    doc: "the node's answer is over `upstreams[].maxResponseBytes`, or a split eth_getLogs's chunks together are over `routing.maxLogsResponseBytes` (e.g. an eth_getLogs over too many logs); not retried on another node",
+    doc: "the node's answer is over `upstreams[].maxResponseBytes`, its result would take the request's results past `server.maxResponseBytes`, or a split eth_getLogs's chunks together are over `routing.maxLogsResponseBytes` (e.g. an eth_getLogs over too many logs); not retried on another node",
   },
   ANSWERS_BUSY: {
     code: -32005,

@@ -41,6 +41,8 @@ export interface RequestContext {
   log: Logger;
   /** The WebSocket connection's subscriptions; absent over HTTP. */
   session?: SubscriptionSession;
+  /** Characters of results the request holds so far (bounded by server.maxResponseBytes). */
+  held: number;
 }
 
 /** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
@@ -61,6 +63,8 @@ export interface PipelineDeps extends ForwardDeps {
   logs?: LogsRange;
   /** eth_sendRawTransactionSync's per-attempt timeout; absent = upstreamTimeoutMs. */
   sendSyncTimeoutMs?: number;
+  /** The results of one request's calls together (server.maxResponseBytes); absent = no bound. */
+  maxResponseBytes?: number;
 }
 
 export class Pipeline {
@@ -77,7 +81,7 @@ export class Pipeline {
 
   /** A snapshot of the fleet head for one request: every call in it sees this block as `latest`. */
   context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
-    return { clientIp, started: performance.now(), head: this.deps.fleet.blockNumber(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session };
+    return { clientIp, started: performance.now(), head: this.deps.fleet.blockNumber(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session, held: 0 };
   }
 
   /**
@@ -85,8 +89,21 @@ export class Pipeline {
    * handle() adds to it, the caller sends it once every call was handled.
    */
   outbound(ctx: RequestContext, outcomes: unknown[]): Outbound {
-    return new Outbound(this.deps, ctx, outcomes, this.recordCall, this.recordResults);
+    return new Outbound(this.deps, ctx, outcomes, this.recordCall, this.recordResults, (o) => this.keep(ctx, o));
   }
+
+  /**
+   * A call's outcome as the request may hold it: a result that would take the request's results
+   * past server.maxResponseBytes is let go and the call gets RESPONSE_TOO_LARGE (each node answer
+   * is within upstreams[].maxResponseBytes, but a batch of such answers is one request's memory).
+   */
+  readonly keep = (ctx: RequestContext, outcome: Outcome): Outcome => {
+    const max = this.deps.maxResponseBytes;
+    if (outcome.result === undefined || max === undefined) return outcome;
+    if (ctx.held + outcome.result.length > max) return { error: new RpcError('RESPONSE_TOO_LARGE') };
+    ctx.held += outcome.result.length;
+    return outcome;
+  };
 
   /**
    * One call's outcome. Synchronous when nothing needs waiting for (local answers, refusals,
@@ -104,11 +121,11 @@ export class Pipeline {
     if (outcome === SENT_TOGETHER) return outcome;
     if (outcome instanceof Promise) {
       return outcome.then(
-        (o) => this.record(label, o, ctx.started),
+        (o) => this.record(label, this.keep(ctx, o), ctx.started),
         (err: unknown) => this.record(label, this.crashed(ctx, err, label), ctx.started),
       );
     }
-    return this.record(label, outcome, ctx.started);
+    return this.record(label, this.keep(ctx, outcome), ctx.started);
   }
 
   private crashed(ctx: RequestContext, err: unknown, label: string): Outcome {

@@ -65,6 +65,8 @@ export class Outbound {
     private readonly outcomes: unknown[],
     private readonly record: RecordOutcome,
     private readonly recordResults: RecordResults,
+    /** The request's bound on the results it holds (Pipeline.keep). */
+    private readonly keep: (outcome: Outcome) => Outcome = (o) => o,
   ) {}
 
   add(call: OutboundCall): void {
@@ -186,7 +188,9 @@ export class Outbound {
   private finish(call: OutboundCall, outcome: Outcome, record = true): void {
     call.finished = true;
     if (call.shared !== undefined) this.deps.cache.settle(call.key!, call.shared, outcome);
-    this.outcomes[call.index] = record ? this.record(call.label, outcome, this.ctx.started) : outcome;
+    const kept = this.keep(outcome);
+    // A result let go over the request's bound is recorded as the error it became.
+    this.outcomes[call.index] = record || kept !== outcome ? this.record(call.label, kept, this.ctx.started) : kept;
   }
 
   /** A fault inside this code: every call not yet answered gets -32603, and so do the calls that joined it. */

@@ -7,6 +7,7 @@
  * are measured, and the Switchyard process's RSS from /proc.
  *   1. A 200-block range split into 20 chunks of 25 MB each: the merged answer would be 500 MB.
  *   2. Four concurrent single-chunk calls answered with 60 MB each.
+ *   3. The same four calls in one batch.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -162,7 +163,18 @@ const one = (filter) => new Promise((resolve, reject) => {
   req.on('error', reject);
   req.end(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_getLogs', params: [filter] }));
 });
-Promise.all(filters.map(one)).then((r) => process.stdout.write(JSON.stringify(r)), (e) => { process.stdout.write(JSON.stringify({ failed: String(e) })); });
+// As one batch: the answers of its elements (results by their length).
+const batch = () => new Promise((resolve, reject) => {
+  const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    const chunks = [];
+    res.on('data', (d) => chunks.push(d));
+    res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString()).map((a) => (a.error ? { error: a.error } : { resultChars: JSON.stringify(a.result).length }))));
+    res.on('error', reject);
+  });
+  req.on('error', reject);
+  req.end(JSON.stringify(filters.map((f, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_getLogs', params: [f] }))));
+});
+(process.argv[3] === 'batch' ? batch() : Promise.all(filters.map(one))).then((r) => process.stdout.write(JSON.stringify(r)), (e) => { process.stdout.write(JSON.stringify({ failed: String(e) })); });
 `;
 
 interface LogsAnswer {
@@ -170,8 +182,8 @@ interface LogsAnswer {
   resultChars?: number;
 }
 
-async function attack(url: string, filters: object[]): Promise<LogsAnswer[]> {
-  const child = spawn(process.execPath, ['-e', ATTACKER, url, JSON.stringify(filters)], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function attack(url: string, filters: object[], batch = false): Promise<LogsAnswer[]> {
+  const child = spawn(process.execPath, ['-e', ATTACKER, url, JSON.stringify(filters), batch ? 'batch' : 'each'], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   await new Promise((r) => child.once('exit', r));
@@ -255,6 +267,31 @@ log: { level: info, requests: 'off' }
     );
     t.equal(answered + refused, 4, 'each call gets the whole answer or -32005');
     t.ok(answered >= 1, 'at least one is answered');
+    t.ok(peak - startRss < 600, `RSS grew by ${(peak - startRss).toFixed(0)} MB (at most 600)`);
+    t.equal(o.failures, 0, 'the other client: no failures');
+    t.ok(o.maxMs < 4_000, `the other client's slowest call: ${o.maxMs.toFixed(0)} ms (under 4 s)`);
+  });
+
+  await t.test("a batch of four 60 MB answers: the request's results bounded", async (t) => {
+    const other = otherClient(url);
+    await waitFor('the other client under way', () => other.count() >= 5);
+    const rss = rssWatch(pid);
+    const all = await attack(
+      url,
+      [4, 5, 6, 7].map((i) => ({ fromBlock: '0x0', toBlock: '0x9', address: HUGE, topics: [`0x${String(i).padStart(64, '0')}`] })),
+      true,
+    );
+    const after = other.count();
+    await waitFor('the other client after the attack', () => other.count() >= after + 10);
+    const peak = rss.stop();
+    const o = await other.stop();
+    const answered = all.filter((a) => a.resultChars === huge.length).length;
+    const refused = all.filter((a) => a.error?.code === -32005).length;
+    t.comment(
+      `peak ${peak.toFixed(0)} MB; ${answered} answered, ${refused} refused; other client ${o.calls} calls, ${o.failures} failed, slowest ${o.maxMs.toFixed(0)} ms ${o.failed.join(' ')}`,
+    );
+    t.equal(answered + refused, 4, 'each call gets its whole answer or -32005');
+    t.ok(answered <= 1, 'at most one 60 MB result fits in server.maxResponseBytes (64 Mi)');
     t.ok(peak - startRss < 600, `RSS grew by ${(peak - startRss).toFixed(0)} MB (at most 600)`);
     t.equal(o.failures, 0, 'the other client: no failures');
     t.ok(o.maxMs < 4_000, `the other client's slowest call: ${o.maxMs.toFixed(0)} ms (under 4 s)`);
