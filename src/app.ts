@@ -31,6 +31,7 @@ import { ChainFeed, type FeedSettings } from './subscriptions/chain.js';
 import { PendingFeed } from './subscriptions/pending.js';
 import { WsFront, type WsDeps } from './subscriptions/server.js';
 import { VERSION } from './version.js';
+import { largeAnswers } from './upstream/answer-bytes.js';
 
 export interface AppOptions {
   logger?: Logger;
@@ -110,6 +111,7 @@ export class App {
     this.metrics = new Metrics({ processMetrics: opts.processMetrics, version: VERSION, chainId: config.chainId });
     this.fleet = new Fleet(fleetOptions(config), config.upstreams, this.metrics, this.log, undefined, opts.now);
     this.concurrency = new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp);
+    largeAnswers.resize(config.routing.maxLargeAnswerBytes);
     this.redis = new RedisConnections(this.metrics, this.log.child({ room: 'redis' }), this.fleet.now);
     this.cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, this.metrics, this.log, this.redis);
     this.rateLimits = new RateLimits(config.rateLimit, this.metrics, this.log, this.redis);
@@ -220,9 +222,10 @@ export class App {
       cache: this.cache,
       maxAttempts: c.routing.maxAttempts,
       upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
-      logs: { maxBlockRange: c.routing.maxLogsBlockRange, split: c.routing.splitLogsRange, maxChunks: c.routing.maxLogsChunks },
+      logs: { maxBlockRange: c.routing.maxLogsBlockRange, split: c.routing.splitLogsRange, maxChunks: c.routing.maxLogsChunks, maxBytes: c.routing.maxLogsResponseBytes },
       sendSyncTimeoutMs: c.routing.sendRawTransactionSyncTimeoutMs,
       timeouts: new MethodTimeouts(c.routing.upstreamTimeoutMs, c.routing.methodTimeoutsMs),
+      maxResponseBytes: c.server.maxResponseBytes,
     };
   }
 
@@ -386,6 +389,7 @@ export class App {
     this.config = next;
     this.concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
     this.connections.update(connectionLimits);
+    largeAnswers.resize(next.routing.maxLargeAnswerBytes);
     if (rateLimits !== this.rateLimits) {
       const old = this.rateLimits;
       this.rateLimits = rateLimits;

@@ -112,7 +112,8 @@ export class ResponseCache {
 
   /** Keeps a node's answer when its class allows: never null; `tx` only once its block is finalized. */
   store(plan: CachePlan, value: string, gen: number, finalized: number): void {
-    if (value === 'null') return;
+    // An answer over the entry cap is kept nowhere: not copied to be refused, nor sent to Redis.
+    if (value === 'null' || value.length > this.memory.maxEntryBytes) return;
     if (plan.cls === 'tx') {
       const block = heightInText(value);
       if (block === null || block > finalized) return;

@@ -79,6 +79,11 @@ export class MemoryStore {
     return this.gen;
   }
 
+  /** The largest entry kept (a tenth of maxBytes): a larger answer is never copied, nor stored. */
+  get maxEntryBytes(): number {
+    return this.maxEntry;
+  }
+
   /** `head`: the head a head-scoped entry is wanted for; only the table of that head answers. */
   get(key: string, cls: CacheClass, head = -1): string | undefined {
     if (cls !== 'head') return this.lru?.get(key);

@@ -169,6 +169,8 @@ export const configSchema = z
         shutdownGraceMs: nonNegativeInt.default(20_000),
         /** Answers of at least this many bytes are gzip-compressed when the client accepts gzip; null = never. */
         gzipMinBytes: positiveInt.nullable().default(32_768),
+        /** The results of one request's calls together (a batch, a split eth_getLogs) may hold this many characters; past it a call gets RESPONSE_TOO_LARGE. */
+        maxResponseBytes: positiveInt.default(64 * 1024 * 1024),
       })
       .prefault({}),
     admin: z
@@ -210,6 +212,10 @@ export const configSchema = z
         splitLogsRange: z.boolean().default(true),
         /** A range needing more chunks than this is refused with -32602 even when splitting. */
         maxLogsChunks: positiveInt.max(1000).default(20),
+        /** A split eth_getLogs's chunks together may bring this many bytes; past it the call gets RESPONSE_TOO_LARGE at once. */
+        maxLogsResponseBytes: positiveInt.default(64 * 1024 * 1024),
+        /** Bytes of large answers (over 1 MiB each) being received at once, all calls together; past it a call gets -32005 ANSWERS_BUSY. */
+        maxLargeAnswerBytes: positiveInt.default(128 * 1024 * 1024),
         /** eth_sendRawTransactionSync (EIP-7966): the upstream waits for the receipt up to this long; one attempt. */
         sendRawTransactionSyncTimeoutMs: positiveInt.default(20_000),
         /**

@@ -101,7 +101,13 @@ export const CATALOGUE = {
     code: -32005,
     http: 200,
     message: 'response too large: narrow the request',
-    doc: "the node's answer is over `upstreams[].maxResponseBytes` (e.g. an eth_getLogs over too many logs); not retried on another node",
+    doc: "the node's answer is over `upstreams[].maxResponseBytes`, its result would take the request's results past `server.maxResponseBytes`, or a split eth_getLogs's chunks together are over `routing.maxLogsResponseBytes` (e.g. an eth_getLogs over too many logs); not retried on another node",
+  },
+  ANSWERS_BUSY: {
+    code: -32005,
+    http: 503,
+    message: 'server overloaded: too many large answers being received, retry later',
+    doc: 'the answer is large (over 1 MiB) and `routing.maxLargeAnswerBytes` of large answers are being received already; cut off at once, not retried on another node; `data.retryAfterSeconds`',
   },
 } as const satisfies Record<string, CatalogueEntry>;
 

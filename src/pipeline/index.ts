@@ -20,7 +20,8 @@ import { heightInText } from '../jsonrpc/hex.js';
 import type { Requirement } from '../routing/select.js';
 import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
-import { mergeLogs, splitLogsRange, type LogsRange } from './logs.js';
+import { fetchChunks, splitLogsRange, type LogsRange } from './logs.js';
+import type { BytePool } from '../upstream/answer-bytes.js';
 import { Outbound } from './outbound.js';
 import type { MethodTimeouts } from '../routing/timeouts.js';
 
@@ -41,6 +42,8 @@ export interface RequestContext {
   log: Logger;
   /** The WebSocket connection's subscriptions; absent over HTTP. */
   session?: SubscriptionSession;
+  /** Characters of results the request holds so far (bounded by server.maxResponseBytes). */
+  held: number;
 }
 
 /** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
@@ -63,6 +66,8 @@ export interface PipelineDeps extends ForwardDeps {
   sendSyncTimeoutMs?: number;
   /** Per-method attempt timeouts (routing.methodTimeoutsMs); absent = upstreamTimeoutMs for every method. */
   timeouts?: MethodTimeouts;
+  /** The results of one request's calls together (server.maxResponseBytes); absent = no bound. */
+  maxResponseBytes?: number;
 }
 
 export class Pipeline {
@@ -82,7 +87,7 @@ export class Pipeline {
    * (eth_blockNumber's, or a lower one a routable node has when none has that: Fleet.latest).
    */
   context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
-    return { clientIp, started: performance.now(), head: this.deps.fleet.latest(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session };
+    return { clientIp, started: performance.now(), head: this.deps.fleet.latest(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session, held: 0 };
   }
 
   /**
@@ -90,8 +95,21 @@ export class Pipeline {
    * handle() adds to it, the caller sends it once every call was handled.
    */
   outbound(ctx: RequestContext, outcomes: unknown[]): Outbound {
-    return new Outbound(this.deps, ctx, outcomes, this.recordCall, this.recordResults);
+    return new Outbound(this.deps, ctx, outcomes, this.recordCall, this.recordResults, (o) => this.keep(ctx, o));
   }
+
+  /**
+   * A call's outcome as the request may hold it: a result that would take the request's results
+   * past server.maxResponseBytes is let go and the call gets RESPONSE_TOO_LARGE (each node answer
+   * is within upstreams[].maxResponseBytes, but a batch of such answers is one request's memory).
+   */
+  readonly keep = (ctx: RequestContext, outcome: Outcome): Outcome => {
+    const max = this.deps.maxResponseBytes;
+    if (outcome.result === undefined || max === undefined) return outcome;
+    if (ctx.held + outcome.result.length > max) return { error: new RpcError('RESPONSE_TOO_LARGE') };
+    ctx.held += outcome.result.length;
+    return outcome;
+  };
 
   /**
    * One call's outcome. Synchronous when nothing needs waiting for (local answers, refusals,
@@ -109,11 +127,11 @@ export class Pipeline {
     if (outcome === SENT_TOGETHER) return outcome;
     if (outcome instanceof Promise) {
       return outcome.then(
-        (o) => this.record(label, o, ctx.started),
+        (o) => this.record(label, this.keep(ctx, o), ctx.started),
         (err: unknown) => this.record(label, this.crashed(ctx, err, label), ctx.started),
       );
     }
-    return this.record(label, outcome, ctx.started);
+    return this.record(label, this.keep(ctx, outcome), ctx.started);
   }
 
   private crashed(ctx: RequestContext, err: unknown, label: string): Outcome {
@@ -136,7 +154,8 @@ export class Pipeline {
     return outcome;
   }
 
-  private run(ctx: RequestContext, call: Call, label: string, outbound?: Outbound): Handled {
+  /** `budget`: the bytes a chunk of a split eth_getLogs may bring (pipeline/logs.ts). */
+  private run(ctx: RequestContext, call: Call, label: string, outbound?: Outbound, budget?: BytePool): Handled {
     const d = this.deps;
     const resolved = d.policy.resolve(call.method);
     if (resolved === null) return { error: rpcErrors.methodNotFound(call.method) };
@@ -169,7 +188,8 @@ export class Pipeline {
       const split = splitLogsRange(res.params, spec.filterObject, d.logs);
       if (split instanceof RpcError) return { error: split };
       // Each chunk is a call of its own (its params text is made from its params, not the client's).
-      if (split !== null) return Promise.all(split.map((params) => this.run(ctx, { ...call, params, paramsText: undefined }, label) as Outcome | Promise<Outcome>)).then(mergeLogs);
+      if (split !== null)
+        return fetchChunks(split, d.logs.maxBytes, (params, b) => this.run(ctx, { ...call, params, paramsText: undefined }, label, undefined, b) as Outcome | Promise<Outcome>);
     }
     if (raw !== undefined && d.broadcastTransactions) {
       return broadcast(d, { method: call.method, label, paramsJson: paramsText(call, spec, res), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
@@ -183,14 +203,14 @@ export class Pipeline {
     if (plan === null)
       return together
         ? this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan)
-        : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
+        : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan, budget);
     const hit = d.cache.lookup(plan);
     if (hit instanceof Promise) {
-      return hit.then((h) => (h !== undefined ? { result: h, cached: true } : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan)));
+      return hit.then((h) => (h !== undefined ? { result: h, cached: true } : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan, budget)));
     }
     if (hit !== undefined) return { result: hit, cached: true };
     if (together) return this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan);
-    return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan);
+    return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan, budget);
   }
 
   /**
@@ -233,11 +253,13 @@ export class Pipeline {
     proves: boolean,
     cacheable: boolean,
     plan: CachePlan | null,
+    budget?: BytePool,
   ): Promise<Outcome> {
     const d = this.deps;
     const paramsJson = paramsText(call, spec, res);
     const send = (): Promise<Attempted> =>
       forward(d, {
+        budget,
         method: call.method,
         label,
         paramsJson,

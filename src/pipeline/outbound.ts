@@ -68,6 +68,8 @@ export class Outbound {
     private readonly outcomes: unknown[],
     private readonly record: RecordOutcome,
     private readonly recordResults: RecordResults,
+    /** The request's bound on the results it holds (Pipeline.keep). */
+    private readonly keep: (outcome: Outcome) => Outcome = (o) => o,
   ) {}
 
   add(call: OutboundCall): void {
@@ -186,20 +188,23 @@ export class Outbound {
 
   /**
    * The call's outcome: stored when its plan allows, given to the calls that joined it, and
-   * recorded unless the caller records it (`record` false). False when the call was already finished.
+   * recorded unless the caller records it (`record` false). False when the call was already
+   * finished, or its result was let go over the request's bound (then recorded here as that error).
    */
   private done(call: OutboundCall, outcome: Outcome, record = true): boolean {
     if (call.finished) return false;
     const { cache, fleet } = this.deps;
     if (call.plan !== null && outcome.result !== undefined) cache.store(call.plan, outcome.result, call.gen, fleet.finalized);
-    this.finish(call, outcome, record);
-    return true;
+    return this.finish(call, outcome, record);
   }
 
-  private finish(call: OutboundCall, outcome: Outcome, record = true): void {
+  /** False when the outcome was not kept as it came (a result over the request's bound). */
+  private finish(call: OutboundCall, outcome: Outcome, record = true): boolean {
     call.finished = true;
     if (call.shared !== undefined) this.deps.cache.settle(call.key!, call.shared, outcome);
-    this.outcomes[call.index] = record ? this.record(call.label, outcome, this.ctx.started) : outcome;
+    const kept = this.keep(outcome);
+    this.outcomes[call.index] = record || kept !== outcome ? this.record(call.label, kept, this.ctx.started) : kept;
+    return kept === outcome;
   }
 
   /** A fault inside this code: every call not yet answered gets -32603, and so do the calls that joined it. */

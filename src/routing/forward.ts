@@ -15,6 +15,8 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import type { Fleet } from '../upstream/fleet.js';
 import type { Verdict } from '../upstream/classify.js';
+import type { BytePool } from '../upstream/answer-bytes.js';
+import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
 import { choose, eligible, type Requirement } from './select.js';
 
@@ -56,6 +58,8 @@ export interface ForwardCall {
   trail: string[];
   /** The request's logger: failovers and breaker transitions are written at debug. */
   log?: Logger;
+  /** The bytes the call's request may still hold (a split eth_getLogs); past it, RESPONSE_TOO_LARGE. */
+  budget?: BytePool;
 }
 
 /** How long, and how many times, a call waits for a node to reach the block it needs. */
@@ -125,6 +129,8 @@ export function interpretVerdict(deps: ForwardDeps, call: ForwardCall, p: Progre
   }
   // Every node would send the same oversized answer: no failover, the client narrows its request.
   if (verdict.reason === 'response_too_large') return { outcome: { error: new RpcError('RESPONSE_TOO_LARGE') } };
+  // Switchyard holds as many large answers as it may: another node's would be refused alike.
+  if (verdict.reason === 'answers_busy') return { outcome: { error: new RpcError('ANSWERS_BUSY', { data: { retryAfterSeconds: 1 } }) } };
   // The node may still be running it; the next one would only run it again.
   if (verdict.final === true) {
     call.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, ms: Math.round(ms) }, 'expensive call failed: not run elsewhere');
@@ -163,7 +169,7 @@ export function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Prom
   call.trail.push(u.name);
   const before = u.breaker.state;
   const limit = Math.min(call.timeoutMs ?? deps.upstreamTimeoutMs, remaining);
-  return u.call(call.method, call.paramsJson, limit, call.expensive === true ? EXPENSIVE : undefined).then(({ verdict, ms }) => {
+  return u.call(call.method, call.paramsJson, limit, callOptions(call)).then(({ verdict, ms }) => {
     deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
     const after = u.breaker.state;
     if (after !== before) call.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
@@ -172,6 +178,12 @@ export function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Prom
     p.attempt++;
     return attempt(deps, call, p);
   });
+}
+
+/** The upstream client's options for a call: none for most, a shared object for a plain expensive one. */
+function callOptions(call: ForwardCall): CallOptions | undefined {
+  if (call.budget !== undefined) return { expensive: call.expensive === true, budget: call.budget };
+  return call.expensive === true ? EXPENSIVE : undefined;
 }
 
 /** Every attempt failed or none was possible: null or a node's error when one answered, else -32002. */

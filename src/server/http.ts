@@ -4,7 +4,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { constants, gzip } from 'node:zlib';
+import type { Writable } from 'node:stream';
+import { constants, createGzip, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import type { Admission } from '../limits/rate.js';
@@ -123,7 +124,28 @@ function send(res: ServerResponse, status: number, body: string, reqId: string |
     const vary = cors.vary !== undefined && extra.vary !== undefined && cors.vary !== extra.vary ? { vary: `${cors.vary}, ${extra.vary}` } : NO_HEADERS;
     res.writeHead(status, { 'content-type': 'application/json', 'content-length': length, ...cors, ...(reqId === undefined ? {} : { 'x-request-id': reqId }), ...extra, ...vary });
   }
-  res.end(body);
+  if (body.length <= WRITE_PIECE_CHARS) res.end(body);
+  else writePieces(res, body, 0);
+}
+
+/** A body longer than this is written a piece of this many characters at a time. */
+const WRITE_PIECE_CHARS = 1024 * 1024;
+
+/**
+ * A large body (a 64 MB eth_getLogs answer) written whole is encoded in one turn of the event loop
+ * (measured ~0.5 s for 60 MB on a busy 2-core machine, every other client waiting): it goes a
+ * piece at a time instead, the next piece after the socket took the last (or on the next turn).
+ * A piece never ends between the two halves of a surrogate pair, which would be sent as U+FFFD.
+ */
+function writePieces(out: Writable, body: string, from: number): void {
+  if (out.destroyed) return;
+  let to = Math.min(body.length, from + WRITE_PIECE_CHARS);
+  const last = body.charCodeAt(to - 1);
+  if (to < body.length && last >= 0xd800 && last <= 0xdbff) to--;
+  if (to === body.length) return void out.end(body.slice(from));
+  const next = (): void => writePieces(out, body, to);
+  if (out.write(body.slice(from, to))) setImmediate(next);
+  else out.once('drain', next);
 }
 
 /** Whether Accept-Encoding allows gzip (listed, or `*`, without q=0). */
@@ -154,6 +176,15 @@ function sendLarge(
 ): void {
   const vary = { vary: [cors.vary, extra.vary, 'Accept-Encoding'].filter((v) => v !== undefined).join(', ') };
   if (!acceptsGzip(req.headers['accept-encoding'])) return send(res, status, body, reqId, cors, { ...extra, ...vary });
+  if (body.length > WRITE_PIECE_CHARS) {
+    // Compressed as it is written, a piece at a time (gzip() of the whole string would encode it
+    // in one turn first); its length is not known beforehand, so it goes chunked.
+    res.writeHead(status, { 'content-type': 'application/json', 'content-encoding': 'gzip', ...cors, 'x-request-id': reqId, ...extra, ...vary });
+    const zip = createGzip({ level: constants.Z_BEST_SPEED });
+    res.once('close', () => zip.destroy());
+    zip.pipe(res);
+    return writePieces(zip, body, 0);
+  }
   gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
     if (err) return send(res, status, body, reqId, cors, { ...extra, ...vary });
     res.writeHead(status, { 'content-type': 'application/json', 'content-length': zipped.length, 'content-encoding': 'gzip', ...cors, 'x-request-id': reqId, ...extra, ...vary });

@@ -4,6 +4,7 @@
  * failure to retry elsewhere (and whether it counts against the node's health).
  * Refuses: retry policy itself (routing/forward.ts) and breaker bookkeeping (upstream/health.ts).
  */
+import type { Checked } from '../jsonrpc/check.js';
 import { objectMembers, skipValue, skipWs, type Span } from '../jsonrpc/scan.js';
 
 export type Verdict =
@@ -21,6 +22,8 @@ export type Verdict =
 
 export type RetryReason =
   | 'response_too_large'
+  /** The process's pool of large answers being received was full (upstream/answer-bytes.ts). */
+  | 'answers_busy'
   | 'transport'
   | 'timeout'
   | 'http_5xx'
@@ -38,12 +41,32 @@ const MISSING_BLOCK = /header not found|unknown block|block not found|BlockOutOf
  * The verdict on the answer to one call sent alone; `id`: the id it was sent with, which the
  * answer must carry (an error may carry null: JSON-RPC 2.0 answers so when the id could not be
  * read). An answer with another id is another call's: a bad body, tried elsewhere.
+ * `checked`: a large answer, checked as it arrived (jsonrpc/check.ts): classified from its spans,
+ * never given to JSON.parse.
  */
-export function classifyHttp(status: number, body: string, id?: number): Verdict {
+export function classifyHttp(status: number, body: string, id?: number, checked?: Checked | null): Verdict {
+  if (checked !== undefined) {
+    const failed = statusVerdict(status) ?? (checked === null ? badBody(status) : undefined);
+    if (failed !== undefined) return failed;
+    if (checked!.kind !== 'object' || (id !== undefined && !membersCarryId(body, checked!.members, id))) return { kind: 'retry', reason: 'bad_body', health: true };
+    return fromMembers(body, checked!.members);
+  }
   const read = readBody(status, body);
   if ('kind' in read) return read;
   if (id !== undefined && !carriesId(read.parsed, id)) return { kind: 'retry', reason: 'bad_body', health: true };
   return classifyResponse(body, { start: 0, end: body.length }, read.parsed);
+}
+
+/** carriesId for an answer read as spans: its id's text is `id`, or null beside an error. */
+function membersCarryId(body: string, members: Map<string, Span>, id: number): boolean {
+  const at = members.get('id');
+  if (at === undefined) return false;
+  const text = body.slice(at.start, at.end);
+  return text === String(id) || (text === 'null' && members.has('error') && !isNullAt(body, members.get('error')!));
+}
+
+function isNullAt(body: string, at: Span): boolean {
+  return body.slice(at.start, at.end) === 'null';
 }
 
 /** Whether a parsed single answer carries `id` (a body of another shape is judged by classifyResponse). */
@@ -57,11 +80,12 @@ function carriesId(parsed: unknown, id: number): boolean {
  * Verdicts for a batch sent as one request, by request id; null when the body is not a JSON array
  * (a node that refuses batches answers with one error object: the calls are then sent one by one).
  */
-export function classifyBatch(status: number, body: string): Map<number, Verdict> | Verdict | null {
+export function classifyBatch(status: number, body: string, checked?: Checked | null): Map<number, Verdict> | Verdict | null {
   const out = new Map<number, Verdict>();
   const read = readBatch(
     status,
     body,
+    checked,
     (id, verdict) => void out.set(id, verdict),
     () => out.clear(),
   );
@@ -72,13 +96,13 @@ export function classifyBatch(status: number, body: string): Map<number, Verdict
  * classifyBatch for a batch whose ids run from `first` to `first + n - 1`: the verdicts in that
  * order (a call the answer left out gets `missing`), with no table by id.
  */
-export function classifyBatchInOrder(status: number, body: string, first: number, n: number, missing: Verdict): Verdict[] | Verdict | null {
+export function classifyBatchInOrder(status: number, body: string, first: number, n: number, missing: Verdict, checked?: Checked | null): Verdict[] | Verdict | null {
   const out: Verdict[] = new Array(n).fill(missing);
   const visit = (id: number, verdict: Verdict): void => {
     const k = id - first;
     if (k >= 0 && k < n) out[k] = verdict;
   };
-  const read = readBatch(status, body, visit, () => out.fill(missing));
+  const read = readBatch(status, body, checked, visit, () => out.fill(missing));
   return read === undefined ? out : read;
 }
 
@@ -88,7 +112,24 @@ export function classifyBatchInOrder(status: number, body: string, first: number
  * reading visited. Undefined when visited; the verdict when the status or the body says the node
  * failed; null when the body is not a JSON array.
  */
-function readBatch(status: number, body: string, visit: (id: number, verdict: Verdict) => void, restart: () => void): Verdict | null | undefined {
+function readBatch(
+  status: number,
+  body: string,
+  checked: Checked | null | undefined,
+  visit: (id: number, verdict: Verdict) => void,
+  restart: () => void,
+): Verdict | null | undefined {
+  if (checked !== undefined) {
+    const failed = statusVerdict(status) ?? (checked === null ? badBody(status) : undefined);
+    if (failed !== undefined) return failed;
+    if (checked!.kind !== 'array') return null;
+    for (const el of checked!.elements) {
+      const idSpan = el.members.get('id');
+      const id = idSpan === undefined ? -1 : positiveInt(body, idSpan.start, idSpan.end);
+      if (id >= 0) visit(id, fromMembers(body, el.members));
+    }
+    return undefined;
+  }
   if (status === 200 && readPlainBatch(body, visit)) return undefined;
   const read = readBody(status, body);
   if ('kind' in read) return read;
@@ -187,15 +228,51 @@ function plainResult(text: string, start: number): Span | null {
   return text.charCodeAt(end) === 0x7d ? { start: from, end } : null;
 }
 
-/** The body as JSON, or the verdict when the status or the body already says the node failed. */
-function readBody(status: number, body: string): { parsed: unknown } | Verdict {
+/** The verdict when the HTTP status alone says the node failed. */
+function statusVerdict(status: number): Verdict | undefined {
   if (status === 429) return { kind: 'retry', reason: 'http_429', health: true };
   if (status >= 500) return { kind: 'retry', reason: 'http_5xx', health: true };
+  return undefined;
+}
+
+function badBody(status: number): Verdict {
+  return { kind: 'retry', reason: status === 200 ? 'bad_body' : 'http_other', health: true };
+}
+
+/** The body as JSON, or the verdict when the status or the body already says the node failed. */
+function readBody(status: number, body: string): { parsed: unknown } | Verdict {
+  const failed = statusVerdict(status);
+  if (failed !== undefined) return failed;
   try {
     return { parsed: JSON.parse(body) as unknown };
   } catch {
-    return { kind: 'retry', reason: status === 200 ? 'bad_body' : 'http_other', health: true };
+    return badBody(status);
   }
+}
+
+/** A node error's message longer than this is not read for its meaning (it is still passed on verbatim). */
+const MAX_READ_MESSAGE = 64 * 1024;
+
+/**
+ * One response object of a checked answer, from the spans of its members: its result as raw text,
+ * or its error classified from the error's own `code` and `message` (read alone, not the answer).
+ */
+function fromMembers(text: string, members: Map<string, Span>): Verdict {
+  const errSpan = members.get('error');
+  if (errSpan !== undefined && text.slice(errSpan.start, errSpan.end) !== 'null') {
+    const parts = objectMembers(text, errSpan, ['code', 'message']);
+    const codeSpan = parts.get('code');
+    const msgSpan = parts.get('message');
+    const code = codeSpan === undefined ? 0 : Number(text.slice(codeSpan.start, codeSpan.end));
+    const message =
+      msgSpan !== undefined && text.charCodeAt(msgSpan.start) === 0x22 && msgSpan.end - msgSpan.start <= MAX_READ_MESSAGE
+        ? (JSON.parse(text.slice(msgSpan.start, msgSpan.end)) as string)
+        : '';
+    return classifyNodeError(text.slice(errSpan.start, errSpan.end), Number.isFinite(code) ? code : 0, message);
+  }
+  const resSpan = members.get('result');
+  if (resSpan === undefined) return { kind: 'retry', reason: 'bad_body', health: true };
+  return { kind: 'result', result: text.slice(resSpan.start, resSpan.end) };
 }
 
 /**
@@ -271,6 +348,8 @@ export function classifyTransport(err: unknown): Verdict {
   const timedOut = name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT';
   // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (forward.ts stops).
   if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { kind: 'retry', reason: 'response_too_large', health: false };
+  // Switchyard's own pool of large answers was full: nothing to say about the node, nor the call.
+  if (code === 'SWITCHYARD_ANSWERS_BUSY') return { kind: 'retry', reason: 'answers_busy', health: false };
   if (timedOut) return { kind: 'retry', reason: 'timeout', health: true };
   return NOT_SENT.has(code) ? { kind: 'retry', reason: 'transport', health: true, unsent: true } : { kind: 'retry', reason: 'transport', health: true };
 }

@@ -1,6 +1,7 @@
 /**
  * The upstream client: transport to one node, nothing else. Owns the undici Pool, the
- * micro-batcher (calls made in the same event-loop turn leave as one JSON-RPC batch), exchanges of
+ * micro-batcher (calls made in the same event-loop turn leave as one JSON-RPC batch; the fleet's
+ * probes and calls with a byte budget always leave alone), exchanges of
  * calls sent together by their caller (callMany: one batch now, one verdict per call), the
  * classification of every answer (classify.ts), and the figures that come from answers alone:
  * in-flight count, calls, failures, latency moving average and the passive-health breaker.
@@ -21,6 +22,7 @@
 import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
+import { largeAnswers, type BytePool } from './answer-bytes.js';
 import { classifyBatch, classifyBatchInOrder, classifyHttp, classifyTransport, expensiveVerdict, type Verdict } from './classify.js';
 import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
@@ -47,6 +49,8 @@ export interface UpstreamClient {
    * traffic: a node that answers polls but fails every routed call must stay open until cooldown).
    * `expensive`: sent alone at once, and a timeout or a connection lost after sending is a final
    * verdict that leaves the node's health alone (classify.ts expensiveVerdict).
+   * `budget`: the bytes the call's request may still hold; the call goes in an exchange of its own
+   * and is answered `response_too_large` the moment its answer passes what is left.
    */
   call(method: string, paramsJson: string, timeoutMs: number, opts?: CallOptions): Promise<CallTiming>;
   /**
@@ -60,6 +64,7 @@ export interface UpstreamClient {
 export interface CallOptions {
   probe?: boolean;
   expensive?: boolean;
+  budget?: BytePool;
 }
 
 export interface OutgoingCall {
@@ -77,6 +82,8 @@ export interface ClientOptions {
   breaker?: Breaker;
   /** Starting latency average (a node replaced on reload keeps its figure). */
   latencyMs?: number;
+  /** The pool of large answers being received; the process's own unless a test hands in one. */
+  pool?: BytePool;
 }
 
 interface Pending {
@@ -92,6 +99,7 @@ interface Pending {
   identity: Identity | null;
   done: boolean;
   resolve: (t: CallTiming) => void;
+  budget?: BytePool;
 }
 
 /** The text between a request's id and its params: made once per run of calls of one method in a batch. */
@@ -130,9 +138,12 @@ function checked(identity: Identity | null, verdict: Verdict): Verdict {
   return identity !== null && verdict.kind === 'result' && !answerCarries(identity, verdict.result) ? WRONG_ANSWER : verdict;
 }
 
-/** A whole exchange's answer was over maxResponseBytes (not one call's: that is a verdict per call). */
+/**
+ * A whole exchange's answer was over maxResponseBytes, or cut off because the pool of large answers
+ * was full (not one call's fault: each call is then judged by its own answer).
+ */
 function tooLarge(read: Verdict | Verdict[] | Map<number, Verdict>): boolean {
-  return !(read instanceof Map) && !Array.isArray(read) && read.kind === 'retry' && read.reason === 'response_too_large';
+  return !(read instanceof Map) && !Array.isArray(read) && read.kind === 'retry' && (read.reason === 'response_too_large' || read.reason === 'answers_busy');
 }
 
 /** Weight of the newest latency sample in the moving average. */
@@ -153,6 +164,7 @@ export class HttpUpstreamClient implements UpstreamClient {
   private readonly target: { origin: string; path: string; headers: Record<string, string> };
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
+  private readonly pool: BytePool;
 
   constructor(
     readonly config: UpstreamConfig,
@@ -162,6 +174,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     this.url = new URL(config.url);
     this.breaker = opts.breaker ?? new Breaker();
     if (opts.latencyMs !== undefined) this.latencyMs = opts.latencyMs;
+    this.pool = opts.pool ?? largeAnswers;
     // Static headers first: Switchyard's own content-type, and a Basic header from URL credentials, win.
     this.headers = { ...config.headers, 'content-type': 'application/json' };
     // Credentials in the URL (https://user:key@host) become a Basic header, never a log line.
@@ -188,7 +201,15 @@ export class HttpUpstreamClient implements UpstreamClient {
   call(method: string, paramsJson: string, timeoutMs: number, opts: CallOptions = {}): Promise<CallTiming> {
     return new Promise((resolve) => {
       const p = this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve, opts.expensive === true);
-      if (p.expensive) return void this.send([p]);
+      // Alone: an expensive call, so that a slow one holds no other call; a probe, so that no
+      // routed call's large or slow answer holds it past its deadline (a node answering polls in
+      // time must not be marked down for another call's answer); a call with a budget, so that
+      // cutting its answer off cuts off no other call.
+      if (p.expensive || opts.probe === true || opts.budget !== undefined) {
+        p.budget = opts.budget;
+        void this.send([p]);
+        return;
+      }
       this.queue.push(p);
       if (this.queue.length === 1) setImmediate(this.flush);
     });
@@ -232,9 +253,10 @@ export class HttpUpstreamClient implements UpstreamClient {
       this.target,
       batchText(calls, (k) => first + k),
       Math.max(1, timeoutMs),
+      { pool: this.pool },
     )
       .then(
-        ({ status, text }) => classifyBatchInOrder(status, text, first, n, MISSING),
+        ({ status, text, checked }) => classifyBatchInOrder(status, text, first, n, MISSING, checked),
         (err: unknown) => classifyTransport(err),
       )
       .then((read) => {
@@ -276,16 +298,18 @@ export class HttpUpstreamClient implements UpstreamClient {
     const sweep = single ? null : this.sweepDeadlines(batch, last);
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
-      const { status, text } = await postJson(this.dispatcher, this.target, body, Math.max(1, last - now));
+      const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
+      const { status, text, checked } = await postJson(this.dispatcher, this.target, body, Math.max(1, last - now), bytes);
       // A single call's answer must carry the id it was sent with: another's is not its answer.
-      verdicts = single ? classifyHttp(status, text, batch[0]!.id) : classifyBatch(status, text);
+      verdicts = single ? classifyHttp(status, text, batch[0]!.id, checked) : classifyBatch(status, text, checked);
     } catch (err) {
       verdicts = classifyTransport(err);
     }
     if (sweep !== null) clearTimeout(sweep.timer);
     if (verdicts === null || (!single && tooLarge(verdicts))) {
       // The node does not take batches (or not this one), or the batch's answer together is over
-      // maxResponseBytes: the calls still waiting go one by one, each judged by its own answer.
+      // maxResponseBytes or the pool of large answers: the calls still waiting go one by one, each
+      // judged by its own answer.
       for (const p of batch) if (!p.done) void this.send([p]);
       return;
     }

@@ -4,12 +4,66 @@
  * its handler and an abort signal's listeners for every exchange, which measured as a large share
  * of the miss path. Transport failures reject with undici's own errors (classify.ts reads their
  * codes); the time limit rejects with an error named TimeoutError.
+ *
+ * Bytes are bounded as they arrive (answer-bytes.ts): a large answer takes from the process's pool
+ * of large answers while it is received, and an exchange made for a request with a byte budget
+ * takes every byte from that budget; either running out cuts the exchange off at once (a declared
+ * Content-Length is taken before the first byte). A large answer is decoded and checked piece by
+ * piece (jsonrpc/check.ts), so no single turn of the event loop reads the whole of it.
  */
+import { StringDecoder } from 'node:string_decoder';
 import type { Dispatcher } from 'undici';
+import { JsonChecker, type Checked } from '../jsonrpc/check.js';
+import { LARGE_ANSWER_BYTES, type BytePool } from './answer-bytes.js';
 
 export interface Answer {
   status: number;
   text: string;
+  /**
+   * Set for a large answer, checked as it arrived: what the text holds, or null when it is not
+   * JSON (the text is then empty: nothing of it is kept). Absent for an answer below the threshold.
+   */
+  checked?: Checked | null;
+}
+
+/** A large answer is decoded and checked this many bytes at a time. */
+const DECODE_BYTES = 1024 * 1024;
+
+/** What bounds an exchange's bytes: the process's pool of large answers, and a request's budget. */
+export interface ExchangeBytes {
+  pool?: BytePool;
+  budget?: BytePool;
+}
+
+/** Over a request's budget: read by classify.ts as the answer being too large, like undici's own cap. */
+function overBudget(): Error {
+  return Object.assign(new Error('answer over the request byte budget'), { code: 'UND_ERR_RES_EXCEEDED_MAX_SIZE' });
+}
+
+/** The process's pool of large answers is full. */
+function poolFull(): Error {
+  return Object.assign(new Error('too many large answers being received'), { code: 'SWITCHYARD_ANSWERS_BUSY' });
+}
+
+/** Bytes taken from one pool for one exchange, given back as a whole. */
+class Taken {
+  n = 0;
+  constructor(readonly pool: BytePool | undefined) {}
+
+  /** Holds at least `size` bytes in all; false when the pool has not that many left. */
+  reach(size: number): boolean {
+    if (this.pool === undefined) return true;
+    if (this.pool.closed) return false;
+    if (size <= this.n) return true;
+    if (!this.pool.take(size - this.n)) return false;
+    this.n = size;
+    return true;
+  }
+
+  release(): void {
+    this.pool?.give(this.n);
+    this.n = 0;
+  }
 }
 
 type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
@@ -20,7 +74,13 @@ export function timeoutError(): Error {
   return err;
 }
 
-export function postJson(dispatcher: Dispatcher, target: { origin: string; path: string; headers: Record<string, string> }, body: string, timeoutMs: number): Promise<Answer> {
+export function postJson(
+  dispatcher: Dispatcher,
+  target: { origin: string; path: string; headers: Record<string, string> },
+  body: string,
+  timeoutMs: number,
+  bytes: ExchangeBytes = {},
+): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     let settled = false;
     let controller: Controller | null = null;
@@ -29,12 +89,50 @@ export function postJson(dispatcher: Dispatcher, target: { origin: string; path:
     let first: Buffer | undefined;
     let chunks: Buffer[] | undefined;
     let size = 0;
+    /**
+     * A large answer: its decoded pieces and their checker, and the Buffers not decoded yet (let go
+     * once decoded). Pieces are decoded DECODE_BYTES at a time: strings that large are made outside
+     * V8's young generation, so keeping them costs no copying by the garbage collector.
+     */
+    let large: { decoder: StringDecoder; pieces: string[]; checker: JsonChecker; waiting: Buffer[]; waitingSize: number } | null = null;
+    const pooled = new Taken(bytes.pool);
+    const budgeted = new Taken(bytes.budget);
     const settle = (err: Error | null, answer?: Answer): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      // The pool counts answers being received; a request's budget keeps what it was answered.
+      pooled.release();
+      if (err !== null || answer?.checked === null) budgeted.release();
+      large = null;
       if (err !== null) reject(err);
       else resolve(answer!);
+    };
+    const cut = (err: Error): void => {
+      controller?.abort(err);
+      settle(err);
+    };
+    /** Holds `n` bytes of answer in the budget and, for a large answer, the pool; cuts the exchange off when either is out. */
+    const hold = (n: number): boolean => {
+      if (!budgeted.reach(n)) cut(overBudget());
+      else if (n > LARGE_ANSWER_BYTES && !pooled.reach(n)) cut(poolFull());
+      else return true;
+      return false;
+    };
+    const decodeWaiting = (): void => {
+      const l = large!;
+      const bytes = l.waiting.length === 1 ? l.waiting[0]! : Buffer.concat(l.waiting, l.waitingSize);
+      l.waiting = [];
+      l.waitingSize = 0;
+      read(l.decoder.write(bytes));
+    };
+    const read = (piece: string): void => {
+      large!.pieces.push(piece);
+      if (!large!.checker.push(piece)) {
+        // Settled first: the abort may report an error of its own at once.
+        settle(null, { status, text: '', checked: null });
+        controller?.abort(new Error('answer is not JSON'));
+      }
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -48,15 +146,39 @@ export function postJson(dispatcher: Dispatcher, target: { origin: string; path:
         // Still queued for a connection when the time ran out: never send it.
         if (timedOut) c.abort(timeoutError());
       },
-      onResponseStart(_c, statusCode) {
+      onResponseStart(_c, statusCode, headers) {
         status = statusCode;
+        // A declared length is taken before the first byte: refused at once rather than half read.
+        const declared = Number(headers['content-length']);
+        if (Number.isSafeInteger(declared)) hold(declared);
       },
       onResponseData(_c, chunk) {
+        if (settled) return;
         size += chunk.length;
+        if (!hold(size)) return;
+        if (large !== null) {
+          large.waiting.push(chunk);
+          large.waitingSize += chunk.length;
+          if (large.waitingSize >= DECODE_BYTES) decodeWaiting();
+          return;
+        }
         if (first === undefined) first = chunk;
         else (chunks ??= [first]).push(chunk);
+        if (size <= LARGE_ANSWER_BYTES) return;
+        large = { decoder: new StringDecoder('utf8'), pieces: [], checker: new JsonChecker(), waiting: chunks ?? [first], waitingSize: size };
+        first = chunks = undefined;
+        decodeWaiting();
       },
       onResponseEnd() {
+        if (settled) return;
+        if (large !== null) {
+          if (large.waitingSize > 0) decodeWaiting();
+          if (large !== null) read(large.decoder.end());
+          if (large === null) return;
+          const checked = large.checker.end();
+          settle(null, checked === null ? { status, text: '', checked } : { status, text: large.pieces.join(''), checked });
+          return;
+        }
         const buf = first === undefined ? undefined : chunks === undefined ? first : Buffer.concat(chunks, size);
         settle(null, { status, text: buf === undefined ? '' : buf.toString('utf8') });
       },

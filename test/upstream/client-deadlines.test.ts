@@ -17,7 +17,8 @@ t.test('a call batched with a longer one times out on its own deadline', async (
     longSettled = true;
     return r;
   });
-  const short = await client.call('eth_getBlockByNumber', '["latest",false]', 150, { probe: true });
+  // Not a probe: the fleet's probes always go alone.
+  const short = await client.call('eth_getBlockByNumber', '["latest",false]', 150);
   t.same(short.verdict, { kind: 'retry', reason: 'timeout', health: true }, 'the short call: timeout');
   t.notOk(longSettled, 'answered while the longer call of the same batch still waits');
   t.equal(node.calls.length, 1, 'both left as one exchange');
@@ -25,4 +26,22 @@ t.test('a call batched with a longer one times out on its own deadline', async (
   const l = await long;
   t.equal(l.verdict.kind === 'retry' && l.verdict.reason, 'timeout');
   t.equal(client.inFlight, 0);
+});
+
+t.test("a probe never shares an exchange: another call's hung answer does not hold it", async (t) => {
+  const node = await startFakeNode(t, (method) => (method === 'eth_getLogs' ? { hang: true } : undefined), { batches: true });
+  const client = new HttpUpstreamClient(upstreamConfig('hung', { url: node.url, maxConnections: 2 }));
+  t.teardown(() => client.close());
+  const long = client.call('eth_getLogs', '[{}]', 2_000);
+  const probe = await client.call('eth_blockNumber', '[]', 1_000, { probe: true });
+  t.same(probe.verdict, { kind: 'result', result: '"0x1"' }, 'the probe is answered');
+  await long;
+  t.same(
+    node.calls.map((c) => [c.method, c.batch]).sort(),
+    [
+      ['eth_blockNumber', undefined],
+      ['eth_getLogs', undefined],
+    ],
+    'each in an exchange of its own',
+  );
 });
