@@ -43,6 +43,8 @@ export interface UpstreamClient {
   readonly latencyMs: number;
   readonly calls: number;
   readonly failures: number;
+  /** Expensive calls sent and not yet answered (a node running one may answer its polls late). */
+  readonly expensiveInFlight?: number;
   /**
    * Sends one call; `paramsJson` is the JSON text of the params array. Never throws.
    * `probe`: the fleet's own polls; they leave the breaker alone (it is passive health from routed
@@ -157,6 +159,7 @@ export class HttpUpstreamClient implements UpstreamClient {
   latencyMs = 5;
   calls = 0;
   failures = 0;
+  expensiveInFlight = 0;
   private nextId = 1;
   private queue: Pending[] = [];
   private readonly headers: Record<string, string>;
@@ -219,6 +222,7 @@ export class HttpUpstreamClient implements UpstreamClient {
   private pending(method: string, paramsJson: string, timeoutMs: number, passive: boolean, resolve: (t: CallTiming) => void, expensive = false): Pending {
     const started = performance.now();
     this.inFlight++;
+    if (expensive) this.expensiveInFlight++;
     this.calls++;
     if (passive) this.breaker.begin();
     return {
@@ -346,6 +350,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     const read = checked(p.identity, answer);
     const verdict = p.expensive ? expensiveVerdict(read) : read;
     this.inFlight--;
+    if (p.expensive) this.expensiveInFlight--;
     const ms = performance.now() - p.started;
     this.settle(verdict, ms, p.passive);
     p.resolve({ verdict, ms });

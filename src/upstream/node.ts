@@ -89,6 +89,10 @@ export class Upstream {
   get inFlight(): number {
     return this.client.inFlight;
   }
+  /** Expensive calls it is running for clients (each bounded by its method's timeout). */
+  get expensiveInFlight(): number {
+    return this.client.expensiveInFlight ?? 0;
+  }
   get latencyMs(): number {
     return this.client.latencyMs;
   }

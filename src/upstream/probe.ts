@@ -4,9 +4,9 @@
  * it has `ws`); its `finalized` block every few polls where it has the tag. Reports to the fleet,
  * which decides what the answers mean for the fleet head. Probes never touch the breaker.
  * A poll that times out makes a healthy node late (not routed until a poll answers); only
- * POLL_TIMEOUTS_TO_DOWN timeouts in a row mark it down. A node running one heavy call (anvil
- * tracing) answers everything late for that long: the node is skipped meanwhile, not declared
- * an outage. Any other failure (refused, a bad answer) marks it down at once.
+ * POLL_TIMEOUTS_TO_DOWN timeouts in a row, none while the node runs an expensive call, mark it
+ * down. A node running one heavy call (anvil tracing) answers everything late for that long: the
+ * node is skipped meanwhile, not declared an outage. Any other failure (refused, a bad answer) marks it down at once.
  */
 import type { Header } from './heads.js';
 import { parseHeader } from './heads.js';
@@ -112,10 +112,18 @@ export class Probe {
     if (u.finalizedSupported && ++this.polls % FINALIZED_EVERY_POLLS === 1) await this.pollFinalized(timeout);
   }
 
-  /** A poll got no usable answer: a timeout of a healthy node makes it late, until too many in a row; else down. */
+  /**
+   * A poll got no usable answer: a timeout of a healthy node makes it late, until too many in a
+   * row; else down. While the node runs an expensive call its poll timeouts are not counted: the
+   * call is why it answers late, and it ends by its method's timeout at the latest (a late node
+   * gets no new calls), after which timeouts count again.
+   */
   private failed(why: string, verdict: Verdict): void {
     const timedOut = verdict.kind === 'retry' && verdict.reason === 'timeout';
-    if (timedOut && this.u.state === 'healthy' && ++this.timeouts < POLL_TIMEOUTS_TO_DOWN) return this.sink.late(why);
+    if (timedOut && this.u.state === 'healthy') {
+      if (this.u.expensiveInFlight > 0) return this.sink.late(why);
+      if (++this.timeouts < POLL_TIMEOUTS_TO_DOWN) return this.sink.late(why);
+    }
     this.sink.down(why);
   }
 
