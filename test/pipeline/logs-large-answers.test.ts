@@ -12,13 +12,13 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { request } from 'undici';
 import { DEV_ADDRESS, startAnvil } from '../helpers/anvil.js';
 import { listeningPorts, runCli } from '../helpers/cli.js';
 import { call, get } from '../helpers/rpc.js';
+import { listenUntilTeardown } from '../helpers/ports.js';
 import { waitFor } from '../helpers/wait.js';
 
 const MB = 1024 * 1024;
@@ -56,7 +56,6 @@ const HUGE = '0x00000000000000000000000000000000000000ff';
  * other call, one by one, to the real node at `real`. Batches are answered element by element.
  */
 async function startLogsNode(t: Test, real: string, big: Buffer, huge: Buffer): Promise<string> {
-  const sockets = new Set<Socket>();
   const forward = async (text: string): Promise<Buffer> =>
     Buffer.from(await (await request(real, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).body.text());
   const answer = async (c: { id: unknown; method: string; params?: unknown[] }): Promise<Buffer[]> => {
@@ -81,19 +80,7 @@ async function startLogsNode(t: Test, real: string, big: Buffer, huge: Buffer): 
       );
     });
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(
-    () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return `http://127.0.0.1:${await listenUntilTeardown(t, server)}`;
 }
 
 /** Another client: one eth_getBalance every 50 ms until stopped; its failures and slowest call. */

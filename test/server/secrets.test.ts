@@ -8,7 +8,6 @@
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -16,6 +15,7 @@ import { request } from 'undici';
 import { listeningPorts, runCli } from '../helpers/cli.js';
 import { startFakeNode, type FakeNode } from '../helpers/fake-node.js';
 import { get, post } from '../helpers/rpc.js';
+import { listenUntilTeardown } from '../helpers/ports.js';
 import { waitFor } from '../helpers/wait.js';
 import { freePort } from '../limits/fixtures/tools.js';
 
@@ -24,7 +24,6 @@ const SECRET = /s3cr3t/i;
 /** In front of the fake node: records path and Authorization, passes bytes both ways. */
 async function recorder(t: Test, node: FakeNode): Promise<{ url: string; port: number; seen: { path: string; auth: string | undefined }[] }> {
   const seen: { path: string; auth: string | undefined }[] = [];
-  const sockets = new Set<Socket>();
   const server = createServer((req: IncomingMessage, res) => {
     seen.push({ path: req.url ?? '', auth: req.headers.authorization });
     const chunks: Buffer[] = [];
@@ -39,19 +38,7 @@ async function recorder(t: Test, node: FakeNode): Promise<{ url: string; port: n
         .catch(() => req.socket.destroy());
     });
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(
-    () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  );
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenUntilTeardown(t, server);
   return { url: `http://127.0.0.1:${port}`, port, seen };
 }
 

@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
-import { Wallet } from 'ethers';
-import { DEV_KEY, startAnvil } from '../helpers/anvil.js';
+import { startAnvil } from '../helpers/anvil.js';
+import { signTransfer } from '../helpers/transfer.js';
 import { listeningPorts, runCli } from '../helpers/cli.js';
 import { get } from '../helpers/rpc.js';
 import { waitFor } from '../helpers/wait.js';
@@ -28,19 +28,8 @@ const RSS_CEILING_MB = 450;
 const FLOODER = '127.0.0.2';
 const OTHER = '127.0.0.3';
 
-const wallet = new Wallet(DEV_KEY);
 /** A transaction nonces ahead of the account (a gap): anvil holds eth_sendRawTransactionSync of it. */
-const nonceGap = (nonce: number): Promise<string> =>
-  wallet.signTransaction({
-    to: '0x000000000000000000000000000000000000dEaD',
-    value: 1n,
-    nonce,
-    gasLimit: 21_000n,
-    maxFeePerGas: 20_000_000_000n,
-    maxPriorityFeePerGas: 1n,
-    chainId: 186n,
-    type: 2,
-  });
+const nonceGap = signTransfer;
 
 /**
  * The other client's loop, in a worker thread of its own, so the floods this test sends do not
