@@ -66,6 +66,50 @@ class Taken {
   }
 }
 
+/**
+ * A large answer being received: decoded and checked DECODE_BYTES at a time, its Buffers let go
+ * once decoded. Pieces that large are made outside V8's young generation, so keeping them costs
+ * no copying by the garbage collector.
+ */
+class LargeAnswer {
+  private readonly decoder = new StringDecoder('utf8');
+  private readonly pieces: string[] = [];
+  private readonly checker = new JsonChecker();
+
+  constructor(
+    private waiting: Buffer[],
+    private waitingSize: number,
+  ) {}
+
+  /** Takes one more chunk; false once the text is found not JSON. */
+  push(chunk: Buffer): boolean {
+    this.waiting.push(chunk);
+    this.waitingSize += chunk.length;
+    return this.waitingSize < DECODE_BYTES || this.decode();
+  }
+
+  /** Decodes and checks what waits; false when the text is found not JSON. */
+  decode(): boolean {
+    const bytes = this.waiting.length === 1 ? this.waiting[0]! : Buffer.concat(this.waiting, this.waitingSize);
+    this.waiting = [];
+    this.waitingSize = 0;
+    return this.read(this.decoder.write(bytes));
+  }
+
+  /** The whole text and what it holds; null when it is not JSON. */
+  end(): { text: string; checked: Checked } | null {
+    if (this.waitingSize > 0 && !this.decode()) return null;
+    if (!this.read(this.decoder.end())) return null;
+    const checked = this.checker.end();
+    return checked === null ? null : { text: this.pieces.join(''), checked };
+  }
+
+  private read(piece: string): boolean {
+    this.pieces.push(piece);
+    return this.checker.push(piece);
+  }
+}
+
 type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
 
 export function timeoutError(): Error {
@@ -89,12 +133,7 @@ export function postJson(
     let first: Buffer | undefined;
     let chunks: Buffer[] | undefined;
     let size = 0;
-    /**
-     * A large answer: its decoded pieces and their checker, and the Buffers not decoded yet (let go
-     * once decoded). Pieces are decoded DECODE_BYTES at a time: strings that large are made outside
-     * V8's young generation, so keeping them costs no copying by the garbage collector.
-     */
-    let large: { decoder: StringDecoder; pieces: string[]; checker: JsonChecker; waiting: Buffer[]; waitingSize: number } | null = null;
+    let large: LargeAnswer | null = null;
     const pooled = new Taken(bytes.pool);
     const budgeted = new Taken(bytes.budget);
     const settle = (err: Error | null, answer?: Answer): void => {
@@ -119,20 +158,10 @@ export function postJson(
       else return true;
       return false;
     };
-    const decodeWaiting = (): void => {
-      const l = large!;
-      const bytes = l.waiting.length === 1 ? l.waiting[0]! : Buffer.concat(l.waiting, l.waitingSize);
-      l.waiting = [];
-      l.waitingSize = 0;
-      read(l.decoder.write(bytes));
-    };
-    const read = (piece: string): void => {
-      large!.pieces.push(piece);
-      if (!large!.checker.push(piece)) {
-        // Settled first: the abort may report an error of its own at once.
-        settle(null, { status, text: '', checked: null });
-        controller?.abort(new Error('answer is not JSON'));
-      }
+    /** Found not JSON: settled first, as the abort may report an error of its own at once. */
+    const notJson = (): void => {
+      settle(null, { status, text: '', checked: null });
+      controller?.abort(new Error('answer is not JSON'));
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -157,27 +186,22 @@ export function postJson(
         size += chunk.length;
         if (!hold(size)) return;
         if (large !== null) {
-          large.waiting.push(chunk);
-          large.waitingSize += chunk.length;
-          if (large.waitingSize >= DECODE_BYTES) decodeWaiting();
+          if (!large.push(chunk)) notJson();
           return;
         }
         if (first === undefined) first = chunk;
         else (chunks ??= [first]).push(chunk);
         if (size <= LARGE_ANSWER_BYTES) return;
-        large = { decoder: new StringDecoder('utf8'), pieces: [], checker: new JsonChecker(), waiting: chunks ?? [first], waitingSize: size };
+        large = new LargeAnswer(chunks ?? [first], size);
         first = chunks = undefined;
-        decodeWaiting();
+        if (!large.decode()) notJson();
       },
       onResponseEnd() {
         if (settled) return;
         if (large !== null) {
-          if (large.waitingSize > 0) decodeWaiting();
-          if (large !== null) read(large.decoder.end());
-          if (large === null) return;
-          const checked = large.checker.end();
-          settle(null, checked === null ? { status, text: '', checked } : { status, text: large.pieces.join(''), checked });
-          return;
+          const read = large.end();
+          if (read === null) return notJson();
+          return settle(null, { status, text: read.text, checked: read.checked });
         }
         const buf = first === undefined ? undefined : chunks === undefined ? first : Buffer.concat(chunks, size);
         settle(null, { status, text: buf === undefined ? '' : buf.toString('utf8') });
