@@ -286,24 +286,11 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
   };
 
   // GET pages and API key guesses are charged to the client IP's rate budget; over it, 429.
-  const charged = (go: () => void): void => {
-    const over = (wait: number | 'never'): void => {
-      const seconds = wait === 'never' ? 1 : wait;
+  const charged = (go: () => void): void =>
+    charge(deps, res, clientIp, go, (seconds) => {
       if (req.method === 'POST') deps.metrics.recordRefused(INVALID_METHOD, 'RATE_LIMITED');
       finish(429, errorText('null', new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: seconds } })), { 'retry-after': String(seconds) });
-    };
-    const run = (wait: Admission): void => {
-      try {
-        if (wait === null) go();
-        else over(wait);
-      } catch (err) {
-        crashed(deps, res, err);
-      }
-    };
-    const admission = deps.admitRequest(clientIp);
-    if (admission instanceof Promise) admission.then(run, (err: unknown) => crashed(deps, res, err));
-    else run(admission);
-  };
+    });
 
   if (deps.isDraining()) return reject('SHUTTING_DOWN', CONNECTION_CLOSE);
   const target = rpcTarget(req);
@@ -321,19 +308,7 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
       return finish(200, JSON.stringify(info), deps.uptime ? VARY_ACCEPT : NO_HEADERS);
     });
   }
-  if (req.method === 'OPTIONS') {
-    closeIfStopping(deps, res);
-    res.writeHead(204, {
-      ...cors,
-      'x-request-id': reqId,
-      'access-control-allow-methods': 'POST, GET, HEAD, OPTIONS',
-      'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'content-type',
-      'access-control-max-age': '86400',
-    });
-    res.end();
-    deps.metrics.recordHttp(204, null);
-    return;
-  }
+  if (req.method === 'OPTIONS') return preflight(deps, req, res, cors, reqId);
   if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', ALLOW);
   if (target === null) return reject('NOT_FOUND');
   apiKey = target.apiKey;
@@ -358,6 +333,35 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
       crashed(deps, res, err);
     }
   });
+}
+
+/** Charges one unit of the client IP's rate budget, then `go`, or `over` with the seconds to wait. */
+function charge(deps: HttpDeps, res: ServerResponse, clientIp: string, go: () => void, over: (seconds: number) => void): void {
+  const run = (wait: Admission): void => {
+    try {
+      if (wait === null) go();
+      else over(wait === 'never' ? 1 : wait);
+    } catch (err) {
+      crashed(deps, res, err);
+    }
+  };
+  const admission = deps.admitRequest(clientIp);
+  if (admission instanceof Promise) admission.then(run, (err: unknown) => crashed(deps, res, err));
+  else run(admission);
+}
+
+/** A CORS preflight: 204, never charged nor counted as a call. */
+function preflight(deps: HttpDeps, req: IncomingMessage, res: ServerResponse, cors: Readonly<Record<string, string>>, reqId: string): void {
+  closeIfStopping(deps, res);
+  res.writeHead(204, {
+    ...cors,
+    'x-request-id': reqId,
+    'access-control-allow-methods': 'POST, GET, HEAD, OPTIONS',
+    'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'content-type',
+    'access-control-max-age': '86400',
+  });
+  res.end();
+  deps.metrics.recordHttp(204, null);
 }
 
 /**
