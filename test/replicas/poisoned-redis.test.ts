@@ -118,12 +118,13 @@ t.test('values poisoned in the shared Redis are refused: answers stay whole and 
   await call(anvil.url, 'anvil_mine', ['0x1']);
   await waitFor('eth_blockNumber still follows the chain', async () => (await blockNumber()) === head + 2);
 
+  // The poisoning may take less time than five of its calls: let it make at least five in all.
+  await waitFor('the other client made five calls', async () => latencies.length >= 5);
   stop = true;
   await other;
   latencies.sort((x, y) => x - y);
   const max = latencies[latencies.length - 1] ?? 0;
   t.comment(`other client: ${latencies.length} calls, ${failures.length} failed, max ${max.toFixed(1)} ms; eth_blockNumber seen: ${[...seen].join(', ')}`);
-  t.ok(latencies.length >= 5, `the other client made its calls throughout (${latencies.length})`);
   t.same(failures.slice(0, 3), [], `the other client had no failure (${failures.length})`);
   t.ok(max < 2_000, `its slowest call took ${max.toFixed(0)} ms`);
   t.ok(
