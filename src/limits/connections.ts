@@ -11,6 +11,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Metrics } from '../metrics/registry.js';
 import { limitKey } from './cidrs.js';
+import { KeyCounts } from './key-counts.js';
 
 export interface ConnectionLimits {
   maxConnections: number;
@@ -26,7 +27,7 @@ export interface ConnectionPeers {
 
 export class ConnectionCaps {
   private total = 0;
-  private readonly perIp = new Map<string, number>();
+  private readonly perIp = new KeyCounts();
   private readonly refused = { total: 0, ip: 0 };
 
   constructor(
@@ -53,7 +54,7 @@ export class ConnectionCaps {
   admit(socket: Socket): boolean {
     const address = this.peers.address(socket.remoteAddress);
     const key = this.peers.trusted(address) ? null : limitKey(address);
-    const why = this.total >= this.limits.maxConnections ? 'total' : key !== null && (this.perIp.get(key) ?? 0) >= this.limits.maxConnectionsPerIp ? 'ip' : null;
+    const why = this.total >= this.limits.maxConnections ? 'total' : key !== null && !this.perIp.take(key, this.limits.maxConnectionsPerIp) ? 'ip' : null;
     if (why !== null) {
       this.refused[why]++;
       this.metrics.connectionsRefused.inc({ reason: why });
@@ -61,15 +62,10 @@ export class ConnectionCaps {
       return false;
     }
     this.total++;
-    if (key !== null) this.perIp.set(key, (this.perIp.get(key) ?? 0) + 1);
     this.metrics.connections.set(this.total);
     socket.once('close', () => {
       this.total--;
-      if (key !== null) {
-        const left = (this.perIp.get(key) ?? 1) - 1;
-        if (left <= 0) this.perIp.delete(key);
-        else this.perIp.set(key, left);
-      }
+      if (key !== null) this.perIp.give(key);
       this.metrics.connections.set(this.total);
     });
     return true;

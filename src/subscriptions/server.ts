@@ -22,8 +22,8 @@ import { peerAddress } from '../server/proxy-protocol.js';
 import type { Front, FrontResult } from '../server/front.js';
 import { rpcTarget } from '../server/http.js';
 import { rawRefusal, refuseSocket } from '../server/refusal.js';
+import { KeyCounts } from '../limits/key-counts.js';
 import type { ChainFeed } from './chain.js';
-import { IpSubscriptions } from './ip-subscriptions.js';
 import type { PendingFeed } from './pending.js';
 import { Frames, type Started } from './frames.js';
 import { Session } from './session.js';
@@ -66,7 +66,7 @@ export class WsFront {
   private readonly wss: WebSocketServer;
   private readonly clients = new Map<WebSocket, Client>();
   private readonly perIp = new Map<string, number>();
-  private readonly ipSubscriptions = new IpSubscriptions();
+  private readonly ipSubscriptions = new KeyCounts();
   private pinger: NodeJS.Timeout | null = null;
   /** Shutdown began: frames that arrive from now on are refused with SHUTTING_DOWN. */
   private closing = false;
