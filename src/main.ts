@@ -42,10 +42,31 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${HELP}\n`);
     return 2;
   }
+  const options = parseOptions(command, rest);
+  if (typeof options === 'number') return options;
+  const { file, print } = options;
+  let config: Config;
+  try {
+    config = loadConfigFile(file);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`invalid configuration in ${file}:\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
+    return 2;
+  }
+  if (command === 'check') {
+    if (print) process.stdout.write(stringifyYaml(maskedConfig(config)));
+    process.stderr.write(`${file}: valid (${config.upstreams.length} upstream${config.upstreams.length === 1 ? '' : 's'})\n`);
+    return 0;
+  }
+  return serve(config, file, command === 'start');
+}
+
+/** The options of serve, start and check: the config file and --print, or an exit code (help, version, a bad line). */
+function parseOptions(command: 'serve' | 'start' | 'check', args: string[]): { file: string; print: boolean } | number {
   let values: { config?: string; help?: boolean; version?: boolean; print?: boolean };
   try {
     ({ values } = parseArgs({
-      args: rest,
+      args,
       options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' }, print: { type: 'boolean' } },
     }));
     if (values.print && command !== 'check') throw new Error('--print is an option of `switchyard check`');
@@ -60,19 +81,11 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`no config file: pass --config FILE or set SWITCHYARD_CONFIG\n\n${HELP}\n`);
     return 2;
   }
-  let config: Config;
-  try {
-    config = loadConfigFile(file);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`invalid configuration in ${file}:\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
-    return 2;
-  }
-  if (command === 'check') {
-    if (values.print) process.stdout.write(stringifyYaml(maskedConfig(config)));
-    process.stderr.write(`${file}: valid (${config.upstreams.length} upstream${config.upstreams.length === 1 ? '' : 's'})\n`);
-    return 0;
-  }
+  return { file, print: values.print === true };
+}
+
+/** Runs the proxy (after the devnet when `withDevnet` and the file has a devnet: section) until SIGTERM or SIGINT. */
+async function serve(config: Config, file: string, withDevnet: boolean): Promise<number> {
   const log = createLogger(config.log.level);
   // Installed at once: without a handler a SIGHUP ends the process, and in `start` mode the devnet
   // boots first. A HUP before the proxy runs is remembered and applied once it does.
@@ -86,7 +99,7 @@ async function main(argv: string[]): Promise<number> {
   // Loaded only once the config is valid, so a bad file is reported (exit 2) without loading them.
   const [{ App }, { startDevnet }] = await Promise.all([import('./app.js'), import('./devnet/index.js')]);
   let devnet: Devnet | null = null;
-  if (command === 'start' && config.devnet !== null) {
+  if (withDevnet && config.devnet !== null) {
     const d = config.devnet;
     devnet = await startDevnet({
       nodes: d.nodes,

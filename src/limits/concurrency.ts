@@ -9,6 +9,8 @@ export class Concurrency {
   private readonly perIp = new Map<string, number>();
   /** Calls shed since start, by the bound that refused them. */
   private readonly shed = { overloaded: 0, ip: 0 };
+  /** Waiting for the last call to end (idle()). */
+  private idleWaiters: (() => void)[] = [];
 
   constructor(
     private maxTotal: number,
@@ -22,6 +24,11 @@ export class Concurrency {
 
   get inFlight(): number {
     return this.total;
+  }
+
+  /** Resolves once no call is in flight (shutdown waits on it). */
+  async idle(): Promise<void> {
+    while (this.total > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Figures for /status: calls in flight against both bounds, clients holding slots, calls shed. */
@@ -47,6 +54,7 @@ export class Concurrency {
 
   release(ip: string, n: number): void {
     this.total -= n;
+    if (this.total === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
     const left = (this.perIp.get(ip) ?? n) - n;
     if (left <= 0) this.perIp.delete(ip);
     else this.perIp.set(ip, left);

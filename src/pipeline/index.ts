@@ -71,12 +71,7 @@ export interface PipelineDeps extends ForwardDeps {
 }
 
 export class Pipeline {
-  constructor(private deps: PipelineDeps) {}
-
-  /** Swaps in what a reload changed; calls already running keep what they started with. */
-  update(deps: PipelineDeps): void {
-    this.deps = deps;
-  }
+  constructor(private readonly deps: PipelineDeps) {}
 
   label(method: string): string {
     return this.deps.policy.label(method);

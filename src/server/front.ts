@@ -44,11 +44,7 @@ export interface FrontDeps {
 const LOGGED_METHODS = 10;
 
 export class Front {
-  constructor(private deps: FrontDeps) {}
-
-  update(deps: FrontDeps): void {
-    this.deps = deps;
-  }
+  constructor(private readonly deps: FrontDeps) {}
 
   /**
    * The answer to one body. Synchronous (no promise) when every call is answered without waiting

@@ -12,6 +12,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
 import { heightOf } from '../jsonrpc/hex.js';
 import type { Metrics } from '../metrics/registry.js';
 import { forward } from '../routing/forward.js';
@@ -42,6 +43,10 @@ export interface FeedSettings {
   reorgDepth: number;
   maxAttempts: number;
   upstreamTimeoutMs: number;
+}
+
+export function feedSettings(c: Config): FeedSettings {
+  return { backfillBlocks: c.subscriptions.backfillBlocks, reorgDepth: c.subscriptions.reorgDepth, maxAttempts: c.routing.maxAttempts, upstreamTimeoutMs: c.routing.upstreamTimeoutMs };
 }
 
 /** Members of a block answer that geth's newHeads header does not carry. */
@@ -89,8 +94,9 @@ export class ChainFeed extends EventEmitter {
     this.pump();
   }
 
-  update(settings: FeedSettings): void {
-    this.settings = settings;
+  /** A reloaded configuration: the next block fetched and the next reorg walked use it. */
+  apply(config: Config): void {
+    this.settings = feedSettings(config);
   }
 
   stop(): void {

@@ -67,12 +67,23 @@ export class Frames {
   private paused = false;
   private pumping = false;
   private closed = false;
+  private answerWaiters: (() => void)[] = [];
 
   constructor(private readonly deps: FramesDeps) {}
 
   /** Frames received and not yet answered (started or waiting to be). */
   get unanswered(): number {
     return this.inFlight.length + this.waiting.length - this.waitingAt;
+  }
+
+  /** Resolves once every frame received so far is answered (or the socket closed): shutdown waits on it. */
+  async allAnswered(): Promise<void> {
+    while (this.unanswered > 0) await new Promise<void>((resolve) => this.answerWaiters.push(resolve));
+  }
+
+  /** Wakes answered() waiters once nothing is unanswered; they check again themselves. */
+  private wake(): void {
+    if (this.answerWaiters.length > 0 && this.unanswered === 0) for (const w of this.answerWaiters.splice(0)) w();
   }
 
   /** Reading is stopped by this room (its pongs may sit unread). */
@@ -102,6 +113,7 @@ export class Frames {
     this.waiting = [];
     this.waitingAt = 0;
     for (const f of this.inFlight.splice(0)) f.written();
+    this.wake();
   }
 
   private mayStart(): boolean {
@@ -160,6 +172,7 @@ export class Frames {
       if (answer.length > 0) this.deps.write(answer);
       f.written();
     }
+    this.wake();
   }
 
   private overflow(): void {
@@ -191,6 +204,7 @@ export class Frames {
     } finally {
       this.pumping = false;
     }
+    this.wake();
     if (this.paused && !this.closed && this.waiting.length === 0 && this.mayStart()) {
       this.paused = false;
       this.deps.resume();

@@ -5,8 +5,10 @@
  * the feed going; a feed that stays open but silent while another delivered lately is replaced.
  * Owns: upstream pending subscriptions and de-duplication. Refuses: per-client delivery (session.ts).
  */
+import { isDeepStrictEqual } from 'node:util';
 import WebSocket from 'ws';
 import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
 import { isHash } from '../jsonrpc/hex.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { notificationResult } from '../upstream/ws-heads.js';
@@ -58,9 +60,14 @@ export class PendingFeed {
     this.watchdog.unref();
   }
 
-  /** Upstreams changed on reload: start again from the new list if anyone listens. */
-  reconfigure(): void {
+  /**
+   * A reloaded configuration (after the fleet applied it): while anyone listens and the upstreams'
+   * `ws` addresses changed, the feeds start again from the new list; unchanged, they stay open.
+   */
+  apply(config: Pick<Config, 'upstreams'>): void {
     if (this.listeners.size === 0) return;
+    const want = config.upstreams.filter((u) => u.ws !== undefined).map((u) => `${u.name} ${u.ws}`);
+    if (isDeepStrictEqual(want, this.feeds.map((f) => `${f.name} ${f.url}`))) return;
     this.shut();
     this.open();
   }

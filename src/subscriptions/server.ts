@@ -71,17 +71,14 @@ export class WsFront {
   /** Shutdown began: frames that arrive from now on are refused with SHUTTING_DOWN. */
   private closing = false;
 
-  constructor(private deps: WsDeps) {
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: deps.maxMessageBytes, perMessageDeflate: false, clientTracking: false });
+  /** `current`: the request path's deps in force, read per frame (a reload swaps them: app.ts). */
+  constructor(private readonly current: () => WsDeps) {
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: current().maxMessageBytes, perMessageDeflate: false, clientTracking: false });
     this.schedulePing();
   }
 
-  update(deps: WsDeps): void {
-    const ping = deps.pingIntervalMs !== this.deps.pingIntervalMs;
-    this.deps = deps;
-    // Read by the library for each new socket: existing sockets keep the cap they started with.
-    this.wss.options.maxPayload = deps.maxMessageBytes;
-    if (ping) this.schedulePing();
+  private get deps(): WsDeps {
+    return this.current();
   }
 
   get connections(): number {
@@ -117,6 +114,8 @@ export class WsFront {
     // Counted only once the handshake succeeded: a handshake ws rejects (no key, wrong version,
     // socket already gone) never reaches the callback, so nothing would ever take the count back.
     // Without verifyClient the callback runs synchronously, so no other upgrade slips in between.
+    // Read by the library for each new socket: open sockets keep the cap they started with.
+    this.wss.options.maxPayload = d.maxMessageBytes;
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       opened = true;
       d.metrics.recordHttp(101, null);
@@ -279,9 +278,11 @@ export class WsFront {
     setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
   }
 
+  /** One round of pings every pingIntervalMs, read for each round (a reload changes the next one). */
   private schedulePing(): void {
-    if (this.pinger) clearInterval(this.pinger);
-    this.pinger = setInterval(() => {
+    if (this.closing) return;
+    this.pinger = setTimeout(() => {
+      this.schedulePing();
       for (const [ws, c] of this.clients) {
         // Not read by choice (its frames wait for answers): its pong may sit unread. Judged again
         // from the first ping after reading resumes.
@@ -309,9 +310,14 @@ export class WsFront {
    */
   async close(code = 1001, deadline = 0): Promise<void> {
     this.closing = true;
-    if (this.pinger) clearInterval(this.pinger);
-    const unanswered = (): boolean => [...this.clients.values()].some((c) => c.frames.unanswered > 0);
-    while (unanswered() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    if (this.pinger) clearTimeout(this.pinger);
+    const wait = Math.max(0, deadline - Date.now());
+    if (wait > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, wait)));
+      await Promise.race([Promise.all([...this.clients.values()].map((c) => c.frames.allAnswered())), late]);
+      clearTimeout(timer);
+    }
     const all = [...this.clients.keys()];
     if (all.length > 0 && code === 1001) this.deps.metrics.wsCloses.inc({ reason: 'shutdown' }, all.length);
     await Promise.all(

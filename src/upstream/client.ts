@@ -39,6 +39,8 @@ export interface UpstreamClient {
   readonly config: UpstreamConfig;
   readonly breaker: Breaker;
   readonly inFlight: number;
+  /** Resolves once no call is in flight (a removed node is closed then). */
+  idle(): Promise<void>;
   /** Moving average of answer latency in ms. */
   readonly latencyMs: number;
   readonly calls: number;
@@ -168,6 +170,8 @@ export class HttpUpstreamClient implements UpstreamClient {
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
   private readonly pool: BytePool;
+  /** Waiting for inFlight to reach 0 (idle()). */
+  private idleWaiters: (() => void)[] = [];
 
   constructor(
     readonly config: UpstreamConfig,
@@ -265,7 +269,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       )
       .then((read) => {
         const ms = performance.now() - started;
-        this.inFlight -= n;
+        this.ended(n);
         // The node does not take batches, or their answer together is over maxResponseBytes: the
         // calls go one by one, each in an exchange of its own (judged by its own answer), counted there.
         if (read === null || (n > 1 && tooLarge(read))) {
@@ -349,7 +353,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     p.done = true;
     const read = checked(p.identity, answer);
     const verdict = p.expensive ? expensiveVerdict(read) : read;
-    this.inFlight--;
+    this.ended(1);
     if (p.expensive) this.expensiveInFlight--;
     const ms = performance.now() - p.started;
     this.settle(verdict, ms, p.passive);
@@ -370,6 +374,17 @@ export class HttpUpstreamClient implements UpstreamClient {
       this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
       if (passive) this.breaker.success();
     }
+  }
+
+  /** Calls given an answer: idle() waiters wake when none is left. */
+  private ended(n: number): void {
+    this.inFlight -= n;
+    if (this.inFlight === 0 && this.idleWaiters.length > 0) for (const wake of this.idleWaiters.splice(0)) wake();
+  }
+
+  async idle(): Promise<void> {
+    // Checked again on waking: calls sent one by one after a refused batch start in the same turn the batch ended.
+    while (this.inFlight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   async close(): Promise<void> {

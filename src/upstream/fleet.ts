@@ -1,7 +1,8 @@
 /**
  * The fleet: every configured upstream, their state and heads, and the fleet head derived from them.
  * Owns: chain-id verification (quarantine), head polling, the fleet head and finalized height, the
- * block number served to clients (it never goes backwards), and swapping upstreams on reload.
+ * block number served to clients (it never goes backwards), and applying a reloaded configuration
+ * (which nodes stay, come and go: membership.ts).
  * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts).
  *
  * The fleet is the only writer of upstream state (node.ts `NodeStatus`). Everything else reports
@@ -14,7 +15,7 @@
  *   takeShared(u, n)              another replica saw u at n (Redis): taken only within reach
  *   observeFinalized(u, n)        the node's own `finalized` block
  *   finalizedUnsupported(u)       the node has no `finalized` tag
- *   retire (reconfigure)          the node is being removed: no new calls, its head stops counting
+ *   apply(config) (reload)        a removed node retires: no new calls, its head stops counting
  * Only a healthy, non-retiring node moves the head (node.ts `movesHead`, checked in `counts`).
  * Events: 'upstream-head' (u) when a node's head or state changes, 'head' (n) when the fleet head
  * rises, 'reorg' (height) when blocks from that height changed.
@@ -24,47 +25,14 @@ import type { Logger } from 'pino';
 import type { Config, UpstreamConfig } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
 import { HeadBelief } from './belief.js';
-import { Canon, type Header } from './heads.js';
+import { Canon, finalizedHeight, type Header } from './heads.js';
 import { HttpUpstreamClient, type UpstreamClient } from './client.js';
 import { Breaker } from './health.js';
 import { freshStatus, movesHead, Upstream, type NodeStatus, type UpstreamState } from './node.js';
 import { Probe, type ProbeSettings } from './probe.js';
+import { changeMembers, closeWhenIdle, fleetOptions, REMOVED_NODE_GRACE_MS, type FleetOptions } from './membership.js';
 
-export interface FleetOptions {
-  chainId: number;
-  headPollMs: number;
-  chainIdCheckMs: number;
-  upstreamTimeoutMs: number;
-  finalityDepth: number;
-  maxHeadJumpBlocks: number;
-  /**
-   * Blocks a head no other node confirms may run beyond the chain's pace since the last confirmed
-   * head (belief.ts); absent = 4, the config default.
-   */
-  headSlackBlocks?: number;
-  /** Circuit breaker settings for every upstream (routing.breaker); absent = the Breaker's defaults. */
-  breaker?: { threshold: number; cooldownMs: number };
-}
-
-export function fleetOptions(cfg: Config): FleetOptions {
-  return {
-    chainId: cfg.chainId,
-    headPollMs: cfg.routing.headPollMs,
-    chainIdCheckMs: cfg.routing.chainIdCheckMs,
-    upstreamTimeoutMs: cfg.routing.upstreamTimeoutMs,
-    finalityDepth: cfg.cache.finalityDepth,
-    maxHeadJumpBlocks: cfg.routing.maxHeadJumpBlocks,
-    headSlackBlocks: cfg.routing.headSlackBlocks,
-    breaker: { threshold: cfg.routing.breaker.failureThreshold, cooldownMs: cfg.routing.breaker.cooldownMs },
-  };
-}
-
-/** A new upstream set built by Fleet.prepare: swapped in by `apply`, or thrown away by `discard`. */
-export interface FleetChange {
-  /** Swaps the new set in at once; resolves when the removed nodes have drained and closed. */
-  apply(): Promise<void>;
-  discard(): void;
-}
+export { fleetOptions, type FleetOptions } from './membership.js';
 
 export class Fleet extends EventEmitter {
   upstreams: Upstream[] = [];
@@ -334,7 +302,7 @@ export class Fleet extends EventEmitter {
     const previous = this.head;
     if (head >= 0) {
       this.head = head;
-      this.finalized = this.finalizedHeight(head);
+      this.finalized = finalizedHeight(this.upstreams.filter((u) => this.counts(u)), head, this.opts.finalityDepth);
       if (head > previous) this.belief.rose(previous, head);
       else if (head < previous) this.belief.fell(head);
     }
@@ -356,20 +324,6 @@ export class Fleet extends EventEmitter {
   reach(): number {
     const r = this.belief.reach();
     return r >= 0 ? r : this.head;
-  }
-
-  /**
-   * The lowest finalized height among in-sync healthy upstreams (their `finalized` tag, or head -
-   * finalityDepth): the cache trusts a block as immutable only when every node it may ask agrees.
-   */
-  private finalizedHeight(head: number): number {
-    let min = Number.POSITIVE_INFINITY;
-    for (const u of this.upstreams) {
-      if (!this.counts(u) || head - u.head > this.opts.finalityDepth) continue;
-      const f = u.finalizedSupported && u.finalized >= 0 ? u.finalized : u.head - this.opts.finalityDepth;
-      min = Math.min(min, f);
-    }
-    return Number.isFinite(min) ? Math.max(0, Math.min(min, head)) : Math.max(0, head - this.opts.finalityDepth);
   }
 
   private publish(): void {
@@ -396,76 +350,30 @@ export class Fleet extends EventEmitter {
   }
 
   /**
-   * Applies a reloaded upstream list: unchanged entries keep their object (and in-flight calls);
-   * removed ones stop getting new calls and are closed once their in-flight calls finish.
+   * A reloaded configuration (SPEC 2): routing settings at once; upstreams unchanged keep their
+   * object (and in-flight calls); one at the same address with other settings keeps what the fleet
+   * knows of it; removed ones stop getting calls at once and are closed once their in-flight calls
+   * end. All or nothing: building a client can throw (a caFile gone since validation), and then the
+   * fleet is as it was. Swaps synchronously; the promise resolves once the removed nodes closed.
    */
-  async reconfigure(opts: FleetOptions, configs: readonly UpstreamConfig[]): Promise<void> {
-    await this.prepare(opts, configs).apply();
+  apply(config: Config): Promise<void> {
+    const change = changeMembers(this.upstreams, config.upstreams, (c, same) =>
+      same === undefined ? this.build(c, freshStatus(), {}) : this.build(c, { ...this.s(same), retiring: false }, { latencyMs: same.latencyMs }),
+    );
+    this.opts = fleetOptions(config);
+    if (this.opts.breaker) for (const u of change.kept) u.breaker.configure(this.opts.breaker);
+    for (const u of change.built) this.track(u);
+    for (const u of change.removed) this.s(u).retiring = true;
+    this.upstreams = change.next;
+    this.recompute();
+    return Promise.all(change.removed.map((u) => this.close(u))).then(() => undefined);
   }
 
-  /**
-   * Builds the upstreams of a new configuration without touching the running fleet: building a
-   * client can throw (a URL whose credentials do not decode, an unreadable caFile), and a reload
-   * that fails must leave the fleet as it was. `apply` swaps them in (it must run in the same turn
-   * as prepare, so a kept node's copied state is current); `discard` closes what was built.
-   */
-  prepare(opts: FleetOptions, configs: readonly UpstreamConfig[]): FleetChange {
-    const byName = new Map(this.upstreams.map((u) => [u.name, u]));
-    const next: Upstream[] = [];
-    const built: Upstream[] = [];
-    const discard = (): void => {
-      for (const u of built) void u.client.close();
-    };
-    try {
-      for (const c of configs) {
-        const old = byName.get(c.name);
-        if (old && JSON.stringify(old.config) === JSON.stringify(c)) {
-          next.push(old);
-          byName.delete(c.name);
-        } else {
-          // Same address, other weight/tags/pool size: the same node, so it keeps what the fleet
-          // knows of it (state, head, finality) and its latency, and stays routable. Starting it as
-          // 'connecting' left a gap until its first poll, and re-weighting every upstream at once
-          // answered calls with "none healthy" meanwhile. Its chain id is checked again on the
-          // tracker's first poll all the same.
-          const same = old !== undefined && old.config.url === c.url && old.config.ws === c.ws;
-          const u = same ? this.build(c, { ...this.s(old), retiring: false }, { latencyMs: old.latencyMs }) : this.build(c, freshStatus(), {});
-          next.push(u);
-          built.push(u);
-        }
-      }
-    } catch (err) {
-      discard();
-      throw err;
-    }
-    const removed = [...byName.values()];
-    return {
-      apply: async () => {
-        this.opts = opts;
-        if (opts.breaker) for (const u of this.upstreams) u.breaker.configure(opts.breaker);
-        for (const u of built) this.track(u);
-        for (const u of removed) this.retire(u);
-        this.upstreams = next;
-        this.recompute();
-        await Promise.all(removed.map((u) => this.drain(u)));
-      },
-      discard,
-    };
-  }
-
-  /** The node is being removed: it takes no new calls and its head stops counting at once. */
-  private retire(u: Upstream): void {
-    this.s(u).retiring = true;
-  }
-
-  /** Stops probing a removed node and closes it once its in-flight calls finish. */
-  private async drain(u: Upstream): Promise<void> {
+  /** A removed node: not probed any more, its series gone (unless a replacement took its name), closed once idle. */
+  private close(u: Upstream): Promise<void> {
     this.untrack(u);
-    // A re-weighted node is replaced under the same name: its series belong to the new object now.
     if (!this.upstreams.some((x) => x.name === u.name)) this.metrics.forgetUpstream(u.name);
-    const deadline = Date.now() + 60_000;
-    while (u.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await u.client.close();
+    return closeWhenIdle(u, REMOVED_NODE_GRACE_MS);
   }
 
   private untrack(u: Upstream): void {

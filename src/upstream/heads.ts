@@ -56,3 +56,18 @@ export class Canon {
     return fork;
   }
 }
+
+/**
+ * The lowest finalized height among `nodes` (the healthy ones that move the head) within
+ * finalityDepth of `head`: a node's `finalized` tag, or its head - finalityDepth. The cache trusts
+ * a block as immutable only when every node it may ask agrees.
+ */
+export function finalizedHeight(nodes: readonly { head: number; finalized: number; finalizedSupported: boolean }[], head: number, finalityDepth: number): number {
+  let min = Number.POSITIVE_INFINITY;
+  for (const u of nodes) {
+    if (head - u.head > finalityDepth) continue;
+    const f = u.finalizedSupported && u.finalized >= 0 ? u.finalized : u.head - finalityDepth;
+    min = Math.min(min, f);
+  }
+  return Number.isFinite(min) ? Math.max(0, Math.min(min, head)) : Math.max(0, head - finalityDepth);
+}

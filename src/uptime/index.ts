@@ -12,6 +12,7 @@
  */
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
 import { HeadWatch, confirmChain, type FleetView } from './checks.js';
 import { WINDOWS, fraction, hex, history, incidentLines, iso, uptimeWindows, type UptimeReport } from './report.js';
@@ -56,6 +57,7 @@ interface LastProbe {
 
 export class Uptime implements UptimePages {
   private settings: UptimeSettings;
+  private upstreamTimeoutMs: number;
   private readonly store: UptimeStore;
   private readonly watch: HeadWatch;
   private readonly clock: Clock;
@@ -80,6 +82,7 @@ export class Uptime implements UptimePages {
     private readonly deps: UptimeDeps,
   ) {
     this.settings = settings;
+    this.upstreamTimeoutMs = deps.upstreamTimeoutMs;
     this.clock = deps.clock ?? SYSTEM_CLOCK;
     this.log = deps.log.child({ room: 'uptime' });
     const now = this.clock.now();
@@ -122,17 +125,21 @@ export class Uptime implements UptimePages {
     }, delayMs);
   }
 
-  /** Settings that apply to a running room; `enabled` and `store` need a restart (app.ts says so). */
-  update(settings: UptimeSettings): void {
-    this.settings = settings;
-    this.watch.setStallAfter(settings.stallAfterSeconds * 1000);
+  /**
+   * A reloaded configuration: the next probe runs with it. `enabled` and `store` are read at start
+   * (config/restart.ts keeps their running values).
+   */
+  apply(config: Pick<Config, 'uptime' | 'routing'>): void {
+    this.settings = config.uptime;
+    this.upstreamTimeoutMs = config.routing.upstreamTimeoutMs;
+    this.watch.setStallAfter(config.uptime.stallAfterSeconds * 1000);
   }
 
   /** One probe now: both checks, the store, incidents, metrics, the report's summary. */
   async probe(): Promise<void> {
     const s = this.settings;
     const { fleet, chainId, metrics } = this.deps;
-    const timeoutMs = Math.max(1_000, Math.min(s.probeIntervalMs, this.deps.upstreamTimeoutMs));
+    const timeoutMs = Math.max(1_000, Math.min(s.probeIntervalMs, this.upstreamTimeoutMs));
     const reachable = await confirmChain(fleet.upstreams, chainId, timeoutMs);
     if (this.closed) return;
     const t = this.clock.now();

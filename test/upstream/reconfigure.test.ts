@@ -1,20 +1,23 @@
 /**
- * Fleet.reconfigure in-process, against two fake nodes with a fixed head: a reloaded entry with the
+ * Fleet.apply (a reload) in-process, against two fake nodes with a fixed head: a reloaded entry with the
  * same address but another weight is the same node, so it stays routable through the swap (no
  * "none healthy" gap until its next poll) and keeps its /metrics series; a removed entry's series
  * go away; a new address starts unverified ('connecting') until its chain id is checked.
  */
 import t from 'tap';
-import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
+import { Fleet, fleetOptions } from '../../src/upstream/fleet.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { createLogger } from '../../src/log/logger.js';
 import { eligible } from '../../src/routing/select.js';
-import type { UpstreamConfig } from '../../src/config/schema.js';
+import { configSchema, type Config, type UpstreamConfig } from '../../src/config/schema.js';
 import { upstreamConfig } from '../helpers/fake-client.js';
 import { startFakeNode } from '../helpers/fake-node.js';
 import { waitFor } from '../helpers/wait.js';
 
-const OPTS: FleetOptions = { chainId: 186, headPollMs: 100, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
+const BASE: Config = configSchema.parse({ upstreams: [{ name: 'x', url: 'http://127.0.0.1:9' }], routing: { headPollMs: 100, upstreamTimeoutMs: 1000 } });
+const OPTS = fleetOptions(BASE);
+/** The configuration a reload reads: BASE with these upstreams. */
+const reloaded = (upstreams: UpstreamConfig[]): Config => ({ ...BASE, upstreams });
 const HEADER = { number: '0x7', hash: `0x${'11'.repeat(32)}`, parentHash: `0x${'22'.repeat(32)}` };
 
 const cfg = (name: string, url: string, weight = 1): UpstreamConfig => upstreamConfig(name, { url, weight, maxConnections: 4 });
@@ -30,7 +33,7 @@ t.test('re-weighting keeps the node routable and its metrics', async (t) => {
 
   const oldA = fleet.upstreams[0]!;
   // Checked synchronously, before any poll of the new objects could have answered.
-  const reweighting = fleet.reconfigure(OPTS, [cfg('a', a.url, 3), cfg('b', b.url, 2)]);
+  const reweighting = fleet.apply(reloaded([cfg('a', a.url, 3), cfg('b', b.url, 2)]));
   t.not(fleet.upstreams[0], oldA, 'a changed entry is a new object');
   t.same(
     fleet.upstreams.map((u) => u.weight),
@@ -51,7 +54,7 @@ t.test('re-weighting keeps the node routable and its metrics', async (t) => {
   t.match(text, /switchyard_upstream_head_block_number\{upstream="a"\} 7/, 'node a keeps its head series');
   t.match(text, /switchyard_upstream_healthy\{upstream="b"\} 1/, 'node b keeps its healthy series');
 
-  const swapping = fleet.reconfigure(OPTS, [cfg('b', b.url, 2), cfg('c', c.url)]);
+  const swapping = fleet.apply(reloaded([cfg('b', b.url, 2), cfg('c', c.url)]));
   t.equal(fleet.upstreams[1]!.state, 'connecting', 'a new address starts unverified');
   await swapping;
   await waitFor('c healthy', () => fleet.upstreams[1]!.state === 'healthy');
