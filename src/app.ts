@@ -208,7 +208,7 @@ export class App {
       throw err;
     }
     // From here on nothing throws: the new configuration goes in whole.
-    if (kept.length > 0) log.warn({ settings: kept }, 'these settings are read at start; restart to apply them');
+    if (kept.length > 0) log.warn({ settings: kept }, 'these settings cannot change on reload; restart to apply them');
     this.path = path;
     if (path.rateLimits !== running.rateLimits) void running.rateLimits.close();
     if (running.config.log.level !== next.log.level) log.level = next.log.level;
