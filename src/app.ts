@@ -107,7 +107,11 @@ export class App {
       closeConnections: () => this.stopping,
     };
     this.path = buildRequestPath(config, this.parts);
-    this.listeners = createListeners(() => this.path, this.rooms.metrics, () => this.adminDeps());
+    this.listeners = createListeners(
+      () => this.path,
+      this.rooms.metrics,
+      () => this.adminDeps(),
+    );
   }
 
   static async start(config: Config, opts: AppOptions = {}): Promise<App> {

@@ -46,7 +46,12 @@ export interface FeedSettings {
 }
 
 export function feedSettings(c: Config): FeedSettings {
-  return { backfillBlocks: c.subscriptions.backfillBlocks, reorgDepth: c.subscriptions.reorgDepth, maxAttempts: c.routing.maxAttempts, upstreamTimeoutMs: c.routing.upstreamTimeoutMs };
+  return {
+    backfillBlocks: c.subscriptions.backfillBlocks,
+    reorgDepth: c.subscriptions.reorgDepth,
+    maxAttempts: c.routing.maxAttempts,
+    upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
+  };
 }
 
 /** Members of a block answer that geth's newHeads header does not carry. */

@@ -67,7 +67,13 @@ export class PendingFeed {
   apply(config: Pick<Config, 'upstreams'>): void {
     if (this.listeners.size === 0) return;
     const want = config.upstreams.filter((u) => u.ws !== undefined).map((u) => `${u.name} ${u.ws}`);
-    if (isDeepStrictEqual(want, this.feeds.map((f) => `${f.name} ${f.url}`))) return;
+    if (
+      isDeepStrictEqual(
+        want,
+        this.feeds.map((f) => `${f.name} ${f.url}`),
+      )
+    )
+      return;
     this.shut();
     this.open();
   }

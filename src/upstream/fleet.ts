@@ -302,7 +302,11 @@ export class Fleet extends EventEmitter {
     const previous = this.head;
     if (head >= 0) {
       this.head = head;
-      this.finalized = finalizedHeight(this.upstreams.filter((u) => this.counts(u)), head, this.opts.finalityDepth);
+      this.finalized = finalizedHeight(
+        this.upstreams.filter((u) => this.counts(u)),
+        head,
+        this.opts.finalityDepth,
+      );
       if (head > previous) this.belief.rose(previous, head);
       else if (head < previous) this.belief.fell(head);
     }

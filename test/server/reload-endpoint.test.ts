@@ -115,7 +115,10 @@ t.test('what cannot reload is named in a warning; the log level reloads', async 
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: a.url }], log: { level: 'warn' } }, { configFile: file, logger: createLogger('warn', stream) });
   writeFileSync(
     file,
-    fileFor([{ name: 'node-a', url: a.url }], 'log: { level: info }\nchainId: 1\ncache: { maxBytes: 1000 }\nuptime: { store: null }').replace('port: 0, wsPort: null', 'port: 1, wsPort: null'),
+    fileFor([{ name: 'node-a', url: a.url }], 'log: { level: info }\nchainId: 1\ncache: { maxBytes: 1000 }\nuptime: { store: null }').replace(
+      'port: 0, wsPort: null',
+      'port: 1, wsPort: null',
+    ),
   );
   t.equal((await reload(sy.adminUrl)).status, 200);
   const warn = lines.find((l) => l.msg === 'these settings cannot change on reload; restart to apply them');
