@@ -30,7 +30,7 @@ import { HttpUpstreamClient, type UpstreamClient } from './client.js';
 import { Breaker } from './health.js';
 import { freshStatus, movesHead, Upstream, type NodeStatus, type UpstreamState } from './node.js';
 import { Probe, type ProbeSettings } from './probe.js';
-import { changeMembers, closeWhenIdle, fleetOptions, REMOVED_NODE_GRACE_MS, type FleetOptions } from './membership.js';
+import { changeMembers, closeWhenIdle, fleetOptions, REMOVED_NODE_GRACE_MS, reportTo, type FleetOptions } from './membership.js';
 
 export { fleetOptions, type FleetOptions } from './membership.js';
 
@@ -145,25 +145,7 @@ export class Fleet extends EventEmitter {
   private track(u: Upstream): void {
     this.metrics.declareUpstream(u.name);
     if (this.opts.breaker) u.breaker.configure(this.opts.breaker);
-    const probe = new Probe(u, () => this.probeSettings(), this.now, {
-      up: () => {
-        this.log.debug({ upstream: u.name, state: 'healthy' }, 'probe: state');
-        this.markUp(u);
-      },
-      down: (why) => {
-        this.log.debug({ upstream: u.name, state: 'down', why }, 'probe: state');
-        this.markDown(u, why);
-      },
-      late: (why) => this.markLate(u, why),
-      header: (h, observedAt) => {
-        this.log.debug({ upstream: u.name, head: h.number }, 'probe: head');
-        this.observeHeader(u, h, observedAt);
-      },
-      finalized: (n) => this.observeFinalized(u, n),
-      finalizedUnsupported: () => this.finalizedUnsupported(u),
-      quarantined: (got) => this.quarantine(u, got),
-      crashed: (err) => this.log.error({ upstream: u.name, err }, 'head poll crashed'),
-    });
+    const probe = new Probe(u, () => this.probeSettings(), this.now, reportTo(this, u, this.log));
     this.probes.set(u, probe);
     probe.start();
   }

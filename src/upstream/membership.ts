@@ -2,11 +2,15 @@
  * Which nodes make up the fleet across a reload: which stay as they are, which are rebuilt under
  * the same name, which come and which go, and when a node that went may be closed. The fleet
  * (fleet.ts) applies the result; this file never touches a node's state.
- * Owns: the fleet's settings from a Config, the membership change, closing a removed node once idle.
+ * Owns: the fleet's settings from a Config, the membership change, what a member's probe reports to
+ * the fleet, closing a removed node once idle.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Config, UpstreamConfig } from '../config/schema.js';
+import type { Logger } from 'pino';
+import type { Fleet } from './fleet.js';
 import type { Upstream } from './node.js';
+import type { ProbeSink } from './probe.js';
 
 export interface FleetOptions {
   chainId: number;
@@ -78,6 +82,29 @@ export function changeMembers(running: readonly Upstream[], configs: readonly Up
   }
   change.removed = [...byName.values()];
   return change;
+}
+
+/** A member's probe reports each observation to the fleet's transition for it (fleet.ts). */
+export function reportTo(fleet: Fleet, u: Upstream, log: Logger): ProbeSink {
+  return {
+    up: () => {
+      log.debug({ upstream: u.name, state: 'healthy' }, 'probe: state');
+      fleet.markUp(u);
+    },
+    down: (why) => {
+      log.debug({ upstream: u.name, state: 'down', why }, 'probe: state');
+      fleet.markDown(u, why);
+    },
+    late: (why) => fleet.markLate(u, why),
+    header: (h, observedAt) => {
+      log.debug({ upstream: u.name, head: h.number }, 'probe: head');
+      fleet.observeHeader(u, h, observedAt);
+    },
+    finalized: (n) => fleet.observeFinalized(u, n),
+    finalizedUnsupported: () => fleet.finalizedUnsupported(u),
+    quarantined: (got) => fleet.quarantine(u, got),
+    crashed: (err) => log.error({ upstream: u.name, err }, 'head poll crashed'),
+  };
 }
 
 /** How long a removed node's calls may keep it open; each is bounded by its own deadline well before. */

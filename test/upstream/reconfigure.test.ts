@@ -62,3 +62,33 @@ t.test('re-weighting keeps the node routable and its metrics', async (t) => {
   t.notMatch(after, /switchyard_upstream_head_block_number\{upstream="a"\}/, 'the removed node a has no series left');
   t.match(after, /switchyard_upstream_head_block_number\{upstream="c"\} 7/, 'the added node c has its series');
 });
+
+t.test('a removed node is closed when its last call ends, and that call gets its answer', async (t) => {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const script = (method: string) =>
+    method === 'eth_getBlockByNumber' ? { result: HEADER } : method === 'eth_getBalance' ? { defer: () => held.then(() => ({ result: '0x2a' })) } : undefined;
+  const [a, b] = await Promise.all([startFakeNode(t, script), startFakeNode(t, script)]);
+  const fleet = new Fleet(OPTS, [cfg('a', a.url), cfg('b', b.url)], new Metrics({ processMetrics: false }), createLogger('silent'));
+  t.teardown(() => fleet.stop());
+  fleet.start();
+  await waitFor('both healthy', () => fleet.upstreams.every((u) => u.state === 'healthy'));
+
+  const oldA = fleet.upstreams[0]!;
+  const answer = oldA.call('eth_getBalance', '["0x0","latest"]', 10_000);
+  await waitFor('the call reached node a', () => a.calls.some((c) => c.method === 'eth_getBalance'));
+  let closed = false;
+  const removing = fleet.apply(reloaded([cfg('b', b.url)])).then(() => (closed = true));
+  t.same(
+    fleet.upstreams.map((u) => u.name),
+    ['b'],
+    'removed from the fleet at once',
+  );
+  t.ok(oldA.retiring, 'and takes no new calls');
+  await new Promise((resolve) => setImmediate(resolve));
+  t.notOk(closed, 'not closed while its call is in flight');
+  release();
+  t.same((await answer).verdict, { kind: 'result', result: '"0x2a"' }, 'the call in flight gets its answer');
+  await removing;
+  t.ok(closed, 'closed once that call ended');
+});
