@@ -217,8 +217,7 @@ export class App {
     if (path.rateLimits !== running.rateLimits) void running.rateLimits.close();
     if (running.config.log.level !== next.log.level) log.level = next.log.level;
     applyTimeouts(this.listeners, next.server);
-    concurrency.update(next.server.maxInFlight, next.server.maxInFlightPerIp);
-    this.listeners.connections.update(path.connectionLimits);
+    concurrency.apply(next.server);
     largeAnswers.resize(next.routing.maxLargeAnswerBytes);
     feed.apply(next);
     pending.apply(next);

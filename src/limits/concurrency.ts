@@ -17,9 +17,10 @@ export class Concurrency {
     private maxPerIp: number,
   ) {}
 
-  update(maxTotal: number, maxPerIp: number): void {
-    this.maxTotal = maxTotal;
-    this.maxPerIp = maxPerIp;
+  /** A reloaded configuration's bounds (server.maxInFlight, server.maxInFlightPerIp): the next acquire uses them. */
+  apply(server: { maxInFlight: number; maxInFlightPerIp: number }): void {
+    this.maxTotal = server.maxInFlight;
+    this.maxPerIp = server.maxInFlightPerIp;
   }
 
   get inFlight(): number {

@@ -31,15 +31,12 @@ export class ConnectionCaps {
   private readonly refused = { total: 0, ip: 0 };
 
   constructor(
-    private limits: ConnectionLimits,
+    /** Read on every connection: the app hands in the request path's, so a reload applies to the next one. */
+    private readonly limits: ConnectionLimits,
     private readonly peers: ConnectionPeers,
     private readonly metrics: Metrics,
   ) {
     metrics.connections.set(0);
-  }
-
-  update(limits: ConnectionLimits): void {
-    this.limits = limits;
   }
 
   /**

@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Concurrency } from '../limits/concurrency.js';
-import { ConnectionCaps } from '../limits/connections.js';
+import { ConnectionCaps, type ConnectionLimits } from '../limits/connections.js';
 import type { Metrics } from '../metrics/registry.js';
 import { WsFront } from '../subscriptions/server.js';
 import { createAdminServer, type AdminDeps } from './admin.js';
@@ -61,8 +61,16 @@ export function createListeners(current: () => RequestPath, metrics: Metrics, ad
     }
   }
   // After the PROXY protocol check: the caps count every accepted connection, header or not.
+  const limits: ConnectionLimits = {
+    get maxConnections() {
+      return current().connectionLimits.maxConnections;
+    },
+    get maxConnectionsPerIp() {
+      return current().connectionLimits.maxConnectionsPerIp;
+    },
+  };
   const connections = new ConnectionCaps(
-    current().connectionLimits,
+    limits,
     { address: (remote) => current().clientIp.resolve(remote, undefined), trusted: (ip) => current().clientIp.isTrusted(ip) },
     metrics,
   );
