@@ -139,7 +139,7 @@ export class App {
         acceptProxyProtocol(server, {
           trusted: (peer) => this.httpDeps.clientIp.isTrusted(peer),
           timeoutMs: config.server.headersTimeoutMs,
-          refused: (why) => this.metrics.proxyRefused.inc({ reason: why }),
+          refused: (why) => this.metrics.recordProxyRefused(why),
         });
       }
     }
@@ -260,8 +260,8 @@ export class App {
       collect: () => {
         this.cache.collect();
         this.uptime?.collect();
-        this.metrics.inFlight.set(this.concurrency.inFlight);
-        this.metrics.maxLagBlocks.set(this.config.routing.maxLagBlocks);
+        this.metrics.setInFlight(this.concurrency.inFlight);
+        this.metrics.setMaxLagBlocks(this.config.routing.maxLagBlocks);
       },
     };
   }

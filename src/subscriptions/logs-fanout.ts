@@ -252,7 +252,7 @@ export class LogsFanout {
 
   private count(): void {
     if (this.uncounted === 0) return;
-    this.metrics.wsNotifications.inc({ kind: 'logs' }, this.uncounted);
+    this.metrics.recordNotifications('logs', this.uncounted);
     this.uncounted = 0;
   }
 }

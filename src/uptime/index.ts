@@ -46,7 +46,6 @@ export interface UptimeDeps {
 }
 
 const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
-const KINDS: readonly IncidentKind[] = ['unreachable', 'stalled'];
 
 interface LastProbe {
   t: number;
@@ -88,7 +87,7 @@ export class Uptime implements UptimePages {
     const head = Number(this.store.getMeta('head') ?? NaN);
     const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
     this.watch = new HeadWatch(settings.stallAfterSeconds * 1000, now, Number.isFinite(head) && Number.isFinite(roseAt) ? { head, roseAt } : null);
-    deps.metrics.uptimeStorePersistent.set(this.store.persistent ? 1 : 0);
+    deps.metrics.setUptimeStorePersistent(this.store.persistent);
     this.publishIncidents();
     deps.fleet.on?.('head', this.onHead);
   }
@@ -188,7 +187,7 @@ export class Uptime implements UptimePages {
       }
       const file = this.store.path;
       const kept = this.store.toMemory();
-      this.deps.metrics.uptimeStorePersistent.set(0);
+      this.deps.metrics.setUptimeStorePersistent(false);
       this.log.error({ store: file, err, historyKept: kept }, 'uptime.store failed; uptime history is kept in memory only from now on');
       try {
         return op();
@@ -200,13 +199,13 @@ export class Uptime implements UptimePages {
   }
 
   private publishIncidents(): void {
-    for (const kind of KINDS) this.deps.metrics.uptimeIncidentOpen.set({ kind }, this.open.has(kind) ? 1 : 0);
+    this.deps.metrics.setUptimeIncidents(this.open);
   }
 
   /** Refreshes the gauges that move with time (before a scrape). */
   collect(): void {
     const { ageMs } = this.watch.judge(this.clock.now());
-    if (ageMs !== null) this.deps.metrics.uptimeHeadAge.set(ageMs / 1000);
+    if (ageMs !== null) this.deps.metrics.setUptimeHeadAge(ageMs / 1000);
   }
 
   /** The report of SPEC 12; null until the first probe has finished. */

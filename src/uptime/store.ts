@@ -19,7 +19,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 
-export type IncidentKind = 'unreachable' | 'stalled';
+export const INCIDENT_KINDS = ['unreachable', 'stalled'] as const;
+export type IncidentKind = (typeof INCIDENT_KINDS)[number];
 
 export interface ProbeRow {
   /** ms since the epoch */
