@@ -32,7 +32,7 @@ function series(text: string, name: string, label: string): { values: string[]; 
 
 const sorted = (xs: readonly string[]): string[] => [...xs].sort();
 
-t.test('series that read 0 from the start come from the producers\' label lists', async (t) => {
+t.test("series that read 0 from the start come from the producers' label lists", async (t) => {
   const text = await new Metrics({ processMetrics: false }).registry.metrics();
   const cases: [string, string, readonly string[]][] = [
     ['switchyard_failovers_total', 'reason', FAILOVER_LABELS],
@@ -50,7 +50,11 @@ t.test('series that read 0 from the start come from the producers\' label lists'
     t.ok(s.zero, `${name}: every series at 0`);
   }
   t.same(series(text, 'switchyard_cache_lookups_total', 'class').values, sorted(CACHE_CLASSES.flatMap((c) => [c, c])), 'cache lookups: a hit and a miss series per class');
-  t.same(series(text, 'switchyard_uptime_probes_total', 'check').values, sorted(PROBE_CHECKS.flatMap((c) => PROBE_RESULTS.map(() => c))), 'uptime probes: an ok and a fail series per check');
+  t.same(
+    series(text, 'switchyard_uptime_probes_total', 'check').values,
+    sorted(PROBE_CHECKS.flatMap((c) => PROBE_RESULTS.map(() => c))),
+    'uptime probes: an ok and a fail series per check',
+  );
   t.ok(
     FAILOVER_REASONS.every((r) => (FAILOVER_LABELS as readonly string[]).includes(r)),
     'every verdict reason that fails over is a failover label',
@@ -89,8 +93,14 @@ t.test('forgetUpstream drops every series of a removed upstream', async (t) => {
   metrics.setUpstreamInFlight('gone', 1);
   metrics.setUpstreamLatency('gone', 0.1);
   metrics.setBreakerState('gone', 'open');
-  t.same(metricSamples(await metrics.registry.metrics(), 'switchyard_upstream_breaker_state', { upstream: 'gone' }).sort(), [0, 0, 1], 'one breaker series per state, 1 on the current');
+  t.same(
+    metricSamples(await metrics.registry.metrics(), 'switchyard_upstream_breaker_state', { upstream: 'gone' }).sort(),
+    [0, 0, 1],
+    'one breaker series per state, 1 on the current',
+  );
   metrics.forgetUpstream('gone');
-  const left = (await metrics.registry.metrics()).split('\n').filter((l) => !l.startsWith('#') && l.includes('upstream="gone"') && !l.startsWith('switchyard_upstream_quarantined_total'));
+  const left = (await metrics.registry.metrics())
+    .split('\n')
+    .filter((l) => !l.startsWith('#') && l.includes('upstream="gone"') && !l.startsWith('switchyard_upstream_quarantined_total'));
   t.same(left, [], 'no gauge series left for it (the event counter keeps its count)');
 });
