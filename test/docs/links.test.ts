@@ -11,20 +11,14 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DOCS = join(ROOT, 'docs');
 
 /** The pages SPEC 1 asks for, one per concern. */
-const PAGES = [
-  'configuration.md',
-  'routing.md',
-  'cache.md',
-  'limits.md',
-  'websocket.md',
-  'operations.md',
-  'observability.md',
-  'uptime-page.md',
-  'errors.md',
-  'benchmarks.md',
-];
+const PAGES = ['configuration.md', 'routing.md', 'cache.md', 'limits.md', 'websocket.md', 'operations.md', 'observability.md', 'uptime-page.md', 'errors.md', 'benchmarks.md'];
 
-const files = [join(ROOT, 'README.md'), ...readdirSync(DOCS).filter((f) => f.endsWith('.md')).map((f) => join(DOCS, f))];
+const files = [
+  join(ROOT, 'README.md'),
+  ...readdirSync(DOCS)
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => join(DOCS, f)),
+];
 
 /** The text outside fenced code blocks and inline code spans: links and headings there are not markdown. */
 function prose(markdown: string): string {
@@ -54,7 +48,9 @@ function links(markdown: string): string[] {
 }
 
 t.test('anchors follow GitHub rules', async (t) => {
-  const a = anchors('# Limits and hostile input\n## `logs` subscriptions\n### eth_getLogs ranges and large answers\n## A node\'s head\n## Metrics\n## Metrics\n```\n# not a heading\n```\n');
+  const a = anchors(
+    "# Limits and hostile input\n## `logs` subscriptions\n### eth_getLogs ranges and large answers\n## A node's head\n## Metrics\n## Metrics\n```\n# not a heading\n```\n",
+  );
   t.strictSame([...a], ['limits-and-hostile-input', 'logs-subscriptions', 'eth_getlogs-ranges-and-large-answers', 'a-nodes-head', 'metrics', 'metrics-1']);
 });
 
