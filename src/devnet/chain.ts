@@ -60,7 +60,7 @@ export function recordFromHeader(header: RpcBlockHeader, rawTxs: string[]): Bloc
   };
 }
 
-export class ChainRecord {
+export class DevnetChain {
   private readonly blocks: BlockRecord[];
   private readonly txs = new Set<string>();
   private readonly stepSeconds: number;

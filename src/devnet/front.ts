@@ -16,7 +16,7 @@ const SUBMITS = /"method"\s*:\s*"eth_send(Raw)?Transaction"/;
 /** How long a hold waits for submissions already forwarded; a node that does not answer fails the replay anyway. */
 const DRAIN_TIMEOUT_MS = 3_000;
 
-export class NodeFront {
+export class DevnetNodeFront {
   private server: Server | null = null;
   private agent: Agent | null = null;
   private readonly sockets = new Set<Socket>();

@@ -165,8 +165,8 @@ export class JsonChecker {
   private escaped(c: number): void {
     if (this.isKey) this.keyRaw += String.fromCharCode(c);
     if (this.state === UNICODE) {
-      const hex = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
-      if (!hex) this.state = BAD;
+      const isHexDigit = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+      if (!isHexDigit) this.state = BAD;
       else if (--this.hexLeft === 0) this.state = STRING;
       return;
     }

@@ -8,6 +8,7 @@ import type { Writable } from 'node:stream';
 import { constants, createGzip, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
+import { toQuantity } from '../jsonrpc/hex.js';
 import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
@@ -303,7 +304,7 @@ function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void
         if (page !== null) return finish(page.status, page.body, page.headers);
       }
       if (target === null) return reject('NOT_FOUND');
-      const info = { name: 'switchyard', version: deps.version, chainId: `0x${deps.chainId.toString(16)}`, ready: deps.isReady() };
+      const info = { name: 'switchyard', version: deps.version, chainId: toQuantity(deps.chainId), ready: deps.isReady() };
       // With the uptime page on, a browser's GET / gets the page: this answer depends on Accept too.
       return finish(200, JSON.stringify(info), deps.uptime ? VARY_ACCEPT : NO_HEADERS);
     });
