@@ -1,6 +1,8 @@
-// The devnet's memory of its one chain: every block it produced, with what is needed to rebuild it
-// byte for byte on another anvil (raw transactions in order, timestamp, base fee). It also owns the
-// rules that make a block reproducible (timestamp schedule, EIP-1559 base fee). It never talks to a node.
+/**
+ * The devnet's memory of its one chain: every block it produced, with what is needed to rebuild it
+ * byte for byte on another anvil (raw transactions in order, timestamp, base fee). It also owns the
+ * rules that make a block reproducible (timestamp schedule, EIP-1559 base fee). It never talks to a node.
+ */
 
 export interface BlockRecord {
   number: number;

@@ -1,7 +1,8 @@
-// The devnet's control API: a tiny HTTP surface over Devnet so faults can be injected by hand or by
-// tests (curl -X POST .../nodes/1/lag?blocks=3). It only translates requests; the behaviour is the
-// fleet's. It never returns anything but node metadata (no keys, no process details beyond pid).
-
+/**
+ * The devnet's control API: a tiny HTTP surface over Devnet so faults can be injected by hand or by
+ * tests (curl -X POST .../nodes/1/lag?blocks=3). It only translates requests; the behaviour is the
+ * fleet's. It never returns anything but node metadata (no keys, no process details beyond pid).
+ */
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';

@@ -1,8 +1,9 @@
-// The devnet fleet: starts the anvil nodes, picks the leader for each block, keeps every other node
-// where its mode says (following, k blocks behind, stalled), and serializes everything that changes
-// the chain so the timer, mine() and the fault controls never interleave. How a block is copied
-// between nodes lives in replicate.ts; the HTTP control API in control.ts.
-
+/**
+ * The devnet fleet: starts the anvil nodes, picks the leader for each block, keeps every other node
+ * where its mode says (following, k blocks behind, stalled), and serializes everything that changes
+ * the chain so the timer, mine() and the fault controls never interleave. How a block is copied
+ * between nodes lives in replicate.ts; the HTTP control API in control.ts.
+ */
 import { pino, type Logger } from 'pino';
 import { Agent } from 'undici';
 import { DevnetChain, type RpcBlockHeader, recordFromHeader } from './chain.js';

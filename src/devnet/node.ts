@@ -1,9 +1,10 @@
-// One anvil process of the devnet: how it is started (flags that make every node's genesis equal),
-// when it counts as ready, how it is killed, and a minimal JSON-RPC client to it. Clients reach it
-// through its front (front.ts), which the devnet closes while it replays a block into the node; the
-// devnet's own calls go to anvil directly. It knows nothing about the other nodes or about the
-// chain the devnet is building.
-
+/**
+ * One anvil process of the devnet: how it is started (flags that make every node's genesis equal),
+ * when it counts as ready, how it is killed, and a minimal JSON-RPC client to it. Clients reach it
+ * through its front (front.ts), which the devnet closes while it replays a block into the node; the
+ * devnet's own calls go to anvil directly. It knows nothing about the other nodes or about the
+ * chain the devnet is building.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';

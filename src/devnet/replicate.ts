@@ -1,8 +1,9 @@
-// Block replication between anvil nodes: the leader mines a block from every node's pending
-// transactions, and any other node is brought to a height of the recorded chain by replaying the
-// recorded blocks (same raw transactions, timestamp, base fee) until its hashes match. It decides
-// nothing about which node leads or how far a node should be; the devnet tells it.
-
+/**
+ * Block replication between anvil nodes: the leader mines a block from every node's pending
+ * transactions, and any other node is brought to a height of the recorded chain by replaying the
+ * recorded blocks (same raw transactions, timestamp, base fee) until its hashes match. It decides
+ * nothing about which node leads or how far a node should be; the devnet tells it.
+ */
 import type { Logger } from 'pino';
 import { toQuantity } from '../jsonrpc/hex.js';
 import { type BlockRecord, type DevnetChain, type RpcBlockHeader, nextBaseFee, recordFromHeader } from './chain.js';
