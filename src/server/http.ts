@@ -247,7 +247,7 @@ class HttpRequest {
 
   /** GET pages and API key guesses are charged to the client IP's rate budget; over it, 429. */
   charged(go: () => void): void {
-    charge(this.deps, this.res, this.clientIp, go, (seconds) => {
+    chargeRequest(this.deps, this.res, this.clientIp, go, (seconds) => {
       if (this.req.method === 'POST') this.deps.metrics.recordRefused(INVALID_METHOD, 'RATE_LIMITED');
       this.finish(429, errorText('null', new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: seconds } })), { 'retry-after': String(seconds) });
     });
@@ -291,7 +291,7 @@ class HttpRequest {
 }
 
 /** Charges one unit of the client IP's rate budget, then `go`, or `over` with the seconds to wait. */
-function charge(deps: HttpDeps, res: ServerResponse, clientIp: string, go: () => void, over: (seconds: number) => void): void {
+function chargeRequest(deps: HttpDeps, res: ServerResponse, clientIp: string, go: () => void, over: (seconds: number) => void): void {
   const run = (wait: Admission): void => {
     try {
       if (wait === null) go();
