@@ -281,7 +281,7 @@ export class UptimeStore {
     return this.incidents(Number.MAX_SAFE_INTEGER, 100);
   }
 
-  /** Row counts per tier: for tests and the README's size figures. */
+  /** Row counts per tier: for tests and the size figures of docs/uptime-page.md. */
   counts(): { probes: number; minutes: number; hours: number; incidents: number } {
     const one = (sql: string): number => (this.db.prepare(sql).get() as { n: number }).n;
     return {

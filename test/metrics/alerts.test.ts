@@ -1,5 +1,5 @@
 // config/alerts.yml as an on-call reads it: every rule has a summary, a description and a
-// runbook_url whose anchor is a README heading; config/alerts.test.yml tests every alert both
+// runbook_url whose anchor is a heading of docs/observability.md (its runbook); config/alerts.test.yml tests every alert both
 // firing and quiet, with series Switchyard really emits (names from the metrics registry, label
 // values from its closed sets); and `promtool test rules` passes on it.
 
@@ -49,14 +49,14 @@ function anchors(markdown: string): Set<string> {
   return out;
 }
 
-t.test('every rule has summary, description and a runbook_url to a README section', async (t) => {
-  const readme = anchors(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+t.test('every rule has summary, description and a runbook_url to a runbook section', async (t) => {
+  const runbook = anchors(readFileSync(join(ROOT, 'docs/observability.md'), 'utf8'));
   t.ok(rules.length >= 14, `${rules.length} rules`);
   for (const r of rules) {
     t.ok(r.annotations?.summary, `${r.alert}: summary`);
     t.ok(r.annotations?.description, `${r.alert}: description`);
-    const m = /^README\.md#(.+)$/.exec(r.annotations?.runbook_url ?? '');
-    t.ok(m && readme.has(m[1]!), `${r.alert}: runbook_url ${r.annotations?.runbook_url} is a README heading`);
+    const m = /^docs\/observability\.md#(.+)$/.exec(r.annotations?.runbook_url ?? '');
+    t.ok(m && runbook.has(m[1]!), `${r.alert}: runbook_url ${r.annotations?.runbook_url} is a heading of docs/observability.md`);
   }
 });
 
