@@ -29,7 +29,7 @@ import { RedisConnections } from './redis/connections.js';
 import { Uptime } from './uptime/index.js';
 import { ChainFeed, type FeedSettings } from './subscriptions/chain.js';
 import { PendingFeed } from './subscriptions/pending.js';
-import { WsFront, type WsDeps } from './subscriptions/server.js';
+import { WsFront, type WsDeps } from './server/ws.js';
 import { VERSION } from './version.js';
 import { largeAnswers } from './upstream/answer-bytes.js';
 

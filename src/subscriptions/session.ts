@@ -90,14 +90,15 @@ export class Session implements LogsClient {
   frame(): FrameSubscriptions {
     const made: Sub[] = [];
     return {
-      call: (call) => this.call(call, made),
+      call: (call) => this.answer(call, made),
       written: () => {
         for (const sub of made) this.release(sub);
       },
     };
   }
 
-  private call(call: Call, made: Sub[]): Outcome {
+  /** eth_subscribe or eth_unsubscribe, answered here: subscriptions live with the socket. */
+  private answer(call: Call, made: Sub[]): Outcome {
     if (call.method === 'eth_unsubscribe') {
       const id = call.params[0];
       if (typeof id !== 'string') return { error: rpcErrors.invalidParams('expected a subscription id') };

@@ -50,7 +50,7 @@ export function classifyHttp(status: number, body: string, id?: number, checked?
     if (checked!.kind !== 'object' || (id !== undefined && !membersCarryId(body, checked!.members, id))) return { kind: 'retry', reason: 'bad_body', health: true };
     return fromMembers(body, checked!.members);
   }
-  const read = readBody(status, body);
+  const read = parseAnswer(status, body);
   if ('kind' in read) return read;
   if (id !== undefined && !carriesId(read.parsed, id)) return { kind: 'retry', reason: 'bad_body', health: true };
   return classifyResponse(body, { start: 0, end: body.length }, read.parsed);
@@ -130,7 +130,7 @@ function readBatch(
     return undefined;
   }
   if (status === 200 && readPlainBatch(body, visit)) return undefined;
-  const read = readBody(status, body);
+  const read = parseAnswer(status, body);
   if ('kind' in read) return read;
   if (!Array.isArray(read.parsed)) return null;
   restart();
@@ -239,7 +239,7 @@ function badBody(status: number): Verdict {
 }
 
 /** The body as JSON, or the verdict when the status or the body already says the node failed. */
-function readBody(status: number, body: string): { parsed: unknown } | Verdict {
+function parseAnswer(status: number, body: string): { parsed: unknown } | Verdict {
   const failed = statusVerdict(status);
   if (failed !== undefined) return failed;
   try {

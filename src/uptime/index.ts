@@ -12,9 +12,10 @@
  */
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { toQuantity } from '../jsonrpc/hex.js';
 import type { Metrics } from '../metrics/registry.js';
 import { HeadWatch, confirmChain, type FleetView } from './checks.js';
-import { WINDOWS, fraction, hex, history, incidentLines, iso, uptimeWindows, type UptimeReport } from './report.js';
+import { WINDOWS, fraction, headQuantity, history, incidentLines, iso, uptimeWindows, type UptimeReport } from './report.js';
 import type { UptimePages } from './routes.js';
 import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
@@ -218,12 +219,12 @@ export class Uptime implements UptimePages {
     const judged = this.watch.judge(this.clock.now());
     const report: UptimeReport = {
       title: s.title,
-      chainId: hex(this.deps.chainId)!,
+      chainId: toQuantity(this.deps.chainId),
       state: overallState(last.reachable, last.advancing),
       checkedAt: iso(last.t),
       checks: {
         reachable: { ok: last.reachable },
-        advancing: { ok: last.advancing, head: hex(judged.head), headAgeSeconds: judged.ageMs === null ? null : Math.floor(judged.ageMs / 1000) },
+        advancing: { ok: last.advancing, head: headQuantity(judged.head), headAgeSeconds: judged.ageMs === null ? null : Math.floor(judged.ageMs / 1000) },
       },
       ...summary,
       probeIntervalMs: s.probeIntervalMs,
@@ -235,7 +236,7 @@ export class Uptime implements UptimePages {
         .map((u) => ({
           name: u.name,
           state: u.state,
-          head: hex(u.head),
+          head: headQuantity(u.head),
           lag: u.state !== 'healthy' || fleet.head < 0 || u.head < 0 ? null : Math.max(0, fleet.head - u.head),
           latencyMs: u.state === 'healthy' ? Math.round(u.latencyMs * 10) / 10 : null,
         }));

@@ -2,11 +2,12 @@
  * The WebSocket front: upgrades on server.port and server.wsPort (any path HTTP serves), one
  * Session per socket, every text or binary frame worked on by the transport-neutral Front exactly
  * like an HTTP body (one frame = one request or batch). Limits: sockets per client IP (upgrade
- * refused with 429), subscriptions per client IP (session.ts refuses past it), frame size (close
- * 1009, by the ws library's maxPayload), frames in flight per socket (the socket is not read:
- * frames.ts), unsent bytes per client, answers waiting and notifications a session holds included
- * (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
- * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (server/front.ts), the feeds.
+ * refused with 429), subscriptions per client IP (subscriptions/session.ts refuses past it), frame
+ * size (close 1009, by the ws library's maxPayload), frames in flight per socket (the socket is
+ * not read: subscriptions/frames.ts), unsent bytes per client, answers waiting and notifications a
+ * session holds included (close 1013), and a ping every pingIntervalMs (no pong by the next one:
+ * terminated).
+ * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (front.ts), the feeds.
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -17,16 +18,16 @@ import { limitKey } from '../limits/cidrs.js';
 import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
-import type { ClientIp } from '../server/client-ip.js';
-import { peerAddress } from '../server/proxy-protocol.js';
-import type { Front, FrontResult } from '../server/front.js';
-import { rpcTarget } from '../server/http.js';
-import { rawRefusal, refuseSocket } from '../server/refusal.js';
+import type { ClientIp } from './client-ip.js';
+import { peerAddress } from './proxy-protocol.js';
+import type { Front, FrontResult } from './front.js';
+import { rpcTarget } from './http.js';
+import { rawRefusal, refuseSocket } from './refusal.js';
 import { KeyCounts } from '../limits/key-counts.js';
-import type { ChainFeed } from './chain.js';
-import type { PendingFeed } from './pending.js';
-import { Frames, type Started } from './frames.js';
-import { Session } from './session.js';
+import type { ChainFeed } from '../subscriptions/chain.js';
+import type { PendingFeed } from '../subscriptions/pending.js';
+import { Frames, type Started } from '../subscriptions/frames.js';
+import { Session } from '../subscriptions/session.js';
 
 export interface WsDeps {
   front: Front;
