@@ -5,7 +5,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { CONNECTION_REFUSALS, type ConnectionRefusal } from '../limits/connections.js';
 import type { ProxyRefusal } from '../server/proxy-protocol.js';
-import { WS_CLOSE_REASONS, type WsCloseReason } from '../subscriptions/server.js';
+import { WS_CLOSE_REASONS, type WsCloseReason } from '../server/ws.js';
 import { SUBSCRIPTION_KINDS, type Kind } from '../subscriptions/session.js';
 
 export class ConnectionMetrics {

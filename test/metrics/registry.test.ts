@@ -10,7 +10,7 @@ import { REDIS_UP } from '../../src/metrics/redis.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { PROBE_CHECKS, PROBE_RESULTS, RELOAD_RESULTS } from '../../src/metrics/service.js';
 import { FAILOVER_LABELS } from '../../src/metrics/upstream.js';
-import { WS_CLOSE_REASONS } from '../../src/subscriptions/server.js';
+import { WS_CLOSE_REASONS } from '../../src/server/ws.js';
 import { SUBSCRIPTION_KINDS } from '../../src/subscriptions/session.js';
 import { FAILOVER_REASONS } from '../../src/upstream/classify.js';
 import { INCIDENT_KINDS } from '../../src/uptime/store.js';
