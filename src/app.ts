@@ -150,8 +150,8 @@ export class App {
       collect: () => {
         cache.collect();
         uptime?.collect();
-        metrics.inFlight.set(concurrency.inFlight);
-        metrics.maxLagBlocks.set(config.routing.maxLagBlocks);
+        metrics.setInFlight(concurrency.inFlight);
+        metrics.setMaxLagBlocks(config.routing.maxLagBlocks);
       },
     };
   }

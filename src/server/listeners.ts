@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import type { Concurrency } from '../limits/concurrency.js';
 import { ConnectionCaps, type ConnectionLimits } from '../limits/connections.js';
 import type { Metrics } from '../metrics/registry.js';
-import { WsFront } from '../subscriptions/server.js';
+import { WsFront } from './ws.js';
 import { createAdminServer, type AdminDeps } from './admin.js';
 import { createHttpServer } from './http.js';
 import type { RequestPath } from './path.js';
@@ -56,7 +56,7 @@ export function createListeners(current: () => RequestPath, metrics: Metrics, ad
         get timeoutMs() {
           return current().config.server.headersTimeoutMs;
         },
-        refused: (why) => metrics.proxyRefused.inc({ reason: why }),
+        refused: (why) => metrics.recordProxyRefused(why),
       });
     }
   }

@@ -21,7 +21,7 @@ import type { RedisConnections } from '../redis/connections.js';
 import { MethodTimeouts } from '../routing/timeouts.js';
 import type { ChainFeed } from '../subscriptions/chain.js';
 import type { PendingFeed } from '../subscriptions/pending.js';
-import type { WsDeps } from '../subscriptions/server.js';
+import type { WsDeps } from './ws.js';
 import type { Fleet } from '../upstream/fleet.js';
 import type { Uptime } from '../uptime/index.js';
 import { VERSION } from '../version.js';
