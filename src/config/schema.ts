@@ -1,6 +1,7 @@
 /**
  * The configuration schema: every option, its type and its default, in one place.
- * Owns: shape, defaults, value checks. Refuses: reading files, environment expansion (load.ts).
+ * Owns: shape, defaults, value checks (those beyond a type in checks.ts). Refuses: reading files,
+ * environment expansion (load.ts), which keys reload (restart.ts).
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
 import { heightOf } from '../jsonrpc/hex.js';
