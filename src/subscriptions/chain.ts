@@ -14,7 +14,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { heightOf } from '../jsonrpc/hex.js';
 import type { Metrics } from '../metrics/registry.js';
-import { forward } from '../routing/forward.js';
+import { dispatch } from '../routing/dispatch.js';
 import type { Requirement } from '../routing/select.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { LogsFanout } from './logs-fanout.js';
@@ -254,10 +254,12 @@ export class ChainFeed extends EventEmitter {
 
   private async call(method: string, paramsJson: string, requirement: Requirement): Promise<string | null> {
     const s = this.settings;
-    const { outcome } = await forward(
-      { fleet: this.fleet, metrics: this.metrics, maxAttempts: s.maxAttempts, upstreamTimeoutMs: s.upstreamTimeoutMs },
-      { method, label: method, paramsJson, requirement, deadline: this.fleet.now() + s.upstreamTimeoutMs * s.maxAttempts, trail: [] },
-    );
-    return outcome.result ?? null;
+    const routing = { fleet: this.fleet, metrics: this.metrics, maxAttempts: s.maxAttempts, upstreamTimeoutMs: s.upstreamTimeoutMs };
+    const [answer] = await dispatch([{ method, label: method, paramsJson, requirement }], {
+      routing,
+      deadline: this.fleet.now() + s.upstreamTimeoutMs * s.maxAttempts,
+      trail: [],
+    });
+    return answer?.outcome.result ?? null;
   }
 }
