@@ -43,7 +43,7 @@ export interface RequestContext extends DispatchContext {
 
 /** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
 export interface SubscriptionSession {
-  call(call: Call): Outcome | Promise<Outcome>;
+  call(call: Call): Outcome;
 }
 
 export interface PipelineDeps extends RoutingDeps {
@@ -259,7 +259,15 @@ export class Pipeline {
    * joined. `cache`: the cache plan; null when the call may be shared but not kept; undefined when
    * neither (writes, extensions, debug calls).
    */
-  private planFor(ctx: RequestContext, call: Call, label: string, spec: MethodSpec, res: Resolution, cache: CachePlan | null | undefined, budget?: BytePool): Plan | Promise<Outcome> {
+  private planFor(
+    ctx: RequestContext,
+    call: Call,
+    label: string,
+    spec: MethodSpec,
+    res: Resolution,
+    cache: CachePlan | null | undefined,
+    budget?: BytePool,
+  ): Plan | Promise<Outcome> {
     const d = ctx.routing;
     const requirement = spec.capability ? { ...res.requirement, capability: spec.capability } : res.requirement;
     const paramsJson = paramsText(call, spec, res);

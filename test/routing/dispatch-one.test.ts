@@ -123,7 +123,11 @@ for (const row of ROWS) {
     );
     for (const u of fleet.upstreams) if (row.down?.includes(u.name as 'a' | 'b')) fleet.markDown(u);
     const call: Sendable = { method: 'eth_call', label: 'eth_call', paramsJson: '[]', requirement: row.requirement ?? {}, ...row.call };
-    const ctx: DispatchContext = { routing: { fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 }, deadline: row.deadline ?? NOW + 30_000, trail: [] };
+    const ctx: DispatchContext = {
+      routing: { fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 },
+      deadline: row.deadline ?? NOW + 30_000,
+      trail: [],
+    };
     const pending = dispatch([call], ctx);
     if (row.meanwhile) setImmediate(() => row.meanwhile!(fleet));
     const [got] = await pending;
@@ -152,7 +156,12 @@ t.test('a null is checked with a node at the request head, not one merely as far
     Math.random = random;
   });
   const call: Sendable = { method: 'eth_getTransactionReceipt', label: 'eth_getTransactionReceipt', paramsJson: '[]', requirement: { maxLag: 5 }, nullMayLag: true };
-  const ctx: DispatchContext = { routing: { fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 }, deadline: NOW + 30_000, head: 10, trail: [] };
+  const ctx: DispatchContext = {
+    routing: { fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 },
+    deadline: NOW + 30_000,
+    head: 10,
+    trail: [],
+  };
   const [got] = await dispatch([call], ctx);
   t.equal(summary(got!.outcome), 'result {"status":"0x1"}');
   t.same(ctx.trail, ['a', 'c'], 'the second opinion came from the node at the head');
