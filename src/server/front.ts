@@ -181,15 +181,18 @@ export class Front {
   private send(d: FrontDeps, ctx: RequestContext, plans: Plan[]): Promise<Outcome[]> {
     const found = d.pipeline.lookupShared(ctx, plans);
     if (found === null) return this.dispatched(d, ctx, plans);
-    return found.then((got) => {
-      const rest = plans.filter((_, k) => got[k] === undefined);
-      if (rest.length === 0) return got as Outcome[];
-      return this.dispatched(d, ctx, rest).then((done) => {
-        let j = 0;
-        for (let k = 0; k < got.length; k++) if (got[k] === undefined) got[k] = done[j++];
-        return got as Outcome[];
-      });
-    });
+    return found.then(
+      (got) => {
+        const rest = plans.filter((_, k) => got[k] === undefined);
+        if (rest.length === 0) return got as Outcome[];
+        return this.dispatched(d, ctx, rest).then((done) => {
+          let j = 0;
+          for (let k = 0; k < got.length; k++) if (got[k] === undefined) got[k] = done[j++];
+          return got as Outcome[];
+        });
+      },
+      (err: unknown) => d.pipeline.failed(ctx, plans, err),
+    );
   }
 
   private dispatched(d: FrontDeps, ctx: RequestContext, plans: Plan[]): Promise<Outcome[]> {
