@@ -12,10 +12,9 @@ import { RpcError, blameOf, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { MethodPolicy } from '../methods/policy.js';
 import type { MethodSpec } from '../methods/table.js';
-import type { Metrics, CallOutcome } from '../metrics/registry.js';
+import type { CallOutcome } from '../metrics/registry.js';
 import type { Attempted, DispatchContext, RoutingDeps } from '../routing/dispatch.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
-import type { Fleet } from '../upstream/fleet.js';
 import { planCache, type CachePlan, type ResponseCache } from '../cache/index.js';
 import type { Shared } from '../cache/coalesce.js';
 import { heightInText } from '../jsonrpc/hex.js';
@@ -47,9 +46,7 @@ export interface SubscriptionSession {
 }
 
 export interface PipelineDeps extends RoutingDeps {
-  fleet: Fleet;
   policy: MethodPolicy;
-  metrics: Metrics;
   chainId: number;
   maxLagBlocks: number;
   recentBlocks: number;
@@ -111,7 +108,9 @@ export class Pipeline {
    */
   decideChunk(ctx: RequestContext, call: Call, budget: BytePool): Plan | Outcome | Promise<Outcome> {
     const d = this.run(ctx, call, ctx.routing.policy.label(call.method), budget);
-    return !(d instanceof Promise) && 'kind' in d && d.kind === 'split' ? this.crashed(ctx, new Error('a chunk was split again'), d.label) : d;
+    // run() splits only a call without a budget: a chunk is never split again.
+    if (!(d instanceof Promise) && 'kind' in d && d.kind === 'split') throw new Error('a chunk of a split eth_getLogs was split again');
+    return d;
   }
 
   /** A finished call's outcome as the request holds it (the bound), counted once. */
