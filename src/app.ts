@@ -29,7 +29,7 @@ import { RedisConnections } from './redis/connections.js';
 import { Uptime } from './uptime/index.js';
 import { ChainFeed, type FeedSettings } from './subscriptions/chain.js';
 import { PendingFeed } from './subscriptions/pending.js';
-import { WsFront, type WsDeps } from './subscriptions/server.js';
+import { WsFront, type WsDeps } from './server/ws.js';
 import { VERSION } from './version.js';
 import { largeAnswers } from './upstream/answer-bytes.js';
 
@@ -139,7 +139,7 @@ export class App {
         acceptProxyProtocol(server, {
           trusted: (peer) => this.httpDeps.clientIp.isTrusted(peer),
           timeoutMs: config.server.headersTimeoutMs,
-          refused: (why) => this.metrics.proxyRefused.inc({ reason: why }),
+          refused: (why) => this.metrics.recordProxyRefused(why),
         });
       }
     }
@@ -260,8 +260,8 @@ export class App {
       collect: () => {
         this.cache.collect();
         this.uptime?.collect();
-        this.metrics.inFlight.set(this.concurrency.inFlight);
-        this.metrics.maxLagBlocks.set(this.config.routing.maxLagBlocks);
+        this.metrics.setInFlight(this.concurrency.inFlight);
+        this.metrics.setMaxLagBlocks(this.config.routing.maxLagBlocks);
       },
     };
   }

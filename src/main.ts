@@ -153,7 +153,7 @@ function waitForSignal(signals: NodeJS.Signals[]): Promise<NodeJS.Signals> {
  * allocating them in the old generation. They die a few milliseconds later, but there only a full
  * collection frees them, and until it runs they keep the young objects they point to alive through
  * every scavenge. Off, a batch of 25 misses measured 10-20% less CPU (scavenge time down 40%);
- * single calls unchanged (README, Benchmarks).
+ * single calls unchanged (docs/benchmarks.md).
  */
 setFlagsFromString('--no-allocation-site-pretenuring');
 

@@ -153,12 +153,10 @@ export class ResponseCache {
   /** Refreshes the size gauges (scraped, not pushed). */
   collect(): void {
     const s = this.memory.stats();
-    this.metrics.cacheBytes.set(s.bytes);
-    this.metrics.cacheEntries.set(s.entries);
+    this.metrics.setCacheSize(s.bytes, s.entries);
     this.metrics.recordCacheEvictions(s.evictions - this.lastEvictions);
     this.lastEvictions = s.evictions;
-    if (this.redis !== null) this.metrics.cacheRedisUp.set(this.redis.ready ? 1 : 0);
-    this.metrics.cacheRedisEnabled.set(this.redis !== null ? 1 : 0);
+    this.metrics.setCacheRedis(this.redis === null ? null : this.redis.ready);
   }
 
   stats(): Record<string, unknown> {

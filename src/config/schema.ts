@@ -244,7 +244,7 @@ export const configSchema = z
       .prefault({}),
     rateLimit: z
       .strictObject({
-        /** Per client IP (see README "Limits"): ratePerSec each second, plus a burst allowance. */
+        /** Per client IP (see docs/limits.md "Rate limits"): ratePerSec each second, plus a burst allowance. */
         perIp: rateSchema.nullable().default({ ratePerSec: 50, burst: 100, burstWindowSec: 10 }),
         /** Cost of a call by method name or `prefix*`; unlisted methods cost 1. Merged over the defaults. */
         methodCost: z

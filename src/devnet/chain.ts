@@ -1,6 +1,8 @@
-// The devnet's memory of its one chain: every block it produced, with what is needed to rebuild it
-// byte for byte on another anvil (raw transactions in order, timestamp, base fee). It also owns the
-// rules that make a block reproducible (timestamp schedule, EIP-1559 base fee). It never talks to a node.
+/**
+ * The devnet's memory of its one chain: every block it produced, with what is needed to rebuild it
+ * byte for byte on another anvil (raw transactions in order, timestamp, base fee). It also owns the
+ * rules that make a block reproducible (timestamp schedule, EIP-1559 base fee). It never talks to a node.
+ */
 
 export interface BlockRecord {
   number: number;
@@ -60,7 +62,7 @@ export function recordFromHeader(header: RpcBlockHeader, rawTxs: string[]): Bloc
   };
 }
 
-export class ChainRecord {
+export class DevnetChain {
   private readonly blocks: BlockRecord[];
   private readonly txs = new Set<string>();
   private readonly stepSeconds: number;

@@ -1,6 +1,7 @@
-// `switchyard devnet ...`: turns command-line flags into a running devnet with its faults applied and
-// prints where the nodes are. Exiting and signals belong to main.ts; this only throws on bad flags.
-
+/**
+ * `switchyard devnet ...`: turns command-line flags into a running devnet with its faults applied and
+ * prints where the nodes are. Exiting and signals belong to main.ts; this only throws on bad flags.
+ */
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { startDevnet } from './fleet.js';

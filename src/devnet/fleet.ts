@@ -1,20 +1,21 @@
-// The devnet fleet: starts the anvil nodes, picks the leader for each block, keeps every other node
-// where its mode says (following, k blocks behind, stalled), and serializes everything that changes
-// the chain so the timer, mine() and the fault controls never interleave. How a block is copied
-// between nodes lives in replicate.ts; the HTTP control API in control.ts.
-
+/**
+ * The devnet fleet: starts the anvil nodes, picks the leader for each block, keeps every other node
+ * where its mode says (following, k blocks behind, stalled), and serializes everything that changes
+ * the chain so the timer, mine() and the fault controls never interleave. How a block is copied
+ * between nodes lives in replicate.ts; the HTTP control API in control.ts.
+ */
 import { pino, type Logger } from 'pino';
 import { Agent } from 'undici';
-import { ChainRecord, type RpcBlockHeader, recordFromHeader } from './chain.js';
+import { DevnetChain, type RpcBlockHeader, recordFromHeader } from './chain.js';
 import { startControlServer, type ControlServer } from './control.js';
-import { AnvilNode } from './node.js';
+import { DevnetNode } from './node.js';
 import { type ReplicaContext, produceBlock, syncNode } from './replicate.js';
 import type { Devnet, DevnetNodeInfo, DevnetOptions } from './types.js';
 
 type Mode = { kind: 'follow' } | { kind: 'lag'; blocks: number } | { kind: 'stall' };
 
 interface Member {
-  node: AnvilNode;
+  node: DevnetNode;
   mode: Mode;
   head: number;
   /** Being restarted: a tick neither leads with it nor syncs it until restart() hands it over. */
@@ -40,7 +41,7 @@ function validate(o: DevnetOptions): void {
   check(o.host === undefined || (typeof o.host === 'string' && o.host.length > 0), 'host', 'a host name or address', o.host);
 }
 
-class Fleet implements Devnet {
+class DevnetFleet implements Devnet {
   readonly chainId: number;
   controlUrl: string | null = null;
   private readonly members: Member[];
@@ -53,7 +54,7 @@ class Fleet implements Devnet {
   private control: ControlServer | null = null;
   private stopping: Promise<void> | null = null;
 
-  constructor(opts: DevnetOptions, nodes: AnvilNode[], chain: ChainRecord, agent: Agent, log: Logger) {
+  constructor(opts: DevnetOptions, nodes: DevnetNode[], chain: DevnetChain, agent: Agent, log: Logger) {
     this.chainId = opts.chainId;
     this.blockTimeMs = opts.blockTimeMs;
     this.members = nodes.map((node) => ({ node, mode: FOLLOW, head: 0, restarting: false }));
@@ -257,7 +258,7 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
   const nodes = Array.from(
     { length: o.nodes },
     (_, index) =>
-      new AnvilNode({
+      new DevnetNode({
         index,
         host,
         port: o.basePort ? o.basePort + index : 0,
@@ -268,18 +269,18 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
         logger: log,
       }),
   );
-  let fleet: Fleet | null = null;
+  let fleet: DevnetFleet | null = null;
   try {
     const started = await Promise.allSettled(nodes.map((n) => n.start()));
     const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
-    const geneses = await Promise.all(nodes.map((n) => n.call<RpcBlockHeader>('eth_getBlockByNumber', ['0x0', false])));
+    const geneses = await Promise.all(nodes.map((n) => n.rpc<RpcBlockHeader>('eth_getBlockByNumber', ['0x0', false])));
     const g0 = geneses[0]!;
     for (const [i, g] of geneses.entries()) {
       if (g.hash !== g0.hash) throw new Error(`node-${i} genesis ${g.hash} differs from node-0's ${g0.hash}`);
     }
-    const chain = new ChainRecord(recordFromHeader(g0, []), o.blockTimeMs / 1000);
-    fleet = new Fleet(o, nodes, chain, agent, log);
+    const chain = new DevnetChain(recordFromHeader(g0, []), o.blockTimeMs / 1000);
+    fleet = new DevnetFleet(o, nodes, chain, agent, log);
     if (o.controlPort !== undefined) await fleet.listen(host, o.controlPort);
   } catch (err) {
     if (fleet) await fleet.stop();

@@ -1,12 +1,13 @@
-// The address a devnet node is reached at: a small HTTP front that forwards every request to its
-// anvil process, and that the devnet can close for the few milliseconds it replays a block into the
-// node. anvil mines whatever sits in its pool, so a transaction arriving while a block is being
-// replayed would be mined into it, and the node would show, until the devnet rolls it back, a block
-// the chain never had (with receipts for it). Closed, the front holds new requests and waits for
-// transactions already on their way to anvil; replays then only ever mine the recorded block, and
-// clients never see a node between the blocks of the chain. WebSocket connections are passed through
-// as they are, without a hold.
-
+/**
+ * The address a devnet node is reached at: a small HTTP front that forwards every request to its
+ * anvil process, and that the devnet can close for the few milliseconds it replays a block into the
+ * node. anvil mines whatever sits in its pool, so a transaction arriving while a block is being
+ * replayed would be mined into it, and the node would show, until the devnet rolls it back, a block
+ * the chain never had (with receipts for it). Closed, the front holds new requests and waits for
+ * transactions already on their way to anvil; replays then only ever mine the recorded block, and
+ * clients never see a node between the blocks of the chain. WebSocket connections are passed through
+ * as they are, without a hold.
+ */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { Agent, type Dispatcher, request } from 'undici';
@@ -16,7 +17,7 @@ const SUBMITS = /"method"\s*:\s*"eth_send(Raw)?Transaction"/;
 /** How long a hold waits for submissions already forwarded; a node that does not answer fails the replay anyway. */
 const DRAIN_TIMEOUT_MS = 3_000;
 
-export class NodeFront {
+export class DevnetNodeFront {
   private server: Server | null = null;
   private agent: Agent | null = null;
   private readonly sockets = new Set<Socket>();

@@ -1,18 +1,19 @@
-// One anvil process of the devnet: how it is started (flags that make every node's genesis equal),
-// when it counts as ready, how it is killed, and a minimal JSON-RPC client to it. Clients reach it
-// through its front (front.ts), which the devnet closes while it replays a block into the node; the
-// devnet's own calls go to anvil directly. It knows nothing about the other nodes or about the
-// chain the devnet is building.
-
+/**
+ * One anvil process of the devnet: how it is started (flags that make every node's genesis equal),
+ * when it counts as ready, how it is killed, and a minimal JSON-RPC client to it. Clients reach it
+ * through its front (front.ts), which the devnet closes while it replays a block into the node; the
+ * devnet's own calls go to anvil directly. It knows nothing about the other nodes or about the
+ * chain the devnet is building.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
-import { NodeFront } from './front.js';
+import { DevnetNodeFront } from './front.js';
 
-export interface AnvilNodeOptions {
+export interface DevnetNodeOptions {
   index: number;
   host: string;
   /** 0 lets the OS pick; the chosen port is then kept for every restart. */
@@ -24,7 +25,7 @@ export interface AnvilNodeOptions {
   logger: Logger;
 }
 
-export class RpcError extends Error {
+export class DevnetRpcError extends Error {
   constructor(
     readonly method: string,
     readonly code: number,
@@ -68,26 +69,26 @@ export function anvilBinary(): string {
   }
 }
 
-export class AnvilNode {
+export class DevnetNode {
   readonly index: number;
   readonly name: string;
   /** The port clients use: the node's front (front.ts), kept for every restart. */
   private boundPort: number;
   /** The port anvil itself listens on, a free one picked at each start; only the devnet talks to it. */
   private anvilPort = 0;
-  private readonly front: NodeFront;
+  private readonly front: DevnetNodeFront;
   private child: ChildProcess | null = null;
   private id = 0;
-  private readonly opts: AnvilNodeOptions;
+  private readonly opts: DevnetNodeOptions;
   private readonly log: Logger;
 
-  constructor(opts: AnvilNodeOptions) {
+  constructor(opts: DevnetNodeOptions) {
     this.opts = opts;
     this.index = opts.index;
     this.name = `node-${opts.index}`;
     this.boundPort = opts.port;
     this.log = opts.logger.child({ node: this.name });
-    this.front = new NodeFront(opts.host, () => this.anvilPort);
+    this.front = new DevnetNodeFront(opts.host, () => this.anvilPort);
   }
 
   get port(): number {
@@ -179,7 +180,7 @@ export class AnvilNode {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       if (this.child !== child) throw new Error(`${this.name}: anvil exited while starting`);
-      const answer = await this.call<string>('eth_chainId').catch(() => null);
+      const answer = await this.rpc<string>('eth_chainId').catch(() => null);
       if (answer !== null) {
         const id = Number(BigInt(answer));
         if (id !== this.opts.chainId) throw new Error(`${this.name}: expected chain id ${this.opts.chainId}, got ${id}`);
@@ -221,13 +222,14 @@ export class AnvilNode {
   /** Whether the node answers at all within `ms` (a SIGSTOPped node does not). */
   async responsive(ms = 500): Promise<boolean> {
     if (!this.alive) return false;
-    return this.call('eth_blockNumber', [], ms).then(
+    return this.rpc('eth_blockNumber', [], ms).then(
       () => true,
       () => false,
     );
   }
 
-  async call<T = unknown>(method: string, params: unknown[] = [], timeoutMs = RPC_TIMEOUT_MS): Promise<T> {
+  /** One JSON-RPC call to this node's anvil: an error answer throws DevnetRpcError. */
+  async rpc<T = unknown>(method: string, params: unknown[] = [], timeoutMs = RPC_TIMEOUT_MS): Promise<T> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: ++this.id, method, params });
     const res = await request(`http://${this.opts.host}:${this.anvilPort}`, {
       method: 'POST',
@@ -238,7 +240,7 @@ export class AnvilNode {
       bodyTimeout: timeoutMs,
     });
     const json = (await res.body.json()) as { result?: T; error?: { code: number; message: string } };
-    if (json.error) throw new RpcError(method, json.error.code, json.error.message);
+    if (json.error) throw new DevnetRpcError(method, json.error.code, json.error.message);
     if (res.statusCode !== 200) throw new Error(`${method}: HTTP ${res.statusCode}`);
     return json.result as T;
   }

@@ -1,5 +1,6 @@
-// The devnet's public shapes, shared by the fleet, its control API and its command line.
-
+/**
+ * The devnet's public shapes, shared by the fleet, its control API and its command line.
+ */
 import type { Logger } from 'pino';
 
 export interface DevnetOptions {

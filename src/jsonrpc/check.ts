@@ -8,7 +8,7 @@
  * Refuses: meaning (classify.ts reads the spans); numbers longer than MAX_TOKEN characters and
  * nesting deeper than MAX_DEPTH (no node answers so; a lying one is refused, not indulged).
  */
-import type { Span } from './scan.js';
+import { isWs, type Span } from './scan.js';
 
 /** What a valid text holds at its top level: the wanted members of an object, or of each array element. */
 export type Checked = { kind: 'object'; members: Map<string, Span> } | { kind: 'array'; elements: { span: Span; members: Map<string, Span> }[] } | { kind: 'other' };
@@ -39,10 +39,6 @@ const STRING_RUN = /[^"\\\x00-\x1f]*/y;
 /** The run of characters a number or a literal may hold. */
 const TOKEN_RUN = /[-+.0-9a-zE]*/y;
 const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
-
-function isWs(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
 
 export class JsonChecker {
   private state = VALUE;
@@ -165,8 +161,8 @@ export class JsonChecker {
   private escaped(c: number): void {
     if (this.isKey) this.keyRaw += String.fromCharCode(c);
     if (this.state === UNICODE) {
-      const hex = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
-      if (!hex) this.state = BAD;
+      const isHexDigit = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+      if (!isHexDigit) this.state = BAD;
       else if (--this.hexLeft === 0) this.state = STRING;
       return;
     }

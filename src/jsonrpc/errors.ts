@@ -2,7 +2,7 @@
  * The error catalogue: every error Switchyard itself produces, with a stable name, JSON-RPC code,
  * HTTP status and message. Nothing else in the code invents an error code or wording; errors that
  * nodes return are passed through verbatim and never pass through here.
- * The README documents each entry (test/jsonrpc/error-catalogue.test.ts checks that it does).
+ * docs/errors.md documents each entry (test/jsonrpc/error-catalogue.test.ts checks that it does).
  */
 
 export interface CatalogueEntry {
@@ -10,7 +10,7 @@ export interface CatalogueEntry {
   /** Status used when this error rejects a whole HTTP request before processing; 200 otherwise. */
   http: number;
   message: string;
-  /** What an operator reads in the README. */
+  /** What an operator reads in docs/errors.md. */
   doc: string;
 }
 

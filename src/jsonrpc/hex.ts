@@ -1,6 +1,6 @@
 /**
  * The small hex parsers every room needs, in one place: hashes, addresses, quantities as JSON text
- * or as strings, and block heights read from raw answer text.
+ * or as strings, and block heights read from raw answer text; and the one quantity formatter.
  *
  * Two rules for a number, each where it belongs:
  *   - heightOf: a quantity as read (leading zeros allowed), at most 13 hex digits, so below 2^52
@@ -19,6 +19,11 @@ const BLOCK_NUMBER_FIELD = /"blockNumber":"0x([0-9a-fA-F]{1,13})"/;
 const BLOCK_OR_NUMBER_FIELD = /"(?:blockNumber|number)":"0x([0-9a-fA-F]{1,13})"/;
 /** Text JSON.stringify would leave as is: 0x and hex digits (or nothing) after it. */
 const HEX_TEXT = /^0x[0-9a-fA-F]*$/;
+
+/** `n` as a JSON-RPC quantity: 0x and lowercase hex digits without leading zeros (26 -> "0x1a"). */
+export function toQuantity(n: number | bigint): string {
+  return `0x${n.toString(16)}`;
+}
 
 /** A 32-byte hash: 0x and 64 hex digits. */
 export function isHash(v: unknown): boolean {

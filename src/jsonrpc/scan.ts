@@ -12,7 +12,8 @@ export interface Span {
   end: number;
 }
 
-function isWs(c: number): boolean {
+/** JSON whitespace: space, line feed, carriage return, tab. */
+export function isWs(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 

@@ -2,7 +2,13 @@
  * Concurrency guards: calls being worked on, globally and per client IP. Beyond either bound a
  * request is shed at once (never queued), so overload costs a client a fast error, not memory.
  */
-export type Admission = 'ok' | 'overloaded' | 'ip';
+
+/** 'ok': the slots are taken; otherwise the bound that refused them. */
+export type SlotGrant = 'ok' | 'overloaded' | 'ip';
+
+/** Why a limit refused calls (switchyard_rate_limited_calls_total): `rate` by rate.ts, the others by these guards. */
+export const LIMIT_REFUSALS = ['rate', 'ip_concurrency', 'overloaded'] as const;
+export type LimitRefusal = (typeof LIMIT_REFUSALS)[number];
 
 export class Concurrency {
   private total = 0;
@@ -30,7 +36,7 @@ export class Concurrency {
   }
 
   /** Takes `n` slots for `ip`, or says which bound refused them (and takes nothing). */
-  acquire(ip: string, n: number): Admission {
+  acquire(ip: string, n: number): SlotGrant {
     if (this.total + n > this.maxTotal) {
       this.shed.overloaded += n;
       return 'overloaded';

@@ -13,6 +13,10 @@ import type { Metrics } from '../metrics/registry.js';
 import { limitKey } from './cidrs.js';
 import { KeyCounts } from './key-counts.js';
 
+/** Which cap refused a connection: `total` (server.maxConnections) or `ip` (server.maxConnectionsPerIp). */
+export const CONNECTION_REFUSALS = ['total', 'ip'] as const;
+export type ConnectionRefusal = (typeof CONNECTION_REFUSALS)[number];
+
 export interface ConnectionLimits {
   maxConnections: number;
   maxConnectionsPerIp: number;
@@ -35,7 +39,7 @@ export class ConnectionCaps {
     private readonly peers: ConnectionPeers,
     private readonly metrics: Metrics,
   ) {
-    metrics.connections.set(0);
+    metrics.setConnections(0);
   }
 
   update(limits: ConnectionLimits): void {
@@ -57,16 +61,16 @@ export class ConnectionCaps {
     const why = this.total >= this.limits.maxConnections ? 'total' : key !== null && !this.perIp.take(key, this.limits.maxConnectionsPerIp) ? 'ip' : null;
     if (why !== null) {
       this.refused[why]++;
-      this.metrics.connectionsRefused.inc({ reason: why });
+      this.metrics.recordConnectionRefused(why);
       socket.destroy();
       return false;
     }
     this.total++;
-    this.metrics.connections.set(this.total);
+    this.metrics.setConnections(this.total);
     socket.once('close', () => {
       this.total--;
       if (key !== null) this.perIp.give(key);
-      this.metrics.connections.set(this.total);
+      this.metrics.setConnections(this.total);
     });
     return true;
   }

@@ -88,7 +88,7 @@ async function take(l: RateLimiterAbstract, id: string, cost: number): Promise<R
 }
 
 /** Seconds until `cost` may fit again: the next sustained window, unless only the burst allowance ever can. */
-async function charge(b: Windows, id: string, cost: number): Promise<Admission> {
+async function chargeWindows(b: Windows, id: string, cost: number): Promise<Admission> {
   const s = await take(b.sustained, id, cost);
   if (s === null) return null;
   const r = await take(b.burst, id, cost);
@@ -223,7 +223,7 @@ export class RateLimits {
       }
       if (shared) {
         try {
-          out.push(await charge(limiter.shared!, id, cost));
+          out.push(await chargeWindows(limiter.shared!, id, cost));
           sharedWorked = true;
           continue;
         } catch {
@@ -234,7 +234,7 @@ export class RateLimits {
         }
       }
       try {
-        out.push(await charge(limiter.local, id, cost));
+        out.push(await chargeWindows(limiter.local, id, cost));
       } catch (err) {
         // Memory limiters do not fail; if one ever does, refuse briefly rather than allow all.
         this.log.error({ err }, 'rate limiter failed');

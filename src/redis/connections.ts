@@ -11,16 +11,12 @@
  * after a failed command reports it unusable for a second (every user skips it meanwhile), so a
  * hung server costs at most one timeout a second, not one per call.
  * The connections are named `switchyard` and `switchyard-sub` (CLIENT LIST shows them).
- * Owns: connections, their state, the up metric and the transition lines. Refuses: keys, commands
+ * Owns: connections, their state, the up metric's value and the transition lines. Refuses: keys, commands
  * and fallbacks (each user's own). URLs are never logged (they may carry a password).
  */
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
-import { Gauge } from 'prom-client';
 import type { Metrics } from '../metrics/registry.js';
-
-/** The gauge of every Redis in use, registered while one is (absent without Redis). */
-export const REDIS_UP = 'switchyard_redis_up';
 
 /** After a failed command, users skip this Redis for this long before trying it again. */
 export const HOLD_OFF_MS = 1_000;
@@ -110,7 +106,6 @@ class Connection {
 
 export class RedisConnections {
   private readonly byUrl = new Map<string, Connection>();
-  private gauge: Gauge | null = null;
 
   constructor(
     private readonly metrics: Metrics,
@@ -165,22 +160,9 @@ export class RedisConnections {
     this.setGauge();
   }
 
-  /**
-   * 1 while every Redis in use answers. Registered with the first connection and removed with the
-   * last (a reload can drop rateLimit.redis): absent while no Redis is in use, never a false 0.
-   */
+  /** Up while every Redis in use answers; no Redis in use (a reload can drop the last) removes the series. */
   private setGauge(): void {
-    if (this.byUrl.size === 0) {
-      if (this.gauge !== null) this.metrics.registry.removeSingleMetric(REDIS_UP);
-      this.gauge = null;
-      return;
-    }
-    this.gauge ??= new Gauge({
-      name: REDIS_UP,
-      help: '1 while every Redis in use (cache, rate limits, shared heads) is reachable',
-      registers: [this.metrics.registry],
-    });
-    this.gauge.set([...this.byUrl.values()].every((c) => c.up === true) ? 1 : 0);
+    this.metrics.setRedisUp(this.byUrl.size === 0 ? null : [...this.byUrl.values()].every((c) => c.up === true));
   }
 
   async close(): Promise<void> {

@@ -19,7 +19,6 @@
  * are refused and counted (switchyard_redis_values_refused_total{use="heads"}).
  */
 import type { Redis } from 'ioredis';
-import { Counter } from 'prom-client';
 import type { Metrics } from '../metrics/registry.js';
 import type { RedisConnections, RedisLink } from '../redis/connections.js';
 import type { Fleet } from '../upstream/fleet.js';
@@ -69,8 +68,6 @@ export class SharedHeads {
   private readonly known = new Map<string, number>();
   /** The fleet head shared by all replicas (-1 until read). */
   sharedHead = -1;
-  private readonly failures: Counter;
-  private readonly taken: Counter;
   private readonly onHead = (u: Upstream): void => {
     if (u.head > (this.known.get(u.name) ?? -1)) this.publish();
   };
@@ -90,16 +87,7 @@ export class SharedHeads {
   ) {
     this.key = `switchyard:${chainId}:heads`;
     this.channel = `switchyard:${chainId}:heads:rose`;
-    this.failures = new Counter({
-      name: 'switchyard_shared_heads_failures_total',
-      help: 'Shared-head exchanges with Redis that failed (the replica went on with its own view)',
-      registers: [metrics.registry],
-    });
-    this.taken = new Counter({
-      name: 'switchyard_shared_heads_taken_total',
-      help: "Upstream heads this replica took from the other replicas' observations before seeing them itself",
-      registers: [metrics.registry],
-    });
+    metrics.declareSharedHeads();
     // Back after an outage: exchange at once rather than at the next tick.
     this.link = connections.link(url, { name: 'shared heads', whileDown: "heads are this replica's own view", onUp: () => this.publish() });
     this.sub = this.link.subscriber();
@@ -132,7 +120,7 @@ export class SharedHeads {
         this.apply(String(text));
       })
       .catch(() => {
-        this.failures.inc();
+        this.metrics.recordSharedHeadsFailure();
         this.link.note(false);
       })
       .finally(() => {
@@ -182,7 +170,7 @@ export class SharedHeads {
       if (n > reach) continue;
       this.known.set(u.name, Math.max(this.known.get(u.name) ?? -1, n));
       if (n <= u.head) continue;
-      if (this.fleet.takeShared(u, n) && u.head >= n) this.taken.inc();
+      if (this.fleet.takeShared(u, n) && u.head >= n) this.metrics.recordSharedHeadsTaken();
     }
   }
 

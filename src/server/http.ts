@@ -1,19 +1,20 @@
 /**
  * The HTTP front on server.port: statuses of SPEC 3.2, CORS, body cap, client IP, one log line per
- * request. Everything JSON-RPC is delegated to Front; this file only speaks HTTP.
+ * request. Everything JSON-RPC is delegated to Front; this file only speaks HTTP. How an answer's
+ * bytes go out (pieces, gzip) is http-answer.ts's.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import type { Writable } from 'node:stream';
-import { constants, createGzip, gzip } from 'node:zlib';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
+import { toQuantity } from '../jsonrpc/hex.js';
 import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
-import { isJsonContentType, readBody } from './body.js';
+import { type BodyResult, isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
+import { NO_HEADERS, sendAnswer, sendLargeAnswer } from './http-answer.js';
 import type { Front, FrontResult } from './front.js';
 import { peerAddress } from './proxy-protocol.js';
 import { rawRefusal, refuseSocket } from './refusal.js';
@@ -109,87 +110,7 @@ const BAD_HTTP_REQUEST_ANSWER = rawRefusal(new RpcError('BAD_HTTP_REQUEST'));
 
 function crashed(deps: HttpDeps, res: ServerResponse, err: unknown): void {
   deps.log.error({ err }, 'http handler crashed');
-  if (!res.headersSent) send(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
-}
-
-const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
-
-/** One writeHead with every header, then the body: Node writes head and body in one go. */
-function send(res: ServerResponse, status: number, body: string, reqId: string | undefined, cors: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>>): void {
-  const length = String(Buffer.byteLength(body));
-  if (cors === NO_HEADERS && extra === NO_HEADERS && reqId !== undefined) {
-    res.writeHead(status, ['content-type', 'application/json', 'content-length', length, 'x-request-id', reqId]);
-  } else {
-    // Both may name what the answer varies by (Origin, Accept): it varies by both.
-    const vary = cors.vary !== undefined && extra.vary !== undefined && cors.vary !== extra.vary ? { vary: `${cors.vary}, ${extra.vary}` } : NO_HEADERS;
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': length, ...cors, ...(reqId === undefined ? {} : { 'x-request-id': reqId }), ...extra, ...vary });
-  }
-  if (body.length <= WRITE_PIECE_CHARS) res.end(body);
-  else writePieces(res, body, 0);
-}
-
-/** A body longer than this is written a piece of this many characters at a time. */
-const WRITE_PIECE_CHARS = 1024 * 1024;
-
-/**
- * A large body (a 64 MB eth_getLogs answer) written whole is encoded in one turn of the event loop
- * (measured ~0.5 s for 60 MB on a busy 2-core machine, every other client waiting): it goes a
- * piece at a time instead, the next piece after the socket took the last (or on the next turn).
- * A piece never ends between the two halves of a surrogate pair, which would be sent as U+FFFD.
- */
-function writePieces(out: Writable, body: string, from: number): void {
-  if (out.destroyed) return;
-  let to = Math.min(body.length, from + WRITE_PIECE_CHARS);
-  const last = body.charCodeAt(to - 1);
-  if (to < body.length && last >= 0xd800 && last <= 0xdbff) to--;
-  if (to === body.length) return void out.end(body.slice(from));
-  const next = (): void => writePieces(out, body, to);
-  if (out.write(body.slice(from, to))) setImmediate(next);
-  else out.once('drain', next);
-}
-
-/** Whether Accept-Encoding allows gzip (listed, or `*`, without q=0). */
-function acceptsGzip(header: string | undefined): boolean {
-  if (header === undefined) return false;
-  for (const part of header.split(',')) {
-    const [name, ...params] = part.trim().toLowerCase().split(';');
-    if (name !== 'gzip' && name !== '*') continue;
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    if (q === undefined || Number(q.slice(2)) > 0) return true;
-  }
-  return false;
-}
-
-/**
- * A JSON-RPC answer of at least server.gzipMinBytes goes out gzip-compressed when the client
- * accepts it (fast level: large answers are repetitive JSON, and the proxy's CPU is the cost).
- * Compression runs on the thread pool, not the event loop.
- */
-function sendLarge(
-  res: ServerResponse,
-  req: IncomingMessage,
-  status: number,
-  body: string,
-  reqId: string,
-  cors: Readonly<Record<string, string>>,
-  extra: Readonly<Record<string, string>>,
-): void {
-  const vary = { vary: [cors.vary, extra.vary, 'Accept-Encoding'].filter((v) => v !== undefined).join(', ') };
-  if (!acceptsGzip(req.headers['accept-encoding'])) return send(res, status, body, reqId, cors, { ...extra, ...vary });
-  if (body.length > WRITE_PIECE_CHARS) {
-    // Compressed as it is written, a piece at a time (gzip() of the whole string would encode it
-    // in one turn first); its length is not known beforehand, so it goes chunked.
-    res.writeHead(status, { 'content-type': 'application/json', 'content-encoding': 'gzip', ...cors, 'x-request-id': reqId, ...extra, ...vary });
-    const zip = createGzip({ level: constants.Z_BEST_SPEED });
-    res.once('close', () => zip.destroy());
-    zip.pipe(res);
-    return writePieces(zip, body, 0);
-  }
-  gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
-    if (err) return send(res, status, body, reqId, cors, { ...extra, ...vary });
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': zipped.length, 'content-encoding': 'gzip', ...cors, 'x-request-id': reqId, ...extra, ...vary });
-    res.end(zipped);
-  });
+  if (!res.headersSent) sendAnswer(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
 }
 
 /** Browsers hide other response headers from scripts; a dapp must be able to read when to retry. */
@@ -240,103 +161,137 @@ function userAgentOf(req: IncomingMessage): string | undefined {
 }
 
 function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void {
-  const cors = corsHeaders(deps, req);
-  const clientIp = deps.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
-  const reqId = requestIdOf(req);
-  // The per-request child logger and its line cost more than the rest of a cached answer: only
-  // when request lines (log.requests, at info) or debug lines can be written is one made, and only
-  // for a request line is the clock read.
-  const mode = deps.logRequests ?? 'all';
-  const logRequests = mode !== 'off' && deps.log.isLevelEnabled('info');
-  const started = logRequests ? performance.now() : 0;
-  const log = logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: reqId }) : deps.log;
-  let apiKey: string | undefined;
-  const finish = (status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void => {
-    closeIfStopping(deps, res);
-    if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes) send(res, status, body, reqId, cors, extra);
-    else sendLarge(res, req, status, body, reqId, cors, extra);
-    deps.metrics.recordHttp(status, info.calls ?? null);
-    if (!logRequests) return;
-    // errors: how many calls (or the whole body) were answered with an error: the request's outcome.
-    const errors = info.errors ?? (status === 200 ? 0 : 1);
-    if (mode === 'all' || errors > 0 || status >= 400) {
-      const key = apiKey === undefined ? undefined : (deps.keyName?.(apiKey) ?? 'unknown');
-      log.info(
-        {
-          ip: clientIp,
-          status,
-          calls: info.calls ?? 0,
-          errors,
-          methods: info.methods?.(),
-          upstreams: info.upstreams,
-          ms: Math.round(performance.now() - started),
-          ua: userAgentOf(req),
-          apiKey: key,
-        },
-        'request',
-      );
-    }
-  };
-  const reject = (reason: Rejection, extra: Readonly<Record<string, string>> = NO_HEADERS): void => {
-    const e = new RpcError(reason);
-    // A request refused before it became calls counts as one call (method `invalid`); a GET, HEAD
-    // or OPTIONS is no call at all.
-    if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS') deps.metrics.recordRefused(INVALID_METHOD, reason);
-    finish(e.http, errorText('null', e), extra);
-  };
-
-  // GET pages and API key guesses are charged to the client IP's rate budget; over it, 429.
-  const charged = (go: () => void): void =>
-    charge(deps, res, clientIp, go, (seconds) => {
-      if (req.method === 'POST') deps.metrics.recordRefused(INVALID_METHOD, 'RATE_LIMITED');
-      finish(429, errorText('null', new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: seconds } })), { 'retry-after': String(seconds) });
-    });
-
-  if (deps.isDraining()) return reject('SHUTTING_DOWN', CONNECTION_CLOSE);
+  const r = new HttpRequest(deps, req, res);
+  if (deps.isDraining()) return r.reject('SHUTTING_DOWN', CONNECTION_CLOSE);
   const target = rpcTarget(req);
   // HEAD as GET (monitors probe with it; Node sends no body for HEAD).
-  if (req.method === 'GET' || req.method === 'HEAD') {
-    return charged(() => {
-      if (deps.uptime) {
-        const page = uptimeAnswer(deps.uptime, (req.url ?? '/').split('?', 1)[0]!, req.headers.accept);
-        // Public and read-only: its own CORS and cache headers, whatever server.cors says.
-        if (page !== null) return finish(page.status, page.body, page.headers);
-      }
-      if (target === null) return reject('NOT_FOUND');
-      const info = { name: 'switchyard', version: deps.version, chainId: `0x${deps.chainId.toString(16)}`, ready: deps.isReady() };
-      // With the uptime page on, a browser's GET / gets the page: this answer depends on Accept too.
-      return finish(200, JSON.stringify(info), deps.uptime ? VARY_ACCEPT : NO_HEADERS);
+  if (req.method === 'GET' || req.method === 'HEAD') return r.charged(() => r.page(target));
+  if (req.method === 'OPTIONS') return preflight(deps, req, res, r.cors, r.reqId);
+  if (req.method !== 'POST') return r.reject('BAD_HTTP_METHOD', ALLOW);
+  if (target === null) return r.reject('NOT_FOUND');
+  r.apiKey = target.apiKey;
+  // An unknown key costs the guesser its IP's budget: 401 while it lasts, then 429.
+  if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return r.charged(() => r.reject('INVALID_API_KEY'));
+  if (!isJsonContentType(req.headers['content-type'])) return r.reject('BAD_CONTENT_TYPE');
+  readBody(req, deps.maxBodyBytes, (body) => r.received(body));
+}
+
+/**
+ * One request on its way to its answer: who sent it, its id and logger, and the answer's writing
+ * and request line. One object per request, its steps methods rather than closures.
+ */
+class HttpRequest {
+  readonly cors: Readonly<Record<string, string>>;
+  readonly clientIp: string;
+  readonly reqId: string;
+  readonly log: Logger;
+  /** Only when a request line can be written is the clock read (`started`). */
+  private readonly logRequests: boolean;
+  private readonly started: number;
+  apiKey: string | undefined = undefined;
+
+  constructor(
+    readonly deps: HttpDeps,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+  ) {
+    this.cors = corsHeaders(deps, req);
+    this.clientIp = deps.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
+    this.reqId = requestIdOf(req);
+    // The per-request child logger and its line cost more than the rest of a cached answer: only
+    // when request lines (log.requests, at info) or debug lines can be written is one made.
+    this.logRequests = deps.logRequests !== 'off' && deps.log.isLevelEnabled('info');
+    this.started = this.logRequests ? performance.now() : 0;
+    this.log = this.logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: this.reqId }) : deps.log;
+  }
+
+  finish(status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void {
+    const { deps, res } = this;
+    closeIfStopping(deps, res);
+    if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes) sendAnswer(res, status, body, this.reqId, this.cors, extra);
+    else sendLargeAnswer(res, this.req, status, body, this.reqId, this.cors, extra);
+    deps.metrics.recordHttp(status, info.calls ?? null);
+    if (this.logRequests) this.requestLine(status, info);
+  }
+
+  private requestLine(status: number, info: LogInfo): void {
+    const deps = this.deps;
+    // errors: how many calls (or the whole body) were answered with an error: the request's outcome.
+    const errors = info.errors ?? (status === 200 ? 0 : 1);
+    if ((deps.logRequests ?? 'all') !== 'all' && errors <= 0 && status < 400) return;
+    const apiKey = this.apiKey === undefined ? undefined : (deps.keyName?.(this.apiKey) ?? 'unknown');
+    this.log.info(
+      {
+        ip: this.clientIp,
+        status,
+        calls: info.calls ?? 0,
+        errors,
+        methods: info.methods?.(),
+        upstreams: info.upstreams,
+        ms: Math.round(performance.now() - this.started),
+        ua: userAgentOf(this.req),
+        apiKey,
+      },
+      'request',
+    );
+  }
+
+  reject(reason: Rejection, extra: Readonly<Record<string, string>> = NO_HEADERS): void {
+    const e = new RpcError(reason);
+    const method = this.req.method;
+    // A request refused before it became calls counts as one call (method `invalid`); a GET, HEAD
+    // or OPTIONS is no call at all.
+    if (method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS') this.deps.metrics.recordRefused(INVALID_METHOD, reason);
+    this.finish(e.http, errorText('null', e), extra);
+  }
+
+  /** GET pages and API key guesses are charged to the client IP's rate budget; over it, 429. */
+  charged(go: () => void): void {
+    chargeRequest(this.deps, this.res, this.clientIp, go, (seconds) => {
+      if (this.req.method === 'POST') this.deps.metrics.recordRefused(INVALID_METHOD, 'RATE_LIMITED');
+      this.finish(429, errorText('null', new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: seconds } })), { 'retry-after': String(seconds) });
     });
   }
-  if (req.method === 'OPTIONS') return preflight(deps, req, res, cors, reqId);
-  if (req.method !== 'POST') return reject('BAD_HTTP_METHOD', ALLOW);
-  if (target === null) return reject('NOT_FOUND');
-  apiKey = target.apiKey;
-  // An unknown key costs the guesser its IP's budget: 401 while it lasts, then 429.
-  if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return charged(() => reject('INVALID_API_KEY'));
-  if (!isJsonContentType(req.headers['content-type'])) return reject('BAD_CONTENT_TYPE');
-  readBody(req, deps.maxBodyBytes, (body) => {
+
+  /** A GET or HEAD: the uptime page when it is on and asked for, else what this is at `/`. */
+  page(target: { apiKey?: string } | null): void {
+    const deps = this.deps;
+    if (deps.uptime) {
+      const page = uptimeAnswer(deps.uptime, (this.req.url ?? '/').split('?', 1)[0]!, this.req.headers.accept);
+      // Public and read-only: its own CORS and cache headers, whatever server.cors says.
+      if (page !== null) return this.finish(page.status, page.body, page.headers);
+    }
+    if (target === null) return this.reject('NOT_FOUND');
+    const info = { name: 'switchyard', version: deps.version, chainId: toQuantity(deps.chainId), ready: deps.isReady() };
+    // With the uptime page on, a browser's GET / gets the page: this answer depends on Accept too.
+    return this.finish(200, JSON.stringify(info), deps.uptime ? VARY_ACCEPT : NO_HEADERS);
+  }
+
+  /** A POST's body, read whole under the cap: its calls go to the front. */
+  received(body: BodyResult): void {
+    const deps = this.deps;
     try {
       if (!body.ok) {
         if (body.why === 'aborted') return;
-        if (body.why === 'too_large') return reject('BODY_TOO_LARGE', CONNECTION_CLOSE);
+        if (body.why === 'too_large') return this.reject('BODY_TOO_LARGE', CONNECTION_CLOSE);
         deps.metrics.recordRefused(INVALID_METHOD, 'PARSE_ERROR');
-        return finish(200, errorText('null', new RpcError('PARSE_ERROR')), NO_HEADERS, { errors: 1 });
+        return this.finish(200, errorText('null', new RpcError('PARSE_ERROR')), NO_HEADERS, { errors: 1 });
       }
-      const answer = (out: FrontResult): void => {
-        finish(out.status, out.body, out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS, out);
-      };
-      const out = deps.front.process(body.text, { ip: clientIp, apiKey: target.apiKey }, log);
-      if (out instanceof Promise) out.then(answer).catch((err: unknown) => crashed(deps, res, err));
-      else answer(out);
+      const out = deps.front.process(body.text, { ip: this.clientIp, apiKey: this.apiKey }, this.log);
+      if (out instanceof Promise) out.then((o) => this.answer(o)).catch((err: unknown) => crashed(deps, this.res, err));
+      else this.answer(out);
     } catch (err) {
-      crashed(deps, res, err);
+      crashed(deps, this.res, err);
     }
-  });
+  }
+
+  private answer(out: FrontResult): void {
+    this.finish(out.status, out.body, out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS, out);
+  }
 }
 
 /** Charges one unit of the client IP's rate budget, then `go`, or `over` with the seconds to wait. */
-function charge(deps: HttpDeps, res: ServerResponse, clientIp: string, go: () => void, over: (seconds: number) => void): void {
+function chargeRequest(deps: HttpDeps, res: ServerResponse, clientIp: string, go: () => void, over: (seconds: number) => void): void {
   const run = (wait: Admission): void => {
     try {
       if (wait === null) go();

@@ -26,7 +26,8 @@ const V2_FIXED_BYTES = 16;
 /** v2 addresses and TLVs: more than any balancer sends. */
 const V2_MAX_BYTES = V2_FIXED_BYTES + 1_024;
 
-export type ProxyRefusal = 'untrusted_header' | 'bad_header' | 'timeout';
+export const PROXY_REFUSALS = ['untrusted_header', 'bad_header', 'timeout'] as const;
+export type ProxyRefusal = (typeof PROXY_REFUSALS)[number];
 
 export interface ProxyProtocolOptions {
   /** Whether a peer may send a header (server.trustedProxies, read on every connection: reloads apply). */

@@ -8,11 +8,11 @@
  * Logs go to `logs` (logs-fanout.ts), in publication order; when it has a backlog of blocks the
  * feed waits for it before publishing more.
  * Owns: the canonical chain window (hash, parent, header, logs per height) and the order of events.
- * Refuses: sockets, per-client filtering and delivery (logs-fanout.ts, session.ts, server.ts).
+ * Refuses: sockets, per-client filtering and delivery (logs-fanout.ts, session.ts, server/ws.ts).
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { heightOf } from '../jsonrpc/hex.js';
+import { heightOf, toQuantity } from '../jsonrpc/hex.js';
 import type { Metrics } from '../metrics/registry.js';
 import { dispatch } from '../routing/dispatch.js';
 import type { Requirement } from '../routing/select.js';
@@ -213,7 +213,7 @@ export class ChainFeed extends EventEmitter {
 
   /** Block n from a node that has it (null after every attempt failed; the tick retries). */
   private async block(n: number, req: Requirement = { minHead: n }): Promise<FeedBlock | null> {
-    const raw = await this.call('eth_getBlockByNumber', `["0x${n.toString(16)}",false]`, req);
+    const raw = await this.askFleet('eth_getBlockByNumber', `["${toQuantity(n)}",false]`, req);
     if (raw === null || raw === 'null') return null;
     let o: Record<string, unknown>;
     try {
@@ -234,7 +234,7 @@ export class ChainFeed extends EventEmitter {
    */
   private async logsOf(b: FeedBlock): Promise<LogEntry[] | null> {
     for (let attempt = 1; !this.stopped; attempt++) {
-      const raw = await this.call('eth_getLogs', `[{"blockHash":"${b.hash}"}]`, {});
+      const raw = await this.askFleet('eth_getLogs', `[{"blockHash":"${b.hash}"}]`, {});
       if (raw !== null) {
         try {
           const logs = JSON.parse(raw) as unknown;
@@ -252,7 +252,7 @@ export class ChainFeed extends EventEmitter {
     return null;
   }
 
-  private async call(method: string, paramsJson: string, requirement: Requirement): Promise<string | null> {
+  private async askFleet(method: string, paramsJson: string, requirement: Requirement): Promise<string | null> {
     const s = this.settings;
     const routing = { fleet: this.fleet, metrics: this.metrics, maxAttempts: s.maxAttempts, upstreamTimeoutMs: s.upstreamTimeoutMs };
     const [answer] = await dispatch([{ method, label: method, paramsJson, requirement }], {

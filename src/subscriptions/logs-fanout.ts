@@ -13,7 +13,7 @@
  * each subscription gets a block's matching logs in the block's order, and a block only after
  * the blocks before it. At most MAX_BLOCKS_QUEUED blocks wait: past that the feed waits.
  * Owns: log serialisation, grouping by filter, slicing, what clients behind are owed. Refuses:
- * the chain (chain.ts), sockets and their caps (server.ts), subscription ids (session.ts).
+ * the chain (chain.ts), sockets and their caps (server/ws.ts), subscription ids (session.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
@@ -252,7 +252,7 @@ export class LogsFanout {
 
   private count(): void {
     if (this.uncounted === 0) return;
-    this.metrics.wsNotifications.inc({ kind: 'logs' }, this.uncounted);
+    this.metrics.recordNotifications('logs', this.uncounted);
     this.uncounted = 0;
   }
 }

@@ -18,7 +18,8 @@ import { parseFilter, type LogFilter } from './log-filter.js';
 import type { LogsClient, LogsSubscription, Room } from './logs-fanout.js';
 import type { PendingFeed } from './pending.js';
 
-export type Kind = 'newHeads' | 'logs' | 'newPendingTransactions';
+export const SUBSCRIPTION_KINDS = ['newHeads', 'logs', 'newPendingTransactions'] as const;
+export type Kind = (typeof SUBSCRIPTION_KINDS)[number];
 
 interface Sub {
   id: string;
@@ -89,14 +90,15 @@ export class Session implements LogsClient {
   frame(): FrameSubscriptions {
     const made: Sub[] = [];
     return {
-      call: (call) => this.call(call, made),
+      call: (call) => this.answer(call, made),
       written: () => {
         for (const sub of made) this.release(sub);
       },
     };
   }
 
-  private call(call: Call, made: Sub[]): Outcome {
+  /** eth_subscribe or eth_unsubscribe, answered here: subscriptions live with the socket. */
+  private answer(call: Call, made: Sub[]): Outcome {
     if (call.method === 'eth_unsubscribe') {
       const id = call.params[0];
       if (typeof id !== 'string') return { error: rpcErrors.invalidParams('expected a subscription id') };
@@ -119,7 +121,7 @@ export class Session implements LogsClient {
     this.start(sub);
     this.subs.set(id, sub);
     made.push(sub);
-    this.deps.metrics.wsSubscriptions.inc({ kind });
+    this.deps.metrics.recordSubscribed(kind);
     return { result: `"${id}"` };
   }
 
@@ -149,12 +151,12 @@ export class Session implements LogsClient {
     for (const text of sub.held) this.held -= Buffer.byteLength(text);
     sub.held = [];
     this.deps.giveIpSlot();
-    this.deps.metrics.wsSubscriptions.dec({ kind: sub.kind });
+    this.deps.metrics.recordUnsubscribed(sub.kind);
     return true;
   }
 
   private notify(sub: Sub, result: string): void {
-    this.deps.metrics.wsNotifications.inc({ kind: sub.kind });
+    this.deps.metrics.recordNotifications(sub.kind);
     this.write(sub, `${envelope(sub.id)}${result}}}`);
   }
 

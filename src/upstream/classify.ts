@@ -20,19 +20,18 @@ export type Verdict =
    */
   | { kind: 'retry'; reason: RetryReason; health: boolean; error?: string; unsent?: true; final?: true };
 
+/**
+ * Retry reasons after which a call moves on to another node (switchyard_failovers_total's `reason`).
+ * The other two end the call at once: every node would send the same oversized answer, and another
+ * node's large answer would find the pool as full.
+ */
+export const FAILOVER_REASONS = ['transport', 'timeout', 'http_5xx', 'http_429', 'http_other', 'bad_body', 'node_limit', 'node_method_missing', 'node_missing_block'] as const;
+
 export type RetryReason =
   | 'response_too_large'
   /** The process's pool of large answers being received was full (upstream/answer-bytes.ts). */
   | 'answers_busy'
-  | 'transport'
-  | 'timeout'
-  | 'http_5xx'
-  | 'http_429'
-  | 'http_other'
-  | 'bad_body'
-  | 'node_limit'
-  | 'node_method_missing'
-  | 'node_missing_block';
+  | (typeof FAILOVER_REASONS)[number];
 
 /** Node error messages meaning "I don't have that block (yet)", not "it doesn't exist". */
 const MISSING_BLOCK = /header not found|unknown block|block not found|BlockOutOfRange|block number out of range|missing trie node/i;
@@ -51,7 +50,7 @@ export function classifyHttp(status: number, body: string, id?: number, checked?
     if (checked!.kind !== 'object' || (id !== undefined && !membersCarryId(body, checked!.members, id))) return { kind: 'retry', reason: 'bad_body', health: true };
     return fromMembers(body, checked!.members);
   }
-  const read = readBody(status, body);
+  const read = parseAnswer(status, body);
   if ('kind' in read) return read;
   if (id !== undefined && !carriesId(read.parsed, id)) return { kind: 'retry', reason: 'bad_body', health: true };
   return classifyResponse(body, { start: 0, end: body.length }, read.parsed);
@@ -131,7 +130,7 @@ function readBatch(
     return undefined;
   }
   if (status === 200 && readPlainBatch(body, visit)) return undefined;
-  const read = readBody(status, body);
+  const read = parseAnswer(status, body);
   if ('kind' in read) return read;
   if (!Array.isArray(read.parsed)) return null;
   restart();
@@ -240,7 +239,7 @@ function badBody(status: number): Verdict {
 }
 
 /** The body as JSON, or the verdict when the status or the body already says the node failed. */
-function readBody(status: number, body: string): { parsed: unknown } | Verdict {
+function parseAnswer(status: number, body: string): { parsed: unknown } | Verdict {
   const failed = statusVerdict(status);
   if (failed !== undefined) return failed;
   try {

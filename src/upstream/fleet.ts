@@ -374,24 +374,22 @@ export class Fleet extends EventEmitter {
 
   private publish(): void {
     for (const u of this.upstreams) {
-      const labels = { upstream: u.name };
-      this.metrics.upstreamHead.set(labels, u.head);
-      this.metrics.upstreamLag.set(labels, Number.isFinite(this.lag(u)) ? this.lag(u) : -1);
-      this.metrics.upstreamHealthy.set(labels, u.available ? 1 : 0);
+      this.metrics.setUpstreamHead(u.name, u.head);
+      this.metrics.setUpstreamLag(u.name, Number.isFinite(this.lag(u)) ? this.lag(u) : -1);
+      this.metrics.setUpstreamHealthy(u.name, u.available);
       this.metrics.setQuarantined(u.name, u.state === 'quarantined');
     }
-    this.metrics.fleetHead.set(this.head);
-    this.metrics.fleetFinalized.set(this.finalized);
+    this.metrics.setFleetHead(this.head);
+    this.metrics.setFleetFinalized(this.finalized);
   }
 
   /** Refreshes the gauges that move with every call (scraped, not pushed). */
   collect(): void {
     for (const u of this.upstreams) {
-      const labels = { upstream: u.name };
-      this.metrics.upstreamInFlight.set(labels, u.inFlight);
+      this.metrics.setUpstreamInFlight(u.name, u.inFlight);
       this.metrics.setBreakerState(u.name, u.breaker.label);
-      this.metrics.upstreamLatencyEwma.set(labels, u.latencyMs / 1000);
-      this.metrics.upstreamHealthy.set(labels, u.available ? 1 : 0);
+      this.metrics.setUpstreamLatency(u.name, u.latencyMs / 1000);
+      this.metrics.setUpstreamHealthy(u.name, u.available);
     }
   }
 

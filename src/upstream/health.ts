@@ -8,6 +8,10 @@
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
+/** The states as switchyard_upstream_breaker_state's `state` label spells them (Breaker.label). */
+export const BREAKER_STATES = ['closed', 'half_open', 'open'] as const;
+export type BreakerStateLabel = (typeof BREAKER_STATES)[number];
+
 export interface BreakerOptions {
   threshold?: number;
   cooldownMs?: number;
@@ -74,7 +78,7 @@ export class Breaker {
   }
 
   /** The metric's `state` label. */
-  get label(): 'closed' | 'half_open' | 'open' {
+  get label(): BreakerStateLabel {
     const s = this.state;
     return s === 'half-open' ? 'half_open' : s;
   }

@@ -12,9 +12,10 @@
  */
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { toQuantity } from '../jsonrpc/hex.js';
 import type { Metrics } from '../metrics/registry.js';
 import { HeadWatch, confirmChain, type FleetView } from './checks.js';
-import { WINDOWS, fraction, hex, history, incidentLines, iso, uptimeWindows, type UptimeReport } from './report.js';
+import { WINDOWS, fraction, headQuantity, history, incidentLines, iso, uptimeWindows, type UptimeReport } from './report.js';
 import type { UptimePages } from './routes.js';
 import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
@@ -46,7 +47,6 @@ export interface UptimeDeps {
 }
 
 const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
-const KINDS: readonly IncidentKind[] = ['unreachable', 'stalled'];
 
 interface LastProbe {
   t: number;
@@ -88,7 +88,7 @@ export class Uptime implements UptimePages {
     const head = Number(this.store.getMeta('head') ?? NaN);
     const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
     this.watch = new HeadWatch(settings.stallAfterSeconds * 1000, now, Number.isFinite(head) && Number.isFinite(roseAt) ? { head, roseAt } : null);
-    deps.metrics.uptimeStorePersistent.set(this.store.persistent ? 1 : 0);
+    deps.metrics.setUptimeStorePersistent(this.store.persistent);
     this.publishIncidents();
     deps.fleet.on?.('head', this.onHead);
   }
@@ -188,7 +188,7 @@ export class Uptime implements UptimePages {
       }
       const file = this.store.path;
       const kept = this.store.toMemory();
-      this.deps.metrics.uptimeStorePersistent.set(0);
+      this.deps.metrics.setUptimeStorePersistent(false);
       this.log.error({ store: file, err, historyKept: kept }, 'uptime.store failed; uptime history is kept in memory only from now on');
       try {
         return op();
@@ -200,13 +200,13 @@ export class Uptime implements UptimePages {
   }
 
   private publishIncidents(): void {
-    for (const kind of KINDS) this.deps.metrics.uptimeIncidentOpen.set({ kind }, this.open.has(kind) ? 1 : 0);
+    this.deps.metrics.setUptimeIncidents(this.open);
   }
 
   /** Refreshes the gauges that move with time (before a scrape). */
   collect(): void {
     const { ageMs } = this.watch.judge(this.clock.now());
-    if (ageMs !== null) this.deps.metrics.uptimeHeadAge.set(ageMs / 1000);
+    if (ageMs !== null) this.deps.metrics.setUptimeHeadAge(ageMs / 1000);
   }
 
   /** The report of SPEC 12; null until the first probe has finished. */
@@ -219,12 +219,12 @@ export class Uptime implements UptimePages {
     const judged = this.watch.judge(this.clock.now());
     const report: UptimeReport = {
       title: s.title,
-      chainId: hex(this.deps.chainId)!,
+      chainId: toQuantity(this.deps.chainId),
       state: overallState(last.reachable, last.advancing),
       checkedAt: iso(last.t),
       checks: {
         reachable: { ok: last.reachable },
-        advancing: { ok: last.advancing, head: hex(judged.head), headAgeSeconds: judged.ageMs === null ? null : Math.floor(judged.ageMs / 1000) },
+        advancing: { ok: last.advancing, head: headQuantity(judged.head), headAgeSeconds: judged.ageMs === null ? null : Math.floor(judged.ageMs / 1000) },
       },
       ...summary,
       probeIntervalMs: s.probeIntervalMs,
@@ -236,7 +236,7 @@ export class Uptime implements UptimePages {
         .map((u) => ({
           name: u.name,
           state: u.state,
-          head: hex(u.head),
+          head: headQuantity(u.head),
           lag: u.state !== 'healthy' || fleet.head < 0 || u.head < 0 ? null : Math.max(0, fleet.head - u.head),
           latencyMs: u.state === 'healthy' ? Math.round(u.latencyMs * 10) / 10 : null,
         }));

@@ -3,6 +3,7 @@
  * Uptime over a window = probes with both checks ok / probes in the window; a window without
  * probes is null. Time without probes (Switchyard not running) is no data, never downtime.
  */
+import { toQuantity } from '../jsonrpc/hex.js';
 import { DAY_MS, floorTo, type Incident, type Tally, type UptimeStore } from './store.js';
 import type { OverallState } from './tracker.js';
 
@@ -71,8 +72,9 @@ export function incidentLine(i: Incident): UptimeReport['incidents'][number] {
   return { id: i.id, kind: i.kind, startedAt: iso(i.startedAt), endedAt: i.endedAt === null ? null : iso(i.endedAt), summary: i.summary };
 }
 
-export function hex(n: number | null): string | null {
-  return n === null || n < 0 ? null : `0x${n.toString(16)}`;
+/** A head as a quantity; null while none is known (null, or -1 before the first). */
+export function headQuantity(n: number | null): string | null {
+  return n === null || n < 0 ? null : toQuantity(n);
 }
 
 export function iso(t: number): string {

@@ -19,7 +19,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 
-export type IncidentKind = 'unreachable' | 'stalled';
+export const INCIDENT_KINDS = ['unreachable', 'stalled'] as const;
+export type IncidentKind = (typeof INCIDENT_KINDS)[number];
 
 export interface ProbeRow {
   /** ms since the epoch */
@@ -281,7 +282,7 @@ export class UptimeStore {
     return this.incidents(Number.MAX_SAFE_INTEGER, 100);
   }
 
-  /** Row counts per tier: for tests and the README's size figures. */
+  /** Row counts per tier: for tests and the size figures of docs/uptime-page.md. */
   counts(): { probes: number; minutes: number; hours: number; incidents: number } {
     const one = (sql: string): number => (this.db.prepare(sql).get() as { n: number }).n;
     return {

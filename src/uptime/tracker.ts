@@ -7,6 +7,7 @@
  * until the head rises.
  * Owns: the open/close decisions. Refuses: storage (store.ts) and checks (checks.ts).
  */
+import { toQuantity } from '../jsonrpc/hex.js';
 import type { IncidentKind } from './store.js';
 
 export interface ProbeResult {
@@ -27,7 +28,7 @@ export type Change = { open: IncidentKind; summary: string } | { close: Incident
 export function incidentChanges(open: ReadonlySet<IncidentKind>, r: ProbeResult): Change[] {
   const out: Change[] = [];
   if (!r.reachable && !open.has('unreachable')) {
-    out.push({ open: 'unreachable', summary: `No node answered eth_chainId with 0x${r.chainId.toString(16)}` });
+    out.push({ open: 'unreachable', summary: `No node answered eth_chainId with ${toQuantity(r.chainId)}` });
   } else if (r.reachable && open.has('unreachable')) {
     out.push({ close: 'unreachable' });
   }

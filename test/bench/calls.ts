@@ -9,7 +9,7 @@
  * CALLS_SECONDS (5) each after a 1 s warm-up. Prints this process's CPU time per body and per call
  * (anvil runs in its own process and is not counted). With an HTTP request's own cost H from
  * `npm run bench` (a single miss there minus a call here), a batch of 25 costs
- * (H + 25 x call) / (H + call) single calls: the README's batch arithmetic.
+ * (H + 25 x call) / (H + call) single calls, the ratio docs/benchmarks.md reports for a batch of 25.
  */
 import { pathToFileURL } from 'node:url';
 import type { Front } from '../../src/server/front.js';

@@ -1,5 +1,5 @@
 /**
- * What the README says about viem and Switchyard's batch cap, pinned against the real library:
+ * What docs/limits.md ("Client libraries") says about viem and Switchyard's batch cap, pinned against the real library:
  * with `batch: true` viem's default batch size (1,000) is over server.maxBatchSize (100), so a
  * large batch gets HTTP 413; viem retries each call (they batch again as timing has it, never
  * split on purpose), so calls fail or succeed by chance; with `batchSize: 100` they all succeed.

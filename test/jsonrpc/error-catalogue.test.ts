@@ -1,13 +1,13 @@
 // The error catalogue is closed and documented (STYLE habit 4, SPEC 3.3): every entry has a distinct
-// name, an integer JSON-RPC code, an HTTP status and a message, and the README's error table has a
-// row naming each entry in backticks with its code. A missing README fails this test on purpose.
+// name, an integer JSON-RPC code, an HTTP status and a message, and the error table of docs/errors.md
+// has a row naming each entry in backticks with its code. A missing page fails this test on purpose.
 
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { CATALOGUE, RpcError } from '../../src/jsonrpc/errors.js';
 
 const entries = Object.entries(CATALOGUE) as [keyof typeof CATALOGUE, (typeof CATALOGUE)[keyof typeof CATALOGUE]][];
-const README = new URL('../../README.md', import.meta.url);
+const ERRORS_PAGE = new URL('../../docs/errors.md', import.meta.url);
 
 t.test('every entry is well formed', async (t) => {
   t.ok(entries.length >= 10, 'the catalogue is not empty');
@@ -49,19 +49,19 @@ t.test('the codes SPEC 3.3 lists are all present', async (t) => {
   t.equal(CATALOGUE.EMPTY_BATCH.message, 'empty batch');
 });
 
-t.test('README documents every entry in its error table', async (t) => {
-  let readme: string;
+t.test('docs/errors.md documents every entry in its error table', async (t) => {
+  let page: string;
   try {
-    readme = readFileSync(README, 'utf8');
+    page = readFileSync(ERRORS_PAGE, 'utf8');
   } catch (err) {
-    t.fail(`README.md must exist at the repository root with the error table (${(err as NodeJS.ErrnoException).code})`);
+    t.fail(`docs/errors.md must exist with the error table (${(err as NodeJS.ErrnoException).code})`);
     return;
   }
-  const rows = readme.split('\n').filter((l) => l.trimStart().startsWith('|'));
+  const rows = page.split('\n').filter((l) => l.trimStart().startsWith('|'));
   for (const [name, e] of entries) {
     const row = rows.find((l) => l.includes(`\`${name}\``));
     if (!row) {
-      t.fail(`README error table has a row for \`${name}\``);
+      t.fail(`docs/errors.md error table has a row for \`${name}\``);
       continue;
     }
     const cells = row.split('|').map((c) => c.replace(/`/g, '').trim());

@@ -1,5 +1,5 @@
 /**
- * Concurrency guards (SPEC 6, README "Limits and security"): calls being worked on at once, per
+ * Concurrency guards (SPEC 6, docs/limits.md): calls being worked on at once, per
  * client IP (`server.maxInFlightPerIp`) and for the whole server (`server.maxInFlight`). Beyond
  * either, a request is shed at once with -32005, never queued. The node is a real anvil behind a
  * counting proxy that holds eth_getBalance calls (counted one by one as they arrive, batched or

@@ -1,5 +1,5 @@
 /**
- * Client identity for the per-IP limits (SPEC 6, README "Client identity"): the socket's peer, and
+ * Client identity for the per-IP limits (SPEC 6, docs/limits.md "Client identity"): the socket's peer, and
  * X-Forwarded-For only when that peer is a trusted proxy, walked right to left past trusted hops.
  * A client that writes its own X-Forwarded-For must not get a fresh budget per forged address.
  * Each client below gets one call for the whole test (ONE_CALL), so no figure depends on where a

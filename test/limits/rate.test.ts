@@ -1,5 +1,5 @@
 /**
- * The rate-limit window figures of SPEC 6 and README "Rate limits", exact, in process, on a
+ * The rate-limit window figures of SPEC 6 and docs/limits.md "Rate limits", exact, in process, on a
  * controlled clock. The memory windows are rate-limiter-flexible's, which read Date.now and arm a
  * setTimeout per window, so @sinonjs/fake-timers replaces both for each test: time moves only when
  * a test ticks it, however slow the machine. With perIp {ratePerSec 10, burst 30, burstWindowSec 10}

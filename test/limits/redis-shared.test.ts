@@ -1,5 +1,5 @@
 /**
- * Rate limits shared across replicas (SPEC 6, README "Rate limits"): two Switchyard instances with
+ * Rate limits shared across replicas (SPEC 6, docs/limits.md "Rate limits"): two Switchyard instances with
  * the same `rateLimit.redis` give a client ONE budget; a real redis-server is SIGKILLed mid-test and
  * both instances keep serving with the same limits from their own memory (logged once, counted);
  * redis back on the same port: sharing resumes.

@@ -1,7 +1,7 @@
 // config/alerts.yml as an on-call reads it: every rule has a summary, a description and a
-// runbook_url whose anchor is a README heading; config/alerts.test.yml tests every alert both
+// runbook_url whose anchor is a heading of docs/observability.md (its runbook); config/alerts.test.yml tests every alert both
 // firing and quiet, with series Switchyard really emits (names from the metrics registry, label
-// values from its closed sets); and `promtool test rules` passes on it.
+// values from the closed sets of the code that produces them); and `promtool test rules` passes on it.
 
 import t from 'tap';
 import { execFile } from 'node:child_process';
@@ -11,10 +11,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
-import { BREAKER_STATES, CALL_OUTCOMES, CALL_REASONS, Metrics, RELOAD_RESULTS, UPTIME_INCIDENT_KINDS } from '../../src/metrics/registry.js';
+import { CALL_OUTCOMES, CALL_REASONS, Metrics } from '../../src/metrics/registry.js';
+import { REDIS_UP } from '../../src/metrics/redis.js';
+import { RELOAD_RESULTS } from '../../src/metrics/service.js';
+import { BREAKER_STATES } from '../../src/upstream/health.js';
+import { INCIDENT_KINDS } from '../../src/uptime/store.js';
 import { MethodPolicy } from '../../src/methods/policy.js';
 import { validateConfig } from '../../src/config/load.js';
-import { REDIS_UP } from '../../src/redis/connections.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ALERTS = join(ROOT, 'config/alerts.yml');
@@ -49,14 +52,14 @@ function anchors(markdown: string): Set<string> {
   return out;
 }
 
-t.test('every rule has summary, description and a runbook_url to a README section', async (t) => {
-  const readme = anchors(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+t.test('every rule has summary, description and a runbook_url to a runbook section', async (t) => {
+  const runbook = anchors(readFileSync(join(ROOT, 'docs/observability.md'), 'utf8'));
   t.ok(rules.length >= 14, `${rules.length} rules`);
   for (const r of rules) {
     t.ok(r.annotations?.summary, `${r.alert}: summary`);
     t.ok(r.annotations?.description, `${r.alert}: description`);
-    const m = /^README\.md#(.+)$/.exec(r.annotations?.runbook_url ?? '');
-    t.ok(m && readme.has(m[1]!), `${r.alert}: runbook_url ${r.annotations?.runbook_url} is a README heading`);
+    const m = /^docs\/observability\.md#(.+)$/.exec(r.annotations?.runbook_url ?? '');
+    t.ok(m && runbook.has(m[1]!), `${r.alert}: runbook_url ${r.annotations?.runbook_url} is a heading of docs/observability.md`);
   }
 });
 
@@ -85,7 +88,7 @@ t.test('the unit tests feed only series Switchyard emits', async (t) => {
     method: (v) => policy.label(v) === v,
     upstream: (v) => /^[a-zA-Z0-9_.-]{1,64}$/.test(v),
     le: (v) => v === '+Inf' || Number.isFinite(Number(v)),
-    kind: (v) => (UPTIME_INCIDENT_KINDS as readonly string[]).includes(v),
+    kind: (v) => (INCIDENT_KINDS as readonly string[]).includes(v),
   };
   for (const u of unit.tests) {
     for (const { series } of u.input_series) {
@@ -99,7 +102,7 @@ t.test('the unit tests feed only series Switchyard emits', async (t) => {
       t.equal(labels.job, 'switchyard', `${series}: job="switchyard"`);
       if (name === 'up') continue;
       const base = name.replace(/_(bucket|sum|count)$/, '');
-      // Registered only while a Redis is in use (src/redis/connections.ts); it has no labels.
+      // Registered only while a Redis is in use (src/metrics/redis.ts); it has no labels.
       if (name === REDIS_UP) {
         t.same(Object.keys(labels).sort(), ['instance', 'job'], `${name}: no labels of its own`);
         continue;

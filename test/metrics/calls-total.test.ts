@@ -3,7 +3,8 @@
 // build_info, the breaker `state` label and block heights named with their unit.
 
 import t from 'tap';
-import { CALL_OUTCOMES, CALL_REASONS, BREAKER_STATES } from '../../src/metrics/registry.js';
+import { CALL_OUTCOMES, CALL_REASONS } from '../../src/metrics/registry.js';
+import { BREAKER_STATES } from '../../src/upstream/health.js';
 import { startAnvil } from '../helpers/anvil.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { get, post } from '../helpers/rpc.js';

@@ -1,5 +1,5 @@
 /**
- * Method policy (SPEC 4.6, README "Method policy"): methods outside the default allow-list get geth's
+ * Method policy (SPEC 4.6, docs/routing.md "Method policy"): methods outside the default allow-list get geth's
  * -32601 and never reach a node. Counted at the node side by a counting proxy in front of a real
  * anvil (anvil itself would happily mine, set balances and sign). `methods.deny`, `methods.allow`
  * and `methods.extensions` (names and `prefix*`) change the list; extensions reach the node and the

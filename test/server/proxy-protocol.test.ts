@@ -1,5 +1,5 @@
 /**
- * server.proxyProtocol (README "Client identity"): a PROXY header (v1 text or v2 binary) from a peer
+ * server.proxyProtocol (docs/limits.md "PROXY protocol"): a PROXY header (v1 text or v2 binary) from a peer
  * in server.trustedProxies names the client; each client so named gets its own rate-limit bucket
  * and its own address in the request log. From any other peer the header is refused (the
  * connection is closed, counted by reason); no header is plain HTTP; with the option off a header

@@ -1,5 +1,5 @@
 /**
- * Secrets (SPEC 6, README "Secrets"): an upstream URL with credentials and a secret path reaches the
+ * Secrets (SPEC 6, docs/limits.md "Secrets"): an upstream URL with credentials and a secret path reaches the
  * node (the path is used, the credentials become a Basic header) and appears nowhere else: not in
  * any response body (Switchyard's -32002 errors from every kind of upstream failure included), not
  * in /status or /metrics, not in a log line of the real CLI at debug level.

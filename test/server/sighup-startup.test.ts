@@ -1,6 +1,6 @@
 /**
  * A SIGHUP while Switchyard is still starting (`switchyard start` boots the devnet first) must not
- * end the process: it is logged and the file is read again once the proxy runs (README, reload).
+ * end the process: it is logged and the file is read again once the proxy runs (docs/configuration.md, "Reload").
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

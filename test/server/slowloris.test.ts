@@ -1,5 +1,5 @@
 /**
- * Slow clients (SPEC 6; README "Limits and security"): a client trickling its headers is cut off by
+ * Slow clients (SPEC 6; docs/limits.md): a client trickling its headers is cut off by
  * `server.headersTimeoutMs`, one trickling its body by headers + `server.bodyTimeoutMs` (408 and the
  * connection closed); idle connections that never send a byte are closed by the same headers
  * timeout; and while 1,000 of them are open, and slow clients trickle, other clients are served.

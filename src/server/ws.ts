@@ -2,11 +2,12 @@
  * The WebSocket front: upgrades on server.port and server.wsPort (any path HTTP serves), one
  * Session per socket, every text or binary frame worked on by the transport-neutral Front exactly
  * like an HTTP body (one frame = one request or batch). Limits: sockets per client IP (upgrade
- * refused with 429), subscriptions per client IP (session.ts refuses past it), frame size (close
- * 1009, by the ws library's maxPayload), frames in flight per socket (the socket is not read:
- * frames.ts), unsent bytes per client, answers waiting and notifications a session holds included
- * (close 1013), and a ping every pingIntervalMs (no pong by the next one: terminated).
- * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (server/front.ts), the feeds.
+ * refused with 429), subscriptions per client IP (subscriptions/session.ts refuses past it), frame
+ * size (close 1009, by the ws library's maxPayload), frames in flight per socket (the socket is
+ * not read: subscriptions/frames.ts), unsent bytes per client, answers waiting and notifications a
+ * session holds included (close 1013), and a ping every pingIntervalMs (no pong by the next one:
+ * terminated).
+ * Owns: sockets and their lifetime. Refuses: JSON-RPC semantics (front.ts), the feeds.
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -17,16 +18,16 @@ import { limitKey } from '../limits/cidrs.js';
 import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
-import type { ClientIp } from '../server/client-ip.js';
-import { peerAddress } from '../server/proxy-protocol.js';
-import type { Front, FrontResult } from '../server/front.js';
-import { rpcTarget } from '../server/http.js';
-import { rawRefusal, refuseSocket } from '../server/refusal.js';
+import type { ClientIp } from './client-ip.js';
+import { peerAddress } from './proxy-protocol.js';
+import type { Front, FrontResult } from './front.js';
+import { rpcTarget } from './http.js';
+import { rawRefusal, refuseSocket } from './refusal.js';
 import { KeyCounts } from '../limits/key-counts.js';
-import type { ChainFeed } from './chain.js';
-import type { PendingFeed } from './pending.js';
-import { Frames, type Started } from './frames.js';
-import { Session } from './session.js';
+import type { ChainFeed } from '../subscriptions/chain.js';
+import type { PendingFeed } from '../subscriptions/pending.js';
+import { Frames, type Started } from '../subscriptions/frames.js';
+import { Session } from '../subscriptions/session.js';
 
 export interface WsDeps {
   front: Front;
@@ -50,6 +51,9 @@ export interface WsDeps {
 
 /** A slow reader's socket gets this long to take the close frame before it is cut. */
 const CLOSE_GRACE_MS = 5_000;
+/** Why Switchyard closed a WebSocket (switchyard_ws_closes_total's `reason`). */
+export const WS_CLOSE_REASONS = ['slow_reader', 'too_large', 'dead_peer', 'shutdown'] as const;
+export type WsCloseReason = (typeof WS_CLOSE_REASONS)[number];
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 interface Client {
@@ -157,12 +161,12 @@ export class WsFront {
     });
     const client: Client = { ip, alive: true, session, frames, corked: false };
     this.clients.set(ws, client);
-    d.metrics.wsConnections.set(this.clients.size);
+    d.metrics.setWsConnections(this.clients.size);
     ws.on('pong', () => (client.alive = true));
     ws.on('error', (err: Error & { code?: string }) => {
       if (err.code !== 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') return;
       // A frame over maxMessageBytes is a body refused whole: one call of method invalid, as over HTTP.
-      this.deps.metrics.wsCloses.inc({ reason: 'too_large' });
+      this.deps.metrics.recordWsClose('too_large');
       this.deps.metrics.recordRefused(INVALID_METHOD, 'BODY_TOO_LARGE');
     });
     ws.on('close', () => {
@@ -172,7 +176,7 @@ export class WsFront {
       const n = (this.perIp.get(ipKey) ?? 1) - 1;
       if (n <= 0) this.perIp.delete(ipKey);
       else this.perIp.set(ipKey, n);
-      this.deps.metrics.wsConnections.set(this.clients.size);
+      this.deps.metrics.setWsConnections(this.clients.size);
     });
     ws.on('message', (data: WebSocket.RawData) => frames.received(Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer)));
   }
@@ -270,7 +274,7 @@ export class WsFront {
   /** A client holding maxBufferBytes it has not taken: closed with 1013, nothing more is queued for it. */
   private slowReader(ws: WebSocket): void {
     if (ws.readyState !== WebSocket.OPEN) return;
-    this.deps.metrics.wsCloses.inc({ reason: 'slow_reader' });
+    this.deps.metrics.recordWsClose('slow_reader');
     const client = this.clients.get(ws);
     // The session first: frames closed release their subscriptions, which must send nothing now.
     client?.session.close();
@@ -290,7 +294,7 @@ export class WsFront {
           continue;
         }
         if (!c.alive) {
-          this.deps.metrics.wsCloses.inc({ reason: 'dead_peer' });
+          this.deps.metrics.recordWsClose('dead_peer');
           ws.terminate();
           continue;
         }
@@ -313,7 +317,7 @@ export class WsFront {
     const unanswered = (): boolean => [...this.clients.values()].some((c) => c.frames.unanswered > 0);
     while (unanswered() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     const all = [...this.clients.keys()];
-    if (all.length > 0 && code === 1001) this.deps.metrics.wsCloses.inc({ reason: 'shutdown' }, all.length);
+    if (all.length > 0 && code === 1001) this.deps.metrics.recordWsClose('shutdown', all.length);
     await Promise.all(
       all.map(
         (ws) =>
