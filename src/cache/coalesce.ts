@@ -35,45 +35,19 @@ export class Shared<T> {
 }
 
 export class Coalescer<T> {
-  private inFlight = new Map<string, Promise<T> | Shared<T>>();
+  private inFlight = new Map<string, Shared<T>>();
   joined = 0;
 
   /**
-   * `work` runs once per key in flight; `then` turns its value into what every caller gets (it runs
-   * once, in the same step that ends the sharing: one promise per call fewer on the miss path).
-   */
-  run<A>(key: string, work: () => Promise<A>, then: (value: A) => T, onJoin?: () => void): Promise<T> {
-    const inFlight = this.inFlight;
-    const existing = inFlight.get(key);
-    if (existing !== undefined) {
-      this.joined++;
-      onJoin?.();
-      return existing instanceof Shared ? existing.joined() : existing;
-    }
-    const p = work().then(
-      (v) => {
-        inFlight.delete(key);
-        return then(v);
-      },
-      (err: unknown) => {
-        inFlight.delete(key);
-        throw err;
-      },
-    );
-    inFlight.set(key, p);
-    return p;
-  }
-
-  /**
-   * The same sharing for a caller that sends the call itself: the promise of the call in flight
-   * under `key` (joined), or a Shared the caller now owns and must end with `settle`.
+   * Sharing for a caller that sends the call itself: the promise of the call in flight under `key`
+   * (joined), or a Shared the caller now owns and must end with `settle`.
    */
   claim(key: string, onJoin?: () => void): Promise<T> | Shared<T> {
     const existing = this.inFlight.get(key);
     if (existing !== undefined) {
       this.joined++;
       onJoin?.();
-      return existing instanceof Shared ? existing.joined() : existing;
+      return existing.joined();
     }
     const shared = new Shared<T>(this.inFlight);
     this.inFlight.set(key, shared);

@@ -81,8 +81,11 @@ export class ResponseCache {
     return this.memory.generation;
   }
 
-  /** Synchronous unless the memory level misses and Redis must be asked. */
-  lookup(plan: CachePlan): string | undefined | Promise<string | undefined> {
+  /**
+   * The memory level's answer for the plan. On a miss of a plan the Redis level may answer
+   * (shared()), the lookup goes on in lookupShared(), which counts it; any other is counted here.
+   */
+  lookup(plan: CachePlan): string | undefined {
     if (plan.secondMiss) {
       // A key not yet asked again at this head was never kept for it: no table lookup needed.
       const h = hashOf(plan);
@@ -92,12 +95,18 @@ export class ResponseCache {
       return value;
     }
     const value = this.memory.get(plan.key, plan.cls, plan.head);
-    if (value === undefined && this.redis !== null && plan.cls !== 'head') return this.lookupShared(plan);
+    if (value === undefined && this.shared(plan)) return undefined;
     this.metrics.recordCacheLookup(plan.cls, value !== undefined);
     return value;
   }
 
-  private async lookupShared(plan: CachePlan): Promise<string | undefined> {
+  /** Whether a memory miss of the plan is asked of the Redis level (immutable entries only are kept there). */
+  shared(plan: CachePlan): boolean {
+    return this.redis !== null && plan.cls !== 'head' && !plan.secondMiss;
+  }
+
+  /** The Redis level's answer for a plan the memory level missed (shared()), asked before the call is dispatched. */
+  async lookupShared(plan: CachePlan): Promise<string | undefined> {
     let value = await this.redis!.get(plan.key);
     // Redis is input: what it holds is spliced into answers only when it is one JSON value that
     // answers this call (else it is a miss, and the node's answer replaces it there).
@@ -123,12 +132,7 @@ export class ResponseCache {
     if (cls === 'immutable') this.redis?.set(plan.key, value);
   }
 
-  /** Identical calls in flight share one `work` and one `then` (see Coalescer.run). */
-  coalesce<A, T>(key: string, work: () => Promise<A>, then: (value: A) => T): Promise<T> {
-    return this.coalescer.run(key, work, then, this.joined) as Promise<T>;
-  }
-
-  /** Coalescing for a call its caller sends itself (see Coalescer.claim); end it with `settle`. */
+  /** Identical calls in flight share one upstream call (see Coalescer.claim); the claim is ended with `settle`. */
   claim<T>(key: string): Promise<T> | Shared<T> {
     return this.coalescer.claim(key, this.joined) as Promise<T> | Shared<T>;
   }

@@ -1,7 +1,10 @@
 /**
- * One call's way through small named stages: policy -> local answer -> block resolution -> route
- * and forward. Every call ends in exactly one Outcome for its slot, whatever happens inside.
- * Refuses: HTTP/WS concerns (server/) and batch assembly (server/ + jsonrpc/response.ts).
+ * One call's way through small named stages: policy -> local answer -> block resolution -> cache
+ * -> a decision: the call's outcome now, or a Plan for a node (plan.ts). The pipeline decides and
+ * never dispatches: server/front.ts gives a request's plans to routing/dispatch.ts once, and hands
+ * their answers back to finish(), the one place an answer is stored, shared with the calls that
+ * joined it, bounded and counted. Every call ends in exactly one Outcome for its slot.
+ * Refuses: HTTP/WS concerns (server/), batch assembly (server/ + jsonrpc/response.ts), and sending.
  */
 import type { Logger } from 'pino';
 import type { Call } from '../jsonrpc/parse.js';
@@ -9,36 +12,27 @@ import { RpcError, blameOf, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { MethodPolicy } from '../methods/policy.js';
 import type { MethodSpec } from '../methods/table.js';
-import type { Metrics, CallOutcome } from '../metrics/registry.js';
-import { broadcast, forward, type Attempted, type ForwardDeps } from '../routing/forward.js';
+import type { CallOutcome } from '../metrics/registry.js';
+import type { Attempted, DispatchContext, RoutingDeps } from '../routing/dispatch.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
-import type { Fleet } from '../upstream/fleet.js';
 import { planCache, type CachePlan, type ResponseCache } from '../cache/index.js';
 import type { Shared } from '../cache/coalesce.js';
-import { elementSpan } from '../jsonrpc/scan.js';
 import { heightInText } from '../jsonrpc/hex.js';
-import type { Requirement } from '../routing/select.js';
 import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
-import { fetchChunks, splitLogsRange, type LogsRange } from './logs.js';
+import { splitLogsRange, type LogsRange } from './logs.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
-import { Outbound } from './outbound.js';
-import type { MethodTimeouts } from '../routing/timeouts.js';
+import { paramsText, shareKey, type Decision, type Plan } from './plan.js';
 
-export { Outbound } from './outbound.js';
+export type { Decision, Plan, Split } from './plan.js';
 
-/** handle()'s answer for a call it gave to the request's Outbound: its outcome is written to its slot there. */
-export const SENT_TOGETHER = Symbol('sent together');
-type Handled = Outcome | Promise<Outcome> | typeof SENT_TOGETHER;
-
-/** What a request shares among its calls: who asked, and the one head snapshot of the batch. */
-export interface RequestContext {
+/** What a request shares among its calls: who asked, the settings it started with, and the one head snapshot of the batch. */
+export interface RequestContext extends DispatchContext {
+  routing: PipelineDeps;
   clientIp: string;
   /** performance.now() when the request's calls were taken up: each call's latency counts from here. */
   started: number;
   head: number;
-  deadline: number;
-  trail: string[];
   log: Logger;
   /** The WebSocket connection's subscriptions; absent over HTTP. */
   session?: SubscriptionSession;
@@ -48,13 +42,11 @@ export interface RequestContext {
 
 /** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
 export interface SubscriptionSession {
-  call(call: Call): Outcome | Promise<Outcome>;
+  call(call: Call): Outcome;
 }
 
-export interface PipelineDeps extends ForwardDeps {
-  fleet: Fleet;
+export interface PipelineDeps extends RoutingDeps {
   policy: MethodPolicy;
-  metrics: Metrics;
   chainId: number;
   maxLagBlocks: number;
   recentBlocks: number;
@@ -62,10 +54,6 @@ export interface PipelineDeps extends ForwardDeps {
   cache: ResponseCache;
   /** eth_getLogs range cap (pipeline/logs.ts); absent = no cap. */
   logs?: LogsRange;
-  /** eth_sendRawTransactionSync's per-attempt timeout; absent = upstreamTimeoutMs. */
-  sendSyncTimeoutMs?: number;
-  /** Per-method attempt timeouts (routing.methodTimeoutsMs); absent = upstreamTimeoutMs for every method. */
-  timeouts?: MethodTimeouts;
   /** The results of one request's calls together (server.maxResponseBytes); absent = no bound. */
   maxResponseBytes?: number;
 }
@@ -82,15 +70,115 @@ export class Pipeline {
    * (eth_blockNumber's, or a lower one a routable node has when none has that: Fleet.latest).
    */
   context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
-    return { clientIp, started: performance.now(), head: this.deps.fleet.latest(), deadline: this.deps.fleet.now() + timeoutMs, trail: [], log, session, held: 0 };
+    const d = this.deps;
+    return { routing: d, clientIp, started: performance.now(), head: d.fleet.latest(), deadline: d.fleet.now() + timeoutMs, trail: [], log, session, held: 0 };
   }
 
   /**
-   * Where a request's reads that go to the nodes are gathered, to be sent together (outbound.ts):
-   * handle() adds to it, the caller sends it once every call was handled.
+   * What to do with one call. An outcome is synchronous when nothing needs waiting for (local
+   * answers, refusals, memory cache hits), so a cached answer costs no promise and no microtask
+   * hop; it is counted and bounded here. A Plan's outcome comes from finish(), a Split's from done().
    */
-  outbound(ctx: RequestContext, outcomes: unknown[]): Outbound {
-    return new Outbound(this.deps, ctx, outcomes, this.recordCall, this.recordResults, (o) => this.keep(ctx, o));
+  decide(ctx: RequestContext, call: Call): Decision {
+    const label = ctx.routing.policy.label(call.method);
+    let d: Decision;
+    try {
+      d = this.run(ctx, call, label);
+    } catch (err) {
+      d = this.crashed(ctx, err, label);
+    }
+    if (d instanceof Promise) {
+      return d.then(
+        (o) => this.done(ctx, label, o),
+        (err: unknown) => this.done(ctx, label, this.crashed(ctx, err, label)),
+      );
+    }
+    if ('kind' in d) return d;
+    return this.done(ctx, label, d);
+  }
+
+  /**
+   * One chunk of a split eth_getLogs (Split): a call of its own with the budget its answer's bytes
+   * are taken from. Its outcome is neither bounded nor counted: the merged answer is (done()).
+   */
+  decideChunk(ctx: RequestContext, call: Call, budget: BytePool): Plan | Outcome | Promise<Outcome> {
+    const d = this.run(ctx, call, ctx.routing.policy.label(call.method), budget);
+    // run() splits only a call without a budget: a chunk is never split again.
+    if (!(d instanceof Promise) && 'kind' in d && d.kind === 'split') throw new Error('a chunk of a split eth_getLogs was split again');
+    return d;
+  }
+
+  /** A finished call's outcome as the request holds it (the bound), counted once. */
+  done(ctx: RequestContext, label: string, outcome: Outcome): Outcome {
+    return this.record(label, this.keep(ctx, outcome), ctx.started);
+  }
+
+  /**
+   * The plans' second-level (Redis) cache lookups, made before they are dispatched; null when no
+   * plan has one (no Redis, or no immutable cache plan), so the memory levels' path costs nothing.
+   * Each found answer is the plan's outcome (finished); undefined where the plan goes to a node.
+   */
+  lookupShared(ctx: RequestContext, plans: readonly Plan[]): Promise<(Outcome | undefined)[]> | null {
+    const cache = ctx.routing.cache;
+    let any = false;
+    for (const p of plans) if (p.cache !== null && cache.shared(p.cache)) any = true;
+    if (!any) return null;
+    return Promise.all(
+      plans.map((p) => {
+        if (p.cache === null || !cache.shared(p.cache)) return undefined;
+        return cache.lookupShared(p.cache).then((v) => (v === undefined ? undefined : this.finishOne(ctx, p, { outcome: { result: v, cached: true } })));
+      }),
+    );
+  }
+
+  /**
+   * The one place a node's answers become the plans' outcomes (in the plans' order): each is
+   * stored when its cache plan allows, given to the identical calls that joined it, bounded by the
+   * request's maxResponseBytes and counted (results of one method in a run, with one metrics update).
+   */
+  finish(ctx: RequestContext, plans: readonly Plan[], answers: readonly Attempted[]): Outcome[] {
+    const d = ctx.routing;
+    const out = new Array<Outcome>(plans.length);
+    let runLabel = '';
+    let run = 0;
+    for (let k = 0; k < plans.length; k++) {
+      const plan = plans[k]!;
+      const { outcome } = answers[k]!;
+      if (plan.cache !== null && outcome.result !== undefined) d.cache.store(plan.cache, outcome.result, plan.gen, d.fleet.finalized);
+      const shared = this.afterAnswer(ctx, plan, answers[k]!);
+      if (plan.shared !== undefined) d.cache.settle(plan.key!, plan.shared, shared);
+      if (plan.budget !== undefined) {
+        out[k] = shared;
+        continue;
+      }
+      const kept = this.keep(ctx, shared);
+      out[k] = kept;
+      if (kept !== shared || kept.result === undefined) {
+        this.record(plan.label, kept, ctx.started);
+        continue;
+      }
+      if (plan.label !== runLabel && run > 0) {
+        this.recordResults(runLabel, ctx.started, run);
+        run = 0;
+      }
+      runLabel = plan.label;
+      run++;
+    }
+    if (run > 0) this.recordResults(runLabel, ctx.started, run);
+    return out;
+  }
+
+  /** A fault on the plans' way to the nodes: each gets -32603, and so do the calls that joined it. */
+  failed(ctx: RequestContext, plans: readonly Plan[], err: unknown): Outcome[] {
+    ctx.log.error({ err }, 'calls sent to the nodes failed inside the service');
+    return plans.map((p) => this.finishOne(ctx, p, { outcome: { error: new RpcError('INTERNAL_ERROR') } }));
+  }
+
+  /** finish() for one plan whose answer did not come from a node now (Redis, a fault): nothing to store. */
+  private finishOne(ctx: RequestContext, plan: Plan, answer: Attempted): Outcome {
+    const outcome = this.afterAnswer(ctx, plan, answer);
+    if (plan.shared !== undefined) ctx.routing.cache.settle(plan.key!, plan.shared, outcome);
+    return plan.budget !== undefined ? outcome : this.done(ctx, plan.label, outcome);
   }
 
   /**
@@ -98,35 +186,12 @@ export class Pipeline {
    * past server.maxResponseBytes is let go and the call gets RESPONSE_TOO_LARGE (each node answer
    * is within upstreams[].maxResponseBytes, but a batch of such answers is one request's memory).
    */
-  readonly keep = (ctx: RequestContext, outcome: Outcome): Outcome => {
-    const max = this.deps.maxResponseBytes;
+  private keep(ctx: RequestContext, outcome: Outcome): Outcome {
+    const max = ctx.routing.maxResponseBytes;
     if (outcome.result === undefined || max === undefined) return outcome;
     if (ctx.held + outcome.result.length > max) return { error: new RpcError('RESPONSE_TOO_LARGE') };
     ctx.held += outcome.result.length;
     return outcome;
-  };
-
-  /**
-   * One call's outcome. Synchronous when nothing needs waiting for (local answers, refusals,
-   * memory cache hits), so a cached answer costs no promise and no microtask hop. With an
-   * `outbound`, a plain read that goes to a node is added to it and SENT_TOGETHER is returned.
-   */
-  handle(ctx: RequestContext, call: Call, outbound?: Outbound): Handled {
-    const label = this.deps.policy.label(call.method);
-    let outcome: Handled;
-    try {
-      outcome = this.run(ctx, call, label, outbound);
-    } catch (err) {
-      outcome = this.crashed(ctx, err, label);
-    }
-    if (outcome === SENT_TOGETHER) return outcome;
-    if (outcome instanceof Promise) {
-      return outcome.then(
-        (o) => this.record(label, this.keep(ctx, o), ctx.started),
-        (err: unknown) => this.record(label, this.crashed(ctx, err, label), ctx.started),
-      );
-    }
-    return this.record(label, this.keep(ctx, outcome), ctx.started);
   }
 
   private crashed(ctx: RequestContext, err: unknown, label: string): Outcome {
@@ -134,11 +199,10 @@ export class Pipeline {
     return { error: new RpcError('INTERNAL_ERROR') };
   }
 
-  private readonly recordCall = (label: string, outcome: Outcome, started: number): Outcome => this.record(label, outcome, started);
-
   /** `calls` node results for calls of one method taken up at `started`, recorded at once. */
-  private readonly recordResults = (label: string, started: number, calls: number): void =>
+  private recordResults(label: string, started: number, calls: number): void {
     this.deps.metrics.recordCall(label, 'ok', 'none', (performance.now() - started) / 1000, calls);
+  }
 
   private record(label: string, outcome: Outcome, started: number): Outcome {
     let kind: CallOutcome;
@@ -150,8 +214,8 @@ export class Pipeline {
   }
 
   /** `budget`: the bytes a chunk of a split eth_getLogs may bring (pipeline/logs.ts). */
-  private run(ctx: RequestContext, call: Call, label: string, outbound?: Outbound, budget?: BytePool): Handled {
-    const d = this.deps;
+  private run(ctx: RequestContext, call: Call, label: string, budget?: BytePool): Decision {
+    const d = ctx.routing;
     const resolved = d.policy.resolve(call.method);
     if (resolved === null) return { error: rpcErrors.methodNotFound(call.method) };
     if (call.paramsNotArray) return { error: rpcErrors.invalidParams('params must be an array') };
@@ -169,178 +233,117 @@ export class Pipeline {
     if (ctx.head < 0) return { error: rpcErrors.noUpstream('none healthy') };
     const res = resolveBlocks(spec, call.params, { head: ctx.head, maxLagBlocks: d.maxLagBlocks, clientKey: ctx.clientIp, recentBlocks: d.recentBlocks });
     if (res instanceof RpcError) return { error: res };
-    const requirement = spec.capability ? { ...res.requirement, capability: spec.capability } : res.requirement;
-    const raw = spec.handling === 'write' && typeof call.params[0] === 'string' ? call.params[0] : undefined;
-    if (spec.waitsForReceipt) {
-      // The node may have taken the transaction before a timeout or a dropped connection: sending
-      // it again elsewhere would be blind. One attempt; the client looks the hash up if it fails.
-      return forward(
-        { ...d, maxAttempts: 1, upstreamTimeoutMs: d.sendSyncTimeoutMs ?? d.upstreamTimeoutMs },
-        { method: call.method, label, paramsJson: JSON.stringify(res.params), requirement, deadline: ctx.deadline, trail: ctx.trail, log: ctx.log },
-      ).then((a) => a.outcome);
-    }
-    if (spec.filterObject !== undefined && d.logs !== undefined) {
+    if (spec.filterObject !== undefined && d.logs !== undefined && budget === undefined) {
       const split = splitLogsRange(res.params, spec.filterObject, d.logs);
       if (split instanceof RpcError) return { error: split };
       // Each chunk is a call of its own (its params text is made from its params, not the client's).
-      if (split !== null)
-        return fetchChunks(split, d.logs.maxBytes, (params, b) => this.run(ctx, { ...call, params, paramsText: undefined }, label, undefined, b) as Outcome | Promise<Outcome>);
+      if (split !== null) return { kind: 'split', call, label, chunks: split, maxBytes: d.logs.maxBytes };
     }
-    if (raw !== undefined && d.broadcastTransactions) {
-      return broadcast(d, { method: call.method, label, paramsJson: paramsText(call, spec, res), requirement, deadline: ctx.deadline, rawTransaction: raw, trail: ctx.trail });
-    }
-    // Only a mined block proves a height: the pending block (head + 1) must not move the fleet head.
-    const proves = spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending');
     const cacheable = spec.handling === 'read' && !resolved.extension && spec.capability !== 'debug';
     const plan = cacheable ? planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized }) : null;
-    // An expensive call goes alone: in a batch, a slow one would hold every call sharing it.
-    const together = outbound !== undefined && spec.handling === 'read' && spec.nullMayLag !== true && raw === undefined && spec.expensive !== true;
-    if (plan === null)
-      return together
-        ? this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan)
-        : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan, budget);
-    const hit = d.cache.lookup(plan);
-    if (hit instanceof Promise) {
-      return hit.then((h) => (h !== undefined ? { result: h, cached: true } : this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan, budget)));
+    if (plan !== null) {
+      const hit = d.cache.lookup(plan);
+      if (hit !== undefined) return { result: hit, cached: true };
     }
-    if (hit !== undefined) return { result: hit, cached: true };
-    if (together) return this.addOutbound(outbound, call, label, spec, res, requirement, cacheable, plan);
-    return this.fetch(ctx, call, label, spec, res, requirement, raw, proves, cacheable, plan, budget);
+    return this.planFor(ctx, call, label, spec, res, plan === null ? (cacheable ? null : undefined) : plan, budget);
   }
 
   /**
-   * A plain read for the request's Outbound: shared with an identical call in flight when there is
-   * one (its promise is the outcome), else claimed for sharing and added to be sent together.
+   * The Plan for a call that goes to a node, or the promise of an identical call in flight it
+   * joined. `cache`: the cache plan; null when the call may be shared but not kept; undefined when
+   * neither (writes, extensions, debug calls).
    */
-  private addOutbound(
-    outbound: Outbound,
-    call: Call,
-    label: string,
-    spec: MethodSpec,
-    res: Resolution,
-    requirement: Requirement,
-    cacheable: boolean,
-    plan: CachePlan | null,
-  ): Handled {
-    const d = this.deps;
-    const paramsJson = paramsText(call, spec, res);
-    let shared: Shared<Outcome> | undefined;
-    let key: string | undefined;
-    if (cacheable) {
-      key = shareKey(call, requirement, plan, paramsJson);
-      const claimed = d.cache.claim<Outcome>(key);
-      if (claimed instanceof Promise) return claimed;
-      shared = claimed;
-    }
-    outbound.add({ index: call.index, method: call.method, label, paramsJson, requirement, plan, gen: d.cache.generation, shared, key });
-    return SENT_TOGETHER;
-  }
-
-  /** The call goes to a node: shared with identical calls in flight, stored when its plan allows. */
-  private fetch(
+  private planFor(
     ctx: RequestContext,
     call: Call,
     label: string,
     spec: MethodSpec,
     res: Resolution,
-    requirement: Requirement,
-    raw: string | undefined,
-    proves: boolean,
-    cacheable: boolean,
-    plan: CachePlan | null,
+    cache: CachePlan | null | undefined,
     budget?: BytePool,
-  ): Promise<Outcome> {
-    const d = this.deps;
+  ): Plan | Promise<Outcome> {
+    const d = ctx.routing;
+    const requirement = spec.capability ? { ...res.requirement, capability: spec.capability } : res.requirement;
     const paramsJson = paramsText(call, spec, res);
-    const send = (): Promise<Attempted> =>
-      forward(d, {
-        budget,
-        method: call.method,
-        label,
-        paramsJson,
-        requirement,
-        deadline: ctx.deadline,
-        nullMayLag: spec.nullMayLag,
-        head: ctx.head,
-        rawTransaction: raw,
-        timeoutMs: d.timeouts?.of(call.method),
-        expensive: spec.expensive,
-        trail: ctx.trail,
-        log: ctx.log,
-      });
-    if (!cacheable) return send().then((a) => this.afterForward(spec, a, proves));
-    const gen = d.cache.generation;
-    const key = shareKey(call, requirement, plan, paramsJson);
-    // The answer is stored (and what it proves learnt) once, by whichever call reached the node.
-    return d.cache.coalesce(key, send, (attempted: Attempted) => {
-      if (plan !== null && attempted.outcome.result !== undefined) d.cache.store(plan, attempted.outcome.result, gen, d.fleet.finalized);
-      return this.afterForward(spec, attempted, proves);
-    });
+    let shared: Shared<Outcome> | undefined;
+    let key: string | undefined;
+    if (cache !== undefined) {
+      key = shareKey(call.method, requirement, cache, paramsJson);
+      const claimed = d.cache.claim<Outcome>(key);
+      if (claimed instanceof Promise) return claimed;
+      shared = claimed;
+    }
+    const raw = spec.handling === 'write' && typeof call.params[0] === 'string' ? call.params[0] : undefined;
+    return {
+      kind: 'plan',
+      index: call.index,
+      method: call.method,
+      label,
+      paramsJson,
+      requirement,
+      // An expensive call goes alone: in an exchange, a slow one would hold every call sharing it.
+      batchable: spec.handling === 'read' && spec.nullMayLag !== true && spec.expensive !== true && budget === undefined,
+      nullMayLag: spec.nullMayLag,
+      rawTransaction: raw,
+      broadcast: raw !== undefined && d.broadcastTransactions && spec.waitsForReceipt !== true,
+      waitsForReceipt: spec.waitsForReceipt,
+      expensive: spec.expensive,
+      only: undefined,
+      budget,
+      spec,
+      params: res.params,
+      cache: cache ?? null,
+      gen: d.cache.generation,
+      // Only a mined block proves a height: the pending block (head + 1) must not move the fleet head.
+      provesBlock: spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending'),
+      shared,
+      key,
+    };
   }
 
-  /** What an answer teaches the fleet (a newer block exists), and filter ids made to carry their node. */
-  private afterForward(spec: MethodSpec, { outcome, upstream }: Attempted, provesBlock = false): Outcome {
-    const d = this.deps;
-    if (provesBlock && outcome.result !== undefined && upstream) {
+  /** What an answer teaches the fleet (a newer block exists), and what it means for filters. */
+  private afterAnswer(ctx: RequestContext, plan: Plan, { outcome, upstream }: Attempted): Outcome {
+    if (plan.provesBlock && outcome.result !== undefined && upstream) {
       const n = heightInText(outcome.result, true);
-      if (n !== null) d.fleet.proveBlock(upstream, n);
+      if (n !== null) ctx.routing.fleet.proveBlock(upstream, n);
     }
-    if (spec.handling === 'filter-new' && outcome.result !== undefined && upstream) {
+    // Filter ids carry their node (routing/filters.ts).
+    if (plan.spec.handling === 'filter-new' && outcome.result !== undefined && upstream) {
       const id = wrapFilterId(upstream, outcome.result);
       return id === null ? outcome : { result: id };
     }
+    // The node holding the filter did not answer at all: for the client the filter is gone.
+    if (plan.only !== undefined && outcome.error?.reason === 'UPSTREAM_FAILED') return { error: new RpcError('FILTER_NOT_FOUND') };
     return outcome;
   }
 
-  private async useFilter(ctx: RequestContext, call: Call, label: string, spec: MethodSpec): Promise<Outcome> {
-    const found = unwrapFilterId(call.params[0], this.deps.fleet.upstreams);
+  /** A filter call: to the one node that holds the filter, once. */
+  private useFilter(ctx: RequestContext, call: Call, label: string, spec: MethodSpec): Outcome | Plan {
+    const found = unwrapFilterId(call.params[0], ctx.routing.fleet.upstreams);
     if (found === null || !found.upstream.available) return { error: new RpcError('FILTER_NOT_FOUND') };
     const params = [found.nodeId, ...call.params.slice(1)];
-    const { outcome } = await forward(
-      { ...this.deps, maxAttempts: 1 },
-      {
-        method: call.method,
-        label,
-        paramsJson: JSON.stringify(params),
-        requirement: {},
-        deadline: ctx.deadline,
-        only: found.upstream,
-        timeoutMs: this.deps.timeouts?.of(call.method),
-        expensive: spec.expensive,
-        trail: ctx.trail,
-      },
-    );
-    // The node holding the filter did not answer at all: for the client the filter is gone.
-    if (outcome.error?.reason === 'UPSTREAM_FAILED') return { error: new RpcError('FILTER_NOT_FOUND') };
-    return outcome;
+    return {
+      kind: 'plan',
+      index: call.index,
+      method: call.method,
+      label,
+      paramsJson: JSON.stringify(params),
+      requirement: {},
+      batchable: false,
+      nullMayLag: undefined,
+      rawTransaction: undefined,
+      broadcast: false,
+      waitsForReceipt: undefined,
+      expensive: spec.expensive,
+      only: found.upstream,
+      budget: undefined,
+      spec,
+      params,
+      cache: null,
+      gen: ctx.routing.cache.generation,
+      provesBlock: false,
+      shared: undefined,
+      key: undefined,
+    };
   }
-}
-
-/** Identical reads in flight at once share one upstream call under this key; per-client (sticky) ones per client. */
-function shareKey(call: Call, requirement: Requirement, plan: CachePlan | null, paramsJson: string): string {
-  return plan?.shareKey ?? `${call.method}:${requirement.stickyKey ?? ''}:${paramsJson}`;
-}
-
-const LATEST_LAST = '"latest"]';
-
-/**
- * The params as JSON text for the node: the client's own text when nothing was rewritten (never
- * parsed and serialised again), the block parameter spliced into it when `latest` was pinned, and
- * a fresh serialisation only for rewritten filter objects.
- */
-function paramsText(call: Call, spec: MethodSpec, res: Resolution): string {
-  const text = call.paramsText;
-  if (text === undefined) return JSON.stringify(res.params);
-  if (!res.rewritten) return text;
-  if (spec.block !== undefined && spec.filterObject === undefined) {
-    const value = res.params[spec.block];
-    // `latest` as the last parameter (most reads): found from the end of the text, with no walk. The
-    // text's last element is exactly `"latest"`: a longer string ending so would not parse as `latest`.
-    if (spec.block === call.params.length - 1 && call.params[spec.block] === 'latest' && typeof value === 'string' && text.endsWith(LATEST_LAST)) {
-      return `${text.slice(0, text.length - LATEST_LAST.length)}${JSON.stringify(value)}]`;
-    }
-    const span = elementSpan(text, spec.block);
-    if (span !== undefined && typeof value === 'string') return `${text.slice(0, span.start)}${JSON.stringify(value)}${text.slice(span.end)}`;
-  }
-  return JSON.stringify(res.params);
 }

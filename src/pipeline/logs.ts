@@ -76,7 +76,7 @@ export function splitLogsRange(params: readonly unknown[], index: number, cfg: L
  * (RESPONSE_TOO_LARGE once the chunks together pass `maxBytes`); after an error no chunk is asked
  * and those in flight are cut off.
  */
-export async function fetchChunks(chunks: readonly unknown[][], maxBytes: number, run: (params: unknown[], budget: BytePool) => Outcome | Promise<Outcome>): Promise<Outcome> {
+export async function fetchChunks(chunks: readonly unknown[][], maxBytes: number, run: (params: unknown[], budget: BytePool) => Promise<Outcome>): Promise<Outcome> {
   const budget = new BytePool(maxBytes);
   const parts: Outcome[] = new Array(chunks.length);
   let next = 0;

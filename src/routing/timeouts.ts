@@ -2,8 +2,8 @@
  * Per-method attempt timeouts (routing.methodTimeoutsMs): how long one node may take to answer one
  * call of a method, by exact name or `prefix*` (an exact name wins, then the longest prefix), else
  * routing.upstreamTimeoutMs. A trace may be given longer than a balance read; an expensive call
- * that runs out of it is answered as failed, never sent to another node (forward.ts).
- * Refuses: the call's whole deadline (server.requestTimeoutMs, forward.ts caps each attempt by it).
+ * that runs out of it is answered as failed, never sent to another node (failover.ts).
+ * Refuses: the call's whole deadline (server.requestTimeoutMs, failover.ts caps each attempt by it).
  */
 export class MethodTimeouts {
   private readonly exact = new Map<string, number>();

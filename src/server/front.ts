@@ -1,7 +1,9 @@
 /**
  * The transport-neutral front: JSON-RPC text in, JSON-RPC text out. HTTP and WebSocket both use it,
- * so both get the same parsing, limits, errors and ordering. Each slot is worked on concurrently and
- * written back in request order; every call gets exactly one answer.
+ * so both get the same parsing, limits, errors and ordering. One request: parse, admit, let the
+ * pipeline decide each call, dispatch the request's plans once (routing/dispatch.ts), write the
+ * slots back in request order. The front alone holds the request's slots; every call gets
+ * exactly one answer.
  */
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
@@ -11,7 +13,10 @@ import type { Concurrency } from '../limits/concurrency.js';
 import { limitKey } from '../limits/cidrs.js';
 import type { Admission, Identity, RateLimits } from '../limits/rate.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
-import { SENT_TOGETHER, type Pipeline, type SubscriptionSession } from '../pipeline/index.js';
+import type { Pipeline, Plan, RequestContext, Split, SubscriptionSession } from '../pipeline/index.js';
+import { fetchChunks } from '../pipeline/logs.js';
+import { dispatch } from '../routing/dispatch.js';
+import type { BytePool } from '../upstream/answer-bytes.js';
 
 export interface FrontResult {
   status: number;
@@ -102,61 +107,135 @@ export class Front {
       const texts = refuseAll(slots, () => error);
       return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter: 1 };
     }
-    let released = false;
-    const release = (): void => {
-      if (!released) d.concurrency.release(ipKey, admitted);
-      released = true;
-    };
+    let ctx: RequestContext;
+    let outcomes: (Outcome | undefined)[];
+    let working: Promise<void> | null;
     try {
-      const ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
-      const outcomes: (Outcome | Promise<Outcome> | undefined)[] = new Array(slots.length);
-      // A batch's reads that go to a node are gathered and sent together once every call was
-      // handled (a lone call is sent as it comes, joining other requests' calls in the micro-batcher).
-      const outbound = slots.length > 1 ? d.pipeline.outbound(ctx, outcomes) : undefined;
-      let waiting = false;
-      for (let i = 0; i < slots.length; i++) {
-        const s = slots[i]!;
-        if (!s.call) continue;
-        const wait = refused?.get(s.call.index);
-        const refusal = wait === undefined ? undefined : rateRefusal(wait);
-        if (refusal !== undefined) d.metrics.recordRefused(d.pipeline.label(s.call.method), refusal.reason);
-        const o = refusal !== undefined ? { error: refusal } : d.pipeline.handle(ctx, s.call, outbound);
-        if (o === SENT_TOGETHER) continue;
-        if (o instanceof Promise) waiting = true;
-        outcomes[i] = o;
-      }
-      const sent = outbound === undefined ? null : outbound.send();
-      const finish = (done: readonly (Outcome | undefined)[]): FrontResult => {
-        release();
-        let errors = 0;
-        const texts: (string | undefined)[] = new Array(slots.length);
-        for (let i = 0; i < slots.length; i++) {
-          const s = slots[i]!;
-          if (!s.call) {
-            errors++;
-            texts[i] = errorText(s.id, s.error);
-            continue;
-          }
-          const outcome = done[i]!;
-          if (outcome.result === undefined) errors++;
-          texts[i] = s.call.id === undefined ? undefined : responseText(s.call.id, outcome);
-        }
-        const upstreams = ctx.trail.length === 0 ? NONE : [...new Set(ctx.trail)];
-        return { status: 200, body: writeBody(batch, texts), calls: slots.length, methods, upstreams, errors };
-      };
-      if (!waiting && sent === null) return finish(outcomes as (Outcome | undefined)[]);
-      // The calls sent together write their slots before `sent` resolves.
-      const all = !waiting ? sent!.then(() => outcomes as (Outcome | undefined)[]) : sent === null ? Promise.all(outcomes) : sent.then(() => Promise.all(outcomes));
-      return all.then(finish, (err: unknown) => {
-        release();
-        throw err;
-      });
+      ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
+      outcomes = new Array<Outcome | undefined>(slots.length);
+      working = this.work(d, ctx, slots, refused, outcomes);
     } catch (err) {
-      release();
+      d.concurrency.release(ipKey, admitted);
       throw err;
     }
+    if (working === null) {
+      d.concurrency.release(ipKey, admitted);
+      return written(batch, slots, outcomes, ctx.trail, methods);
+    }
+    return working.then(
+      () => {
+        d.concurrency.release(ipKey, admitted);
+        return written(batch, slots, outcomes, ctx.trail, methods);
+      },
+      (err: unknown) => {
+        d.concurrency.release(ipKey, admitted);
+        throw err;
+      },
+    );
+  }
+
+  /**
+   * Each call's outcome into its slot of `outcomes` (the request's, owned here): what the pipeline
+   * answers at once is written now; the plans for a node are dispatched together, once. Null when
+   * every slot is written already; else what resolves once every one is.
+   */
+  private work(d: FrontDeps, ctx: RequestContext, slots: readonly Slot[], refused: Map<number, number | 'never'> | null, outcomes: (Outcome | undefined)[]): Promise<void> | null {
+    let plans: Plan[] | undefined;
+    let waits: Promise<void>[] | undefined;
+    for (let i = 0; i < slots.length; i++) {
+      const call = slots[i]!.call;
+      if (!call) continue;
+      const wait = refused?.get(call.index);
+      if (wait !== undefined) {
+        const refusal = rateRefusal(wait);
+        d.metrics.recordRefused(d.pipeline.label(call.method), refusal.reason);
+        outcomes[i] = { error: refusal };
+        continue;
+      }
+      const decision = d.pipeline.decide(ctx, call);
+      if (decision instanceof Promise) (waits ??= []).push(decision.then((o) => void (outcomes[i] = o)));
+      else if (!('kind' in decision)) outcomes[i] = decision;
+      else if (decision.kind === 'plan') (plans ??= []).push(decision);
+      else (waits ??= []).push(this.split(d, ctx, decision).then((o) => void (outcomes[i] = o)));
+    }
+    if (plans !== undefined) {
+      const sent = plans;
+      (waits ??= []).push(
+        this.send(d, ctx, sent).then((done) => {
+          for (let k = 0; k < sent.length; k++) outcomes[sent[k]!.index] = done[k];
+        }),
+      );
+    }
+    if (waits === undefined) return null;
+    return waits.length === 1 ? waits[0]! : Promise.all(waits).then(noop);
+  }
+
+  /**
+   * The plans' outcomes, in their order: answered from the Redis level where it holds them, the
+   * rest dispatched to the nodes in one go and finished by the pipeline.
+   */
+  private send(d: FrontDeps, ctx: RequestContext, plans: Plan[]): Promise<Outcome[]> {
+    const found = d.pipeline.lookupShared(ctx, plans);
+    if (found === null) return this.dispatched(d, ctx, plans);
+    return found.then(
+      (got) => {
+        const rest = plans.filter((_, k) => got[k] === undefined);
+        if (rest.length === 0) return got as Outcome[];
+        return this.dispatched(d, ctx, rest).then((done) => {
+          let j = 0;
+          for (let k = 0; k < got.length; k++) if (got[k] === undefined) got[k] = done[j++];
+          return got as Outcome[];
+        });
+      },
+      (err: unknown) => d.pipeline.failed(ctx, plans, err),
+    );
+  }
+
+  private dispatched(d: FrontDeps, ctx: RequestContext, plans: Plan[]): Promise<Outcome[]> {
+    return dispatch(plans, ctx).then(
+      (answers) => d.pipeline.finish(ctx, plans, answers),
+      (err: unknown) => d.pipeline.failed(ctx, plans, err),
+    );
+  }
+
+  /** A split eth_getLogs: each chunk decided and sent on its own, with the byte budget of the whole. */
+  private split(d: FrontDeps, ctx: RequestContext, s: Split): Promise<Outcome> {
+    const chunk = (params: unknown[], budget: BytePool): Promise<Outcome> => {
+      const decision = d.pipeline.decideChunk(ctx, { ...s.call, params, paramsText: undefined }, budget);
+      if (decision instanceof Promise) return decision;
+      if (!('kind' in decision)) return Promise.resolve(decision);
+      return this.send(d, ctx, [decision]).then((done) => done[0]!);
+    };
+    return fetchChunks(s.chunks, s.maxBytes, chunk).then(
+      (o) => d.pipeline.done(ctx, s.label, o),
+      (err: unknown) => {
+        ctx.log.error({ err, method: s.label }, 'call failed inside the pipeline');
+        return d.pipeline.done(ctx, s.label, { error: new RpcError('INTERNAL_ERROR') });
+      },
+    );
   }
 }
+
+/** The request's answer once every slot has its outcome, written in slot order. */
+function written(batch: boolean, slots: readonly Slot[], outcomes: readonly (Outcome | undefined)[], trail: string[], methods: () => string[]): FrontResult {
+  let errors = 0;
+  const texts: (string | undefined)[] = new Array(slots.length);
+  for (let i = 0; i < slots.length; i++) {
+    const s = slots[i]!;
+    if (!s.call) {
+      errors++;
+      texts[i] = errorText(s.id, s.error);
+      continue;
+    }
+    const outcome = outcomes[i]!;
+    if (outcome.result === undefined) errors++;
+    texts[i] = s.call.id === undefined ? undefined : responseText(s.call.id, outcome);
+  }
+  const upstreams = trail.length === 0 ? NONE : [...new Set(trail)];
+  return { status: 200, body: writeBody(batch, texts), calls: slots.length, methods, upstreams, errors };
+}
+
+function noop(): void {}
 
 const NONE: string[] = [];
 

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { heightOf, toQuantity } from '../jsonrpc/hex.js';
 import type { Metrics } from '../metrics/registry.js';
-import { forward } from '../routing/forward.js';
+import { dispatch } from '../routing/dispatch.js';
 import type { Requirement } from '../routing/select.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { LogsFanout } from './logs-fanout.js';
@@ -265,10 +265,12 @@ export class ChainFeed extends EventEmitter {
 
   private async askFleet(method: string, paramsJson: string, requirement: Requirement): Promise<string | null> {
     const s = this.settings;
-    const { outcome } = await forward(
-      { fleet: this.fleet, metrics: this.metrics, maxAttempts: s.maxAttempts, upstreamTimeoutMs: s.upstreamTimeoutMs },
-      { method, label: method, paramsJson, requirement, deadline: this.fleet.now() + s.upstreamTimeoutMs * s.maxAttempts, trail: [] },
-    );
-    return outcome.result ?? null;
+    const routing = { fleet: this.fleet, metrics: this.metrics, maxAttempts: s.maxAttempts, upstreamTimeoutMs: s.upstreamTimeoutMs };
+    const [answer] = await dispatch([{ method, label: method, paramsJson, requirement }], {
+      routing,
+      deadline: this.fleet.now() + s.upstreamTimeoutMs * s.maxAttempts,
+      trail: [],
+    });
+    return answer?.outcome.result ?? null;
   }
 }

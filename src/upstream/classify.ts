@@ -2,7 +2,7 @@
  * The one place that decides what an upstream's answer means for routing.
  * Owns: turning (transport outcome, HTTP status, body) into a verdict: an answer to return, or a
  * failure to retry elsewhere (and whether it counts against the node's health).
- * Refuses: retry policy itself (routing/forward.ts) and breaker bookkeeping (upstream/health.ts).
+ * Refuses: retry policy itself (routing/failover.ts) and breaker bookkeeping (upstream/health.ts).
  */
 import type { Checked } from '../jsonrpc/check.js';
 import { objectMembers, skipValue, skipWs, type Span } from '../jsonrpc/scan.js';
@@ -345,7 +345,7 @@ export function classifyTransport(err: unknown): Verdict {
   const name = (err as { name?: string; code?: string } | null)?.name ?? '';
   const code = (err as { code?: string } | null)?.code ?? '';
   const timedOut = name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT';
-  // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (forward.ts stops).
+  // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (routing/failover.ts stops).
   if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { kind: 'retry', reason: 'response_too_large', health: false };
   // Switchyard's own pool of large answers was full: nothing to say about the node, nor the call.
   if (code === 'SWITCHYARD_ANSWERS_BUSY') return { kind: 'retry', reason: 'answers_busy', health: false };

@@ -59,7 +59,7 @@ export class Fleet extends EventEmitter {
     private readonly log: Logger,
     /** Builds the transport for one node (tests inject fakes); `latencyMs` seeds a replacement's average. */
     private readonly makeClient: (c: UpstreamConfig, seed: { latencyMs?: number; breaker?: Breaker }) => UpstreamClient = (c, seed) => new HttpUpstreamClient(c, seed),
-    /** The routing clock: head times, breaker cooldowns, call deadlines (forward.ts). Tests pass a controlled one. */
+    /** The routing clock: head times, breaker cooldowns, call deadlines (routing/failover.ts). Tests pass a controlled one. */
     readonly now: () => number = Date.now,
   ) {
     super();

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { canonical, planCache, type ChainView } from '../../src/cache/plan.js';
 import { MemoryStore } from '../../src/cache/store.js';
-import { Coalescer } from '../../src/cache/coalesce.js';
+import { Coalescer, Shared } from '../../src/cache/coalesce.js';
 import { METHODS } from '../../src/methods/table.js';
 import { MethodPolicy } from '../../src/methods/policy.js';
 
@@ -227,37 +227,36 @@ t.test('MemoryStore: head-scoped answers live in one table per head, apart from 
   t.equal(s.get('bal0@11', 'head', 11), undefined);
 });
 
-t.test('Coalescer: one promise per key while in flight', async (t) => {
+t.test('Coalescer: one claim per key while in flight', async (t) => {
   const c = new Coalescer<string>();
-  let runs = 0;
-  let release!: (v: string) => void;
-  const work = () => {
-    runs++;
-    return new Promise<string>((r) => (release = r));
-  };
   let joins = 0;
-  let thens = 0;
-  const then = (v: string) => {
-    thens++;
-    return `${v}!`;
-  };
-  const a = c.run('k', work, then, () => joins++);
-  const b = c.run('k', work, then, () => joins++);
-  t.equal(runs, 1, 'the second identical call did not start work');
+  const a = c.claim('k', () => joins++);
+  const b = c.claim('k', () => joins++);
+  const b2 = c.claim('k', () => joins++);
+  t.ok(a instanceof Shared, 'the first call owns the claim (it sends the call)');
+  t.ok(b instanceof Promise && b2 instanceof Promise, 'identical calls join it and send nothing');
   t.equal(c.size, 1, 'one key in flight');
-  const other = c.run('other', () => Promise.resolve('o'), then);
-  t.equal(c.size, 2, 'another key is its own call');
-  release('v');
-  t.same(await Promise.all([a, b, other]), ['v!', 'v!', 'o!'], 'every caller gets the value after `then`');
-  t.equal(thens, 2, '`then` ran once per key, not once per caller');
-  t.equal(joins, 1);
-  t.equal(c.joined, 1);
+  const other = c.claim('other');
+  t.ok(other instanceof Shared, 'another key is its own call');
+  t.equal(c.size, 2);
+  c.settle('k', a as Shared<string>, 'v');
+  c.settle('other', other as Shared<string>, 'o');
+  t.same(await Promise.all([b, b2]), ['v', 'v'], 'every caller that joined gets the value');
+  t.equal(joins, 2);
+  t.equal(c.joined, 2);
   t.equal(c.size, 0, 'nothing in flight after settling');
-  const again = c.run('k', () => Promise.resolve('w'), then);
-  t.equal(await again, 'w!', 'a later call runs anew');
-  const failing = c.run('f', () => Promise.reject(new Error('boom')), then);
-  const joined = c.run('f', () => Promise.resolve('never'), then);
-  await t.rejects(failing, /boom/);
-  await t.rejects(joined, /boom/, 'a joiner shares the failure');
-  t.equal(c.size, 0, 'a failure is not kept');
+  t.ok(c.claim('k') instanceof Shared, 'a later call claims anew');
+  // A claim ended with a failure: the joiners share it (the outcome is an error value, never a rejection).
+  const failing = c.claim('f') as Shared<string>;
+  const joined = c.claim('f');
+  c.settle('f', failing, 'error');
+  t.equal(await joined, 'error', 'a joiner shares the failure');
+  t.equal(c.size, 1, 'a failure is not kept (only the later claim of k is in flight)');
+  // After a reorg no call joins a claim made before it, and settling that claim leaves the new table alone.
+  const before = c.claim('r') as Shared<string>;
+  c.forget();
+  const after = c.claim('r');
+  t.ok(after instanceof Shared, 'a call after the reorg claims anew');
+  c.settle('r', before, 'old');
+  t.equal(c.size, 1, "the old claim's settling did not free the new one");
 });

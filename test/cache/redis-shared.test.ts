@@ -111,8 +111,11 @@ t.test('a finalized entry filled by one instance is a hit for the other; Redis d
     const keysBefore = await probe.dbsize();
     c186.store(plan, '{"hash":"0xaa"}', c186.generation, 0);
     await waitFor('entry written', async () => (await probe.dbsize()) > keysBefore);
-    t.equal(await c186b.lookup(plan), '{"hash":"0xaa"}', 'another instance of the same chain finds it');
-    t.equal(await c187.lookup(plan), undefined, 'an instance of another chain does not');
+    // A memory miss of an immutable plan is asked of Redis (before the call would be dispatched).
+    t.equal(c186b.lookup(plan), undefined, "not in the other instance's memory");
+    t.ok(c186b.shared(plan), 'so the other instance asks Redis');
+    t.equal(await c186b.lookupShared(plan), '{"hash":"0xaa"}', 'another instance of the same chain finds it');
+    t.equal(await c187.lookupShared(plan), undefined, 'an instance of another chain does not');
   });
 });
 

@@ -1,6 +1,7 @@
 /**
- * Failover: sends one call to the best eligible upstream and, when the answer means "this node
- * can't" (classify.ts), to the next one, up to `maxAttempts`, inside the call's deadline.
+ * Failover, the steps of a call's way to a node (dispatch.ts starts it): the best eligible upstream
+ * and, when the answer means "this node can't" (classify.ts), the next one, up to `maxAttempts`,
+ * inside the call's deadline.
  * Deterministic answers (reverts, invalid params, nonce too low) return at once, verbatim.
  * An expensive call (methods/table.ts) that timed out or lost its connection once sent is
  * answered at once with EXPENSIVE_CALL_FAILED: at most one node runs it.
@@ -19,12 +20,30 @@ import type { BytePool } from '../upstream/answer-bytes.js';
 import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
 import { choose, eligible, type Requirement } from './select.js';
+import type { MethodTimeouts } from './timeouts.js';
 
-export interface ForwardDeps {
+/** What a call needs of the service to reach a node: the fleet, the metrics, and the routing settings. */
+export interface RoutingDeps {
   fleet: Fleet;
   metrics: Metrics;
   maxAttempts: number;
   upstreamTimeoutMs: number;
+  /** Per-method attempt timeouts (routing.methodTimeoutsMs); absent = upstreamTimeoutMs for every method. */
+  timeouts?: MethodTimeouts;
+  /** eth_sendRawTransactionSync's per-attempt timeout; absent = upstreamTimeoutMs. */
+  sendSyncTimeoutMs?: number;
+}
+
+/** What the calls of one request share on their way: the settings they started with, the deadline, the head. */
+export interface DispatchContext {
+  routing: RoutingDeps;
+  deadline: number;
+  /** The request's head snapshot (what eth_blockNumber told the client). */
+  head?: number;
+  /** Names of the upstreams tried, for the request log line. */
+  trail: string[];
+  /** The request's logger: failovers and breaker transitions are written at debug. */
+  log?: Logger;
 }
 
 export interface Attempted {
@@ -33,31 +52,33 @@ export interface Attempted {
   upstream?: Upstream;
 }
 
-export interface ForwardCall {
+/** One call as routing sees it: what to send, where it may go, and how it must be sent. */
+export interface Sendable {
   method: string;
   label: string;
   paramsJson: string;
   requirement: Requirement;
-  deadline: number;
+  /** A plain read: it may leave in one exchange with other calls of its request (dispatch.ts). */
+  batchable?: boolean;
   /**
    * A null answer may mean the node lags: ask once more, of a node at least as far ahead as that
-   * one and as `head`, before believing it.
+   * one and as the request's head, before believing it.
    */
   nullMayLag?: boolean;
-  /** The request's head snapshot (what eth_blockNumber told the client). */
-  head?: number;
   /** eth_sendRawTransaction: the raw transaction, so "already known" on a retry can answer its hash. */
   rawTransaction?: string;
-  /** Per-attempt time limit for this call (routing.methodTimeoutsMs); absent = deps.upstreamTimeoutMs. */
-  timeoutMs?: number;
+  /** routing.broadcastTransactions: the raw transaction goes to every routable node at once (broadcast.ts). */
+  broadcast?: boolean;
+  /**
+   * eth_sendRawTransactionSync: the node may have taken the transaction before a timeout or a
+   * dropped connection, so sending it again elsewhere would be blind. One attempt, with
+   * routing.sendRawTransactionSyncTimeoutMs; the client looks the hash up if it fails.
+   */
+  waitsForReceipt?: boolean;
   /** methods/table.ts `expensive`: sent alone, and a timeout is final (upstream/classify.ts expensiveVerdict). */
   expensive?: boolean;
-  /** Only these upstreams (filter calls go to the one node that holds the filter). */
+  /** Only this upstream, one attempt (filter calls go to the one node that holds the filter). */
   only?: Upstream;
-  /** Names of the upstreams tried, for the request log line. */
-  trail: string[];
-  /** The request's logger: failovers and breaker transitions are written at debug. */
-  log?: Logger;
   /** The bytes the call's request may still hold (a split eth_getLogs); past it, RESPONSE_TOO_LARGE. */
   budget?: BytePool;
 }
@@ -70,7 +91,7 @@ const ALREADY_KNOWN = /already known|already imported/i;
 
 const EXPENSIVE = { expensive: true } as const;
 
-/** What one forward() has learnt so far, across its attempts. */
+/** What one call's way to a node has learnt so far, across its attempts. */
 export interface Progress {
   tried: Upstream[];
   attempt: number;
@@ -81,41 +102,59 @@ export interface Progress {
   nullFrom?: Upstream;
 }
 
+/** A call's way before its first attempt. */
+export function fresh(): Progress {
+  return { tried: [], attempt: 0, waited: 0, lastReason: '' };
+}
+
 type Candidate = { upstream: Upstream } | { wait: true } | { done: Attempted } | { stop: true };
+
+/** How many nodes the call may be sent to: one for a call that must not run twice or has one node. */
+export function attemptsOf(ctx: DispatchContext, call: Sendable): number {
+  return call.waitsForReceipt === true || call.only !== undefined ? 1 : ctx.routing.maxAttempts;
+}
+
+/** How long one node may take to answer the call. */
+export function timeoutOf(r: RoutingDeps, call: Sendable): number {
+  if (call.waitsForReceipt === true) return r.sendSyncTimeoutMs ?? r.upstreamTimeoutMs;
+  return r.timeouts?.of(call.method) ?? r.upstreamTimeoutMs;
+}
 
 /**
  * Step 1: the next node to ask, or why there is none: wait for a head (the block exists on a node
  * that failed, others may reach it soon), an answer already decided, or stop.
  */
-export function nextCandidate(deps: ForwardDeps, call: ForwardCall, p: Progress): Candidate {
+export function nextCandidate(ctx: DispatchContext, call: Sendable, p: Progress): Candidate {
+  const fleet = ctx.routing.fleet;
   // The second opinion on a null comes from a node that has every block the client may have seen:
   // one as far behind as the first (a lookup by hash may go to a node a few blocks behind) would
   // turn a receipt the client already got into null.
-  const requirement = p.nullFrom ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head, call.head ?? 0) } : call.requirement;
-  const candidates = call.only ? (call.only.available && !p.tried.includes(call.only) ? [call.only] : 'none healthy') : eligible(deps.fleet, requirement, p.tried);
+  const requirement = p.nullFrom ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head, ctx.head ?? 0) } : call.requirement;
+  const candidates = call.only ? (call.only.available && !p.tried.includes(call.only) ? [call.only] : 'none healthy') : eligible(fleet, requirement, p.tried);
   if (typeof candidates !== 'string') return { upstream: choose(candidates, call.requirement.stickyKey) };
   if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };
-  if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(deps.fleet, requirement.minHead, p.tried)) return { wait: true };
+  if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(fleet, requirement.minHead, p.tried)) return { wait: true };
   if (p.attempt === 0) return { done: { outcome: { error: rpcErrors.noUpstream(candidates) } } };
   return { stop: true };
 }
 
 /** Step 2: waits (bounded) until some node reports a new head, rather than answer from an older block. */
-export async function waitForHead(deps: ForwardDeps, p: Progress, remainingMs: number): Promise<void> {
+export async function waitForHead(ctx: DispatchContext, p: Progress, remainingMs: number): Promise<void> {
   p.waited++;
-  await deps.fleet.nextHeadChange(Math.min(remainingMs, BLOCK_WAIT_MS));
+  await ctx.routing.fleet.nextHeadChange(Math.min(remainingMs, BLOCK_WAIT_MS));
 }
 
 /**
  * Step 3: what a node's verdict means for the call: an answer to return, or the next attempt
  * (recording why in `p`).
  */
-export function interpretVerdict(deps: ForwardDeps, call: ForwardCall, p: Progress, u: Upstream, verdict: Verdict, ms: number): Attempted | null {
+export function interpretVerdict(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, verdict: Verdict, ms: number): Attempted | null {
+  const { metrics } = ctx.routing;
   if (verdict.kind === 'result') {
-    if (call.nullMayLag && verdict.result === 'null' && p.nullFrom === undefined && p.attempt + 1 < deps.maxAttempts) {
+    if (call.nullMayLag && verdict.result === 'null' && p.nullFrom === undefined && p.attempt + 1 < attemptsOf(ctx, call)) {
       p.nullFrom = u;
-      deps.metrics.recordFailover('null_answer');
-      call.log?.debug({ method: call.label, upstream: u.name, reason: 'null_answer', attempt: p.attempt + 1 }, 'failover');
+      metrics.recordFailover('null_answer');
+      ctx.log?.debug({ method: call.label, upstream: u.name, reason: 'null_answer', attempt: p.attempt + 1 }, 'failover');
       return null;
     }
     return { outcome: { result: verdict.result }, upstream: u };
@@ -133,55 +172,53 @@ export function interpretVerdict(deps: ForwardDeps, call: ForwardCall, p: Progre
   if (verdict.reason === 'answers_busy') return { outcome: { error: new RpcError('ANSWERS_BUSY', { data: { retryAfterSeconds: 1 } }) } };
   // The node may still be running it; the next one would only run it again.
   if (verdict.final === true) {
-    call.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, ms: Math.round(ms) }, 'expensive call failed: not run elsewhere');
+    ctx.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, ms: Math.round(ms) }, 'expensive call failed: not run elsewhere');
     return { outcome: { error: new RpcError('EXPENSIVE_CALL_FAILED', { data: { last: verdict.reason, attempts: p.attempt + 1 } }) } };
   }
   p.lastReason = verdict.reason;
   if (verdict.error !== undefined) p.lastNodeError = { error: verdict.error, upstream: u };
-  deps.metrics.recordFailover(verdict.reason);
-  call.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, attempt: p.attempt + 1, ms: Math.round(ms) }, 'failover');
+  metrics.recordFailover(verdict.reason);
+  ctx.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, attempt: p.attempt + 1, ms: Math.round(ms) }, 'failover');
   return null;
 }
 
-export function forward(deps: ForwardDeps, call: ForwardCall): Promise<Attempted> {
-  return attempt(deps, call, { tried: [], attempt: 0, waited: 0, lastReason: '' });
-}
-
 /**
- * The attempts from `p.attempt` on. Written with then() rather than async/await: on the miss path
- * every call of a batch passes here, and each async frame is a promise and a microtask hop more.
- * Also how a call sent together with others (pipeline/outbound.ts) goes on after its first attempt.
+ * The attempts from `p.attempt` on: how a call sent alone goes, and how a call sent in an
+ * exchange with others goes on after its first attempt (dispatch.ts). Written with then() rather
+ * than async/await: on the miss path every call of a batch may pass here, and each async frame is
+ * a promise and a microtask hop more.
  */
-export function attempt(deps: ForwardDeps, call: ForwardCall, p: Progress): Promise<Attempted> {
-  if (p.attempt >= deps.maxAttempts) return Promise.resolve(exhausted(p));
-  const remaining = call.deadline - deps.fleet.now();
+export function attempt(ctx: DispatchContext, call: Sendable, p: Progress): Promise<Attempted> {
+  const r = ctx.routing;
+  if (p.attempt >= attemptsOf(ctx, call)) return Promise.resolve(exhausted(p));
+  const remaining = ctx.deadline - r.fleet.now();
   if (remaining <= 0) {
     p.lastReason = 'timeout';
     return Promise.resolve(exhausted(p));
   }
-  const next = nextCandidate(deps, call, p);
+  const next = nextCandidate(ctx, call, p);
   if ('done' in next) return Promise.resolve(next.done);
   if ('stop' in next) return Promise.resolve(exhausted(p));
   // Waiting for a head is not an attempt: the same attempt number goes on after it.
-  if ('wait' in next) return waitForHead(deps, p, remaining).then(() => attempt(deps, call, p));
+  if ('wait' in next) return waitForHead(ctx, p, remaining).then(() => attempt(ctx, call, p));
   const u = next.upstream;
   p.tried.push(u);
-  call.trail.push(u.name);
+  ctx.trail.push(u.name);
   const before = u.breaker.state;
-  const limit = Math.min(call.timeoutMs ?? deps.upstreamTimeoutMs, remaining);
+  const limit = Math.min(timeoutOf(r, call), remaining);
   return u.call(call.method, call.paramsJson, limit, callOptions(call)).then(({ verdict, ms }) => {
-    deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
+    r.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
     const after = u.breaker.state;
-    if (after !== before) call.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
-    const answer = interpretVerdict(deps, call, p, u, verdict, ms);
+    if (after !== before) ctx.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
+    const answer = interpretVerdict(ctx, call, p, u, verdict, ms);
     if (answer !== null) return answer;
     p.attempt++;
-    return attempt(deps, call, p);
+    return attempt(ctx, call, p);
   });
 }
 
 /** The upstream client's options for a call: none for most, a shared object for a plain expensive one. */
-function callOptions(call: ForwardCall): CallOptions | undefined {
+function callOptions(call: Sendable): CallOptions | undefined {
   if (call.budget !== undefined) return { expensive: call.expensive === true, budget: call.budget };
   return call.expensive === true ? EXPENSIVE : undefined;
 }
@@ -195,37 +232,15 @@ function exhausted(p: Progress): Attempted {
   };
 }
 
-/**
- * routing.broadcastTransactions: the transaction goes to every routable upstream at once; the first
- * success (or "already known", which means another copy got there) answers. If none succeeds, the
- * last node error is returned verbatim, or -32002 when no node answered.
- */
-export async function broadcast(deps: ForwardDeps, call: ForwardCall): Promise<Outcome> {
-  const targets = deps.fleet.upstreams.filter((u) => u.available);
-  if (targets.length === 0) return { error: rpcErrors.noUpstream('none healthy') };
-  const hash = JSON.stringify(transactionHash(call.rawTransaction ?? '0x'));
-  let nodeError: string | undefined;
-  const attempts = targets.map(async (u): Promise<Outcome> => {
-    call.trail.push(u.name);
-    const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(deps.upstreamTimeoutMs, Math.max(1, call.deadline - deps.fleet.now())));
-    deps.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
-    if (verdict.kind === 'result') return { result: verdict.result };
-    if (verdict.kind === 'node-error' && ALREADY_KNOWN.test(verdict.message)) return { result: hash };
-    if (verdict.kind === 'node-error') nodeError = verdict.error;
-    throw new Error('no success');
-  });
-  try {
-    return await Promise.any(attempts);
-  } catch {
-    if (nodeError !== undefined) return { nodeError };
-    return { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: targets.length, last: 'broadcast' } }) };
-  }
-}
-
 /** Some untried routable node is below the block the call needs, so it may reach it soon. */
 function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: readonly Upstream[]): boolean {
   if (minHead === undefined) return false;
   return fleet.upstreams.some((u) => u.available && !tried.includes(u) && u.head < minHead);
+}
+
+/** "Already known": another copy of the transaction reached the node first. */
+export function alreadyKnown(message: string): boolean {
+  return ALREADY_KNOWN.test(message);
 }
 
 /** keccak256 of the raw signed transaction bytes: its hash, as a node would report it. */

@@ -1,18 +1,19 @@
 /**
- * A batch's reads that go to a node leave together (src/pipeline/outbound.ts): one exchange per
- * chosen node and requirement, cut at the node's batch size; a call whose answer is not a result
- * goes on through forward()'s attempts as a call sent alone would; a node error is the answer;
- * identical calls share one upstream call. Nodes are fake clients with scripted verdicts behind a
+ * A batch's reads that go to a node leave together (src/routing/dispatch.ts, once per request from
+ * server/front.ts): one exchange per chosen node and requirement, cut at the node's batch size; a
+ * call whose answer is not a result goes on through the failover steps as a call sent alone would;
+ * a node error is the answer; identical calls share one upstream call. Nodes are fake clients with scripted verdicts behind a
  * real Fleet, so every exchange and every call sent can be counted.
  */
 import t, { type Test } from 'tap';
 import { ResponseCache } from '../../src/cache/index.js';
-import { parseBody, type Call } from '../../src/jsonrpc/parse.js';
-import type { Outcome } from '../../src/jsonrpc/response.js';
+import { Concurrency } from '../../src/limits/concurrency.js';
+import type { RateLimits } from '../../src/limits/rate.js';
 import { createLogger } from '../../src/log/logger.js';
 import { MethodPolicy } from '../../src/methods/policy.js';
 import { Metrics } from '../../src/metrics/registry.js';
-import { Pipeline, SENT_TOGETHER } from '../../src/pipeline/index.js';
+import { Pipeline, type RequestContext } from '../../src/pipeline/index.js';
+import { Front } from '../../src/server/front.js';
 import type { UpstreamConfig } from '../../src/config/schema.js';
 import type { Verdict } from '../../src/upstream/classify.js';
 import type { FleetOptions } from '../../src/upstream/fleet.js';
@@ -35,6 +36,13 @@ interface Node {
   answer: (c: SentCall) => Verdict | Promise<Verdict>;
 }
 
+/** A slot's answer as the client got it: a result's text, our error's reason, or a node's error text. */
+interface Answer {
+  result?: string;
+  error?: { reason: string };
+  nodeError?: string;
+}
+
 function stack(t: Test, nodes: Record<string, Node>) {
   const metrics = new Metrics({ processMetrics: false });
   const { fleet, clients } = fakeFleet(
@@ -55,20 +63,29 @@ function stack(t: Test, nodes: Record<string, Node>) {
     maxAttempts: 3,
     upstreamTimeoutMs: 1000,
   });
-  /** One request's calls through the pipeline as the front works them: outcomes in slot order, and the trail. */
-  const request = async (calls: [string, unknown[]][] | string): Promise<{ outcomes: Outcome[]; trail: string[] }> => {
+  // Every request's context, to read the nodes it asked (its trail) in order.
+  const contexts: RequestContext[] = [];
+  const context = pipeline.context.bind(pipeline);
+  pipeline.context = (...args) => {
+    const ctx = context(...args);
+    contexts.push(ctx);
+    return ctx;
+  };
+  const admitAll = { admit: (_who: unknown, methods: readonly string[]) => methods.map(() => null) } as unknown as RateLimits;
+  const front = new Front({ pipeline, concurrency: new Concurrency(1000, 1000), rateLimits: admitAll, metrics, maxBatchSize: 100, requestTimeoutMs: 30_000 });
+  /** One request through the front: each slot's outcome in slot order (results and node errors as text), and the trail. */
+  const request = async (calls: [string, unknown[]][] | string): Promise<{ outcomes: Answer[]; trail: string[] }> => {
     const body = typeof calls === 'string' ? calls : JSON.stringify(calls.map(([method, params], id) => ({ jsonrpc: '2.0', id, method, params })));
-    const parsed = parseBody(body, 100);
-    if (parsed.kind !== 'calls') throw new Error('not calls');
-    const ctx = pipeline.context('127.0.0.1', 30_000, log);
-    const outcomes: (Outcome | Promise<Outcome>)[] = new Array(parsed.slots.length);
-    const outbound = pipeline.outbound(ctx, outcomes);
-    for (const s of parsed.slots) {
-      const o = pipeline.handle(ctx, s.call as Call, outbound);
-      if (o !== SENT_TOGETHER) outcomes[(s.call as Call).index] = o;
-    }
-    await outbound.send();
-    return { outcomes: await Promise.all(outcomes), trail: ctx.trail };
+    const before = contexts.length;
+    const answered = await front.process(body, { ip: '127.0.0.1' }, log);
+    const ctx = contexts[before]!;
+    const slots = JSON.parse(answered.body) as { result?: unknown; error?: { code: number; data?: { reason?: string } } }[];
+    const outcomes = slots.map((r): Answer => {
+      if ('result' in r) return { result: JSON.stringify(r.result) };
+      if (r.error?.data?.reason !== undefined) return { error: { reason: r.error.data.reason } };
+      return { nodeError: JSON.stringify(r.error) };
+    });
+    return { outcomes, trail: ctx.trail };
   };
   return { clients, request, metrics };
 }
@@ -121,7 +138,7 @@ t.test('a call the node could not answer fails over alone; the others keep their
     [addr(1), addr(3), addr(5)],
     'only the three that failed went on to b',
   );
-  t.same(clients.get('b')!.exchanges, [], 'each on its own way (forward(), not another exchange)');
+  t.same(clients.get('b')!.exchanges, [], 'each on its own way (its failover steps, not another exchange)');
   t.same(trail.slice(0, 1), ['a']);
   t.equal(trail.filter((n) => n === 'b').length, 3);
 });

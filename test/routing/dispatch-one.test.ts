@@ -1,10 +1,10 @@
 /**
- * forward() as a table: nodes with scripted verdicts (fake clients, no network) behind a real
+ * dispatch() of one call (a lone call is a group of one) as a table: nodes with scripted verdicts (fake clients, no network) behind a real
  * Fleet, one row per routing decision: the answer returned and the nodes asked, in order.
  * Two nodes with different latencies, so power-of-two choices always asks `a` first.
  */
 import t from 'tap';
-import { forward, type ForwardCall } from '../../src/routing/forward.js';
+import { dispatch, type DispatchContext, type Sendable } from '../../src/routing/dispatch.js';
 import type { RpcError } from '../../src/jsonrpc/errors.js';
 import type { Outcome } from '../../src/jsonrpc/response.js';
 import { Metrics } from '../../src/metrics/registry.js';
@@ -33,7 +33,9 @@ interface Row {
   heads?: [number, number];
   down?: ('a' | 'b')[];
   requirement?: Requirement;
-  call?: Partial<ForwardCall>;
+  call?: Partial<Sendable>;
+  /** The call's deadline on the fleet's clock (30 s from now unless given). */
+  deadline?: number;
   /** Runs once the call is under way (a node reaching a block while the call waits). */
   meanwhile?: (fleet: Fleet) => void;
   expect: string;
@@ -69,7 +71,7 @@ const ROWS: Row[] = [
     name: 'the deadline has passed: no node asked, -32002 timeout',
     a: [ok('"0x1"')],
     b: [ok('"0x2"')],
-    call: { deadline: NOW },
+    deadline: NOW,
     expect: 'error UPSTREAM_FAILED {"attempts":0,"last":"timeout"}',
     trail: [],
   },
@@ -79,7 +81,7 @@ const ROWS: Row[] = [
     b: [],
     heads: [10, 10],
     requirement: { minHead: 12 },
-    call: { deadline: 0 },
+    deadline: 0,
     expect: 'error UPSTREAM_FAILED {"attempts":0,"last":"timeout"}',
     trail: [],
   },
@@ -120,21 +122,18 @@ for (const row of ROWS) {
       { options: OPTS, now: NOW },
     );
     for (const u of fleet.upstreams) if (row.down?.includes(u.name as 'a' | 'b')) fleet.markDown(u);
-    const call: ForwardCall = {
-      method: 'eth_call',
-      label: 'eth_call',
-      paramsJson: '[]',
-      requirement: row.requirement ?? {},
-      deadline: NOW + 30_000,
+    const call: Sendable = { method: 'eth_call', label: 'eth_call', paramsJson: '[]', requirement: row.requirement ?? {}, ...row.call };
+    const ctx: DispatchContext = {
+      routing: { fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 },
+      deadline: row.deadline ?? NOW + 30_000,
       trail: [],
-      ...row.call,
     };
-    const pending = forward({ fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 }, call);
+    const pending = dispatch([call], ctx);
     if (row.meanwhile) setImmediate(() => row.meanwhile!(fleet));
-    const got = await pending;
-    t.equal(summary(got.outcome), row.expect);
-    t.same(call.trail, row.trail, 'nodes asked');
-    for (const [name, c] of clients) t.equal(c.sent.length, call.trail.filter((n) => n === name).length, `${name} got exactly the calls in the trail`);
+    const [got] = await pending;
+    t.equal(summary(got!.outcome), row.expect);
+    t.same(ctx.trail, row.trail, 'nodes asked');
+    for (const [name, c] of clients) t.equal(c.sent.length, ctx.trail.filter((n) => n === name).length, `${name} got exactly the calls in the trail`);
   });
 }
 
@@ -156,17 +155,14 @@ t.test('a null is checked with a node at the request head, not one merely as far
   t.teardown(() => {
     Math.random = random;
   });
-  const call: ForwardCall = {
-    method: 'eth_getTransactionReceipt',
-    label: 'eth_getTransactionReceipt',
-    paramsJson: '[]',
-    requirement: { maxLag: 5 },
-    nullMayLag: true,
-    head: 10,
+  const call: Sendable = { method: 'eth_getTransactionReceipt', label: 'eth_getTransactionReceipt', paramsJson: '[]', requirement: { maxLag: 5 }, nullMayLag: true };
+  const ctx: DispatchContext = {
+    routing: { fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 },
     deadline: NOW + 30_000,
+    head: 10,
     trail: [],
   };
-  const got = await forward({ fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 }, call);
-  t.equal(summary(got.outcome), 'result {"status":"0x1"}');
-  t.same(call.trail, ['a', 'c'], 'the second opinion came from the node at the head');
+  const [got] = await dispatch([call], ctx);
+  t.equal(summary(got!.outcome), 'result {"status":"0x1"}');
+  t.same(ctx.trail, ['a', 'c'], 'the second opinion came from the node at the head');
 });

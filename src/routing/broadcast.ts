@@ -1,0 +1,32 @@
+/**
+ * routing.broadcastTransactions: a raw transaction goes to every routable upstream at once; the
+ * first success (or "already known", which means another copy got there) answers. If none
+ * succeeds, the last node error is returned verbatim, or -32002 when no node answered.
+ * Reached through dispatch.ts only (a plan with `broadcast`).
+ */
+import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
+import type { Outcome } from '../jsonrpc/response.js';
+import { alreadyKnown, transactionHash, type Attempted, type DispatchContext, type Sendable } from './failover.js';
+
+export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<Attempted> {
+  const { fleet, metrics, upstreamTimeoutMs } = ctx.routing;
+  const targets = fleet.upstreams.filter((u) => u.available);
+  if (targets.length === 0) return { outcome: { error: rpcErrors.noUpstream('none healthy') } };
+  const hash = JSON.stringify(transactionHash(call.rawTransaction ?? '0x'));
+  let nodeError: string | undefined;
+  const attempts = targets.map(async (u): Promise<Outcome> => {
+    ctx.trail.push(u.name);
+    const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(upstreamTimeoutMs, Math.max(1, ctx.deadline - fleet.now())));
+    metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
+    if (verdict.kind === 'result') return { result: verdict.result };
+    if (verdict.kind === 'node-error' && alreadyKnown(verdict.message)) return { result: hash };
+    if (verdict.kind === 'node-error') nodeError = verdict.error;
+    throw new Error('no success');
+  });
+  try {
+    return { outcome: await Promise.any(attempts) };
+  } catch {
+    if (nodeError !== undefined) return { outcome: { nodeError } };
+    return { outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: targets.length, last: 'broadcast' } }) } };
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * Dispatch: the only way a call reaches a node. The calls of one request (a lone call is a request
+ * of one) are grouped by routing requirement; each group goes to the node chosen for it in
+ * exchanges of up to that node's maxBatchSize (one promise per exchange, not a chain per call;
+ * a chunk of one is a plain call, which the upstream client's micro-batcher may join with other
+ * requests' calls). A call whose answer is not a result goes on through the failover steps
+ * (failover.ts) from there, exactly as a call sent alone. Calls that must not share an exchange
+ * go alone with their options: expensive ones (a slow one would hold every call sharing it; a
+ * timeout is final), a null that may mean a lagging node (second opinion), a transaction waiting
+ * for its receipt (one attempt), a filter call (its one node), a split eth_getLogs chunk (its byte
+ * budget), and a broadcast transaction (every node, broadcast.ts).
+ * Refuses: what a call is and what its answer means for the cache (pipeline/), and the shape of
+ * an exchange on the wire (upstream/client.ts).
+ */
+import type { Verdict } from '../upstream/classify.js';
+import type { Upstream } from '../upstream/node.js';
+import { broadcast } from './broadcast.js';
+import { attempt, fresh, interpretVerdict, timeoutOf, type Attempted, type DispatchContext, type Sendable } from './failover.js';
+import { choose, eligible, type Requirement } from './select.js';
+
+export type { Attempted, DispatchContext, RoutingDeps, Sendable } from './failover.js';
+
+const NONE: readonly Upstream[] = [];
+
+/** Each call's answer, in the order of `calls`, once every one of them has its answer. */
+export function dispatch(calls: readonly Sendable[], ctx: DispatchContext): Promise<Attempted[]> {
+  if (calls.length === 1) return alone(calls[0]!, ctx).then(one);
+  const answers = new Array<Attempted>(calls.length);
+  const waits: Promise<void>[] = [];
+  let groups: number[][] | undefined;
+  for (let k = 0; k < calls.length; k++) {
+    if (calls[k]!.batchable === true) groups = join(groups ?? [], calls, k);
+    else waits.push(alone(calls[k]!, ctx).then((a) => void (answers[k] = a)));
+  }
+  if (groups !== undefined) for (const g of groups) sendGroup(calls, g, ctx, answers, waits);
+  return Promise.all(waits).then(() => answers);
+}
+
+function one(a: Attempted): Attempted[] {
+  return [a];
+}
+
+/** A call on its own way: every attempt from the first, or to every node at once (broadcast). */
+function alone(call: Sendable, ctx: DispatchContext): Promise<Attempted> {
+  return call.broadcast === true ? broadcast(ctx, call) : attempt(ctx, call, fresh());
+}
+
+/** One requirement's calls (indexes into `calls`), in exchanges of up to the chosen node's batch size. */
+function sendGroup(calls: readonly Sendable[], group: readonly number[], ctx: DispatchContext, answers: Attempted[], waits: Promise<void>[]): void {
+  const { fleet } = ctx.routing;
+  const req = calls[group[0]!]!.requirement;
+  let next = 0;
+  while (next < group.length) {
+    const candidates = eligible(fleet, req, NONE);
+    const remaining = ctx.deadline - fleet.now();
+    const u = typeof candidates === 'string' ? null : choose(candidates, req.stickyKey);
+    // No node now, no time left, a breaker trying a node out, or one call left: each call on its own way.
+    if (u === null || remaining <= 0 || u.breaker.state !== 'closed' || next === group.length - 1) {
+      for (; next < group.length; next++) {
+        const k = group[next]!;
+        waits.push(alone(calls[k]!, ctx).then((a) => void (answers[k] = a)));
+      }
+      return;
+    }
+    const chunk = group.slice(next, next + u.config.maxBatchSize);
+    next += chunk.length;
+    if (chunk.length === 1) {
+      const k = chunk[0]!;
+      waits.push(alone(calls[k]!, ctx).then((a) => void (answers[k] = a)));
+      continue;
+    }
+    waits.push(exchange(u, calls, chunk, ctx, remaining, answers));
+  }
+}
+
+/** One exchange with `u`: results are answers; anything else goes on as a call sent alone would go on. */
+function exchange(u: Upstream, calls: readonly Sendable[], chunk: readonly number[], ctx: DispatchContext, remaining: number, answers: Attempted[]): Promise<void> {
+  const sent = chunk.map((k) => calls[k]!);
+  ctx.trail.push(u.name);
+  const before = u.breaker.state;
+  return u.callMany(sent, Math.min(exchangeTimeout(ctx, sent), remaining)).then(({ verdicts, ms }) => {
+    const after = u.breaker.state;
+    if (after !== before) ctx.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
+    recordExchange(ctx, u, sent, verdicts, ms);
+    let later: Promise<void>[] | undefined;
+    for (let i = 0; i < chunk.length; i++) {
+      const k = chunk[i]!;
+      const verdict = verdicts[i]!;
+      if (verdict.kind === 'result') {
+        answers[k] = { outcome: { result: verdict.result }, upstream: u };
+        continue;
+      }
+      const progress = fresh();
+      progress.tried.push(u);
+      const answer = interpretVerdict(ctx, sent[i]!, progress, u, verdict, ms);
+      if (answer !== null) {
+        answers[k] = answer;
+        continue;
+      }
+      progress.attempt++;
+      (later ??= []).push(attempt(ctx, sent[i]!, progress).then((a) => void (answers[k] = a)));
+    }
+    return later === undefined ? undefined : Promise.all(later).then(noop);
+  });
+}
+
+/** One exchange answers all its calls together: it may take as long as its longest-allowed call. */
+function exchangeTimeout(ctx: DispatchContext, sent: readonly Sendable[]): number {
+  let ms = 0;
+  for (const c of sent) ms = Math.max(ms, timeoutOf(ctx.routing, c));
+  return ms;
+}
+
+/** The exchange's calls in the upstream metrics: each run of calls with the same method and outcome recorded at once. */
+function recordExchange(ctx: DispatchContext, u: Upstream, sent: readonly Sendable[], verdicts: readonly Verdict[], ms: number): void {
+  let run = 0;
+  for (let k = 0; k < sent.length; k++) {
+    const v = verdicts[k]!;
+    const outcome = v.kind === 'retry' ? v.reason : v.kind;
+    run++;
+    const next = verdicts[k + 1];
+    if (next !== undefined && sent[k + 1]!.label === sent[k]!.label && (next.kind === 'retry' ? next.reason : next.kind) === outcome) continue;
+    ctx.routing.metrics.recordUpstreamCall(u.name, sent[k]!.label, outcome, ms / 1000, run);
+    run = 0;
+  }
+}
+
+/** Adds call `k` to the group of its requirement (groups keep request order). */
+function join(groups: number[][], calls: readonly Sendable[], k: number): number[][] {
+  const req = calls[k]!.requirement;
+  for (const g of groups) {
+    if (sameRequirement(calls[g[0]!]!.requirement, req)) {
+      g.push(k);
+      return groups;
+    }
+  }
+  groups.push([k]);
+  return groups;
+}
+
+function sameRequirement(a: Requirement, b: Requirement): boolean {
+  return a.minHead === b.minHead && a.maxLag === b.maxLag && a.capability === b.capability && a.stickyKey === b.stickyKey;
+}
+
+function noop(): void {}
