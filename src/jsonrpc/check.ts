@@ -5,7 +5,7 @@
  * a top-level array (a batch answer). A large answer is then classified from these spans, with no
  * JSON.parse and no second walk over its text, and the work is spread over the pieces as they come
  * off the socket instead of one long block of the event loop.
- * Refuses: meaning (classify.ts reads the spans); numbers longer than MAX_TOKEN characters and
+ * Refuses: meaning (upstream/answers.ts reads the spans); numbers longer than MAX_TOKEN characters and
  * nesting deeper than MAX_DEPTH (no node answers so; a lying one is refused, not indulged).
  */
 import { isWs, type Span } from './scan.js';

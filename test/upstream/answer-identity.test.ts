@@ -4,7 +4,7 @@
  * (methods/identity.ts). Table-driven, no network.
  */
 import t from 'tap';
-import { classifyHttp } from '../../src/upstream/classify.js';
+import { classifyHttp } from '../../src/upstream/answers.js';
 import { answerCarries, identityOf, identityOfText } from '../../src/methods/identity.js';
 
 const H = `0x${'ab'.repeat(32)}`;

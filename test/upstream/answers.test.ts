@@ -1,10 +1,11 @@
 /**
- * Reading a node's answer (upstream/classify.ts): the raw text of each result, exactly as the node
+ * Reading a node's answer (upstream/answers.ts): the raw text of each result, exactly as the node
  * wrote it, whether the answer has the common compact shape (read by a fast path) or any other
  * valid shape (member order, whitespace, extra members, a trailing newline), alone or in a batch.
  */
 import t from 'tap';
-import { classifyBatch, classifyBatchInOrder, classifyHttp, type Verdict } from '../../src/upstream/classify.js';
+import { classifyBatch, classifyBatchInOrder, classifyHttp } from '../../src/upstream/answers.js';
+import type { Verdict } from '../../src/upstream/classify.js';
 
 const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
 
