@@ -13,7 +13,16 @@ import { Concurrency } from './limits/concurrency.js';
 import { createLogger, redactUrls } from './log/logger.js';
 import { Metrics } from './metrics/registry.js';
 import { isReady, type AdminDeps } from './server/admin.js';
-import { applyTimeouts, closeListeners, createListeners, drainListeners, listen, portsOf, type Listeners, type Ports } from './server/listeners.js';
+import {
+  applyTimeouts,
+  closeListeners,
+  createListeners,
+  drainListeners,
+  listen,
+  portsOf,
+  type Listeners,
+  type Ports,
+} from './server/listeners.js';
 import { buildRequestPath, discardPath, type PathParts, type RequestPath } from './server/path.js';
 import { Fleet, fleetOptions } from './upstream/fleet.js';
 import { SharedHeads } from './replicas/shared-heads.js';
@@ -69,7 +78,13 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
   const cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, metrics, log, redis);
   fleet.on('reorg', () => cache.onReorg());
   const sharedHeadsMs = Math.min(config.routing.headPollMs, 1_000);
-  const uptimeDeps = { chainId: config.chainId, fleet, metrics, log, upstreamTimeoutMs: config.routing.upstreamTimeoutMs };
+  const uptimeDeps = {
+    chainId: config.chainId,
+    fleet,
+    metrics,
+    log,
+    upstreamTimeoutMs: config.routing.upstreamTimeoutMs,
+  };
   return {
     log,
     metrics,
@@ -77,7 +92,10 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     concurrency: new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp),
     redis,
     cache,
-    sharedHeads: config.redis === null ? null : new SharedHeads(redis, config.redis, config.chainId, fleet, metrics, sharedHeadsMs),
+    sharedHeads:
+      config.redis === null
+        ? null
+        : new SharedHeads(redis, config.redis, config.chainId, fleet, metrics, sharedHeadsMs),
     uptime: config.uptime.enabled ? new Uptime(config.uptime, uptimeDeps) : null,
     feed: new ChainFeed(fleet, feedSettings(config), metrics, log.child({ room: 'subscriptions' })),
     pending: new PendingFeed(fleet, log.child({ room: 'subscriptions' })),
@@ -124,7 +142,14 @@ export class App {
     await listen(app.listeners, config);
     // `websocket`, not `ws`: the log redacts every `ws` key (upstream WebSocket URLs).
     const { http, admin, ws } = app.ports;
-    log.info({ ports: { http, admin, websocket: ws }, chainId: config.chainId, upstreams: config.upstreams.map((u) => u.name) }, 'switchyard listening');
+    log.info(
+      {
+        ports: { http, admin, websocket: ws },
+        chainId: config.chainId,
+        upstreams: config.upstreams.map((u) => u.name),
+      },
+      'switchyard listening',
+    );
     return app;
   }
 
@@ -139,7 +164,11 @@ export class App {
       version: VERSION,
       extraStatus: () => ({
         inFlightCalls: concurrency.inFlight,
-        limits: { rate: rateLimits.stats(), concurrency: concurrency.stats(), connections: this.listeners.connections.stats() },
+        limits: {
+          rate: rateLimits.stats(),
+          concurrency: concurrency.stats(),
+          connections: this.listeners.connections.stats(),
+        },
         cache: cache.stats(),
         uptime: uptime?.status() ?? null,
         websocket: this.listeners.ws.status(),
@@ -161,7 +190,11 @@ export class App {
   }
 
   get ready(): boolean {
-    return isReady({ fleet: this.rooms.fleet, maxLagBlocks: this.path.config.routing.maxLagBlocks, isDraining: () => this.stopping });
+    return isReady({
+      fleet: this.rooms.fleet,
+      maxLagBlocks: this.path.config.routing.maxLagBlocks,
+      isDraining: () => this.stopping,
+    });
   }
 
   /**
@@ -170,7 +203,8 @@ export class App {
    */
   async reloadFile(): Promise<ReloadResult> {
     const { metrics, log } = this.rooms;
-    if (this.configFile === undefined) return { ok: false, problems: ['no configuration file to reload: started without one'] };
+    if (this.configFile === undefined)
+      return { ok: false, problems: ['no configuration file to reload: started without one'] };
     let next: Config;
     try {
       next = loadConfigFile(this.configFile);

@@ -55,7 +55,9 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'check') {
     if (print) process.stdout.write(stringifyYaml(maskedConfig(config)));
-    process.stderr.write(`${file}: valid (${config.upstreams.length} upstream${config.upstreams.length === 1 ? '' : 's'})\n`);
+    process.stderr.write(
+      `${file}: valid (${config.upstreams.length} upstream${config.upstreams.length === 1 ? '' : 's'})\n`,
+    );
     return 0;
   }
   return serve(config, file, command === 'start');
@@ -67,7 +69,12 @@ function parseOptions(command: 'serve' | 'start' | 'check', args: string[]): { f
   try {
     ({ values } = parseArgs({
       args,
-      options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' }, print: { type: 'boolean' } },
+      options: {
+        config: { type: 'string', short: 'c' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+        print: { type: 'boolean' },
+      },
     }));
     if (values.print && command !== 'check') throw new Error('--print is an option of `switchyard check`');
   } catch (err) {

@@ -73,7 +73,13 @@ export class ResponseCache {
     connections: RedisConnections = new RedisConnections(metrics, log),
   ) {
     this.memory = new MemoryStore(cfg.maxBytes);
-    this.redis = cfg.redis === null ? null : new RedisLevel(connections.link(cfg.redis, { name: 'cache', whileDown: 'the cache is memory only' }), cfg.chainId);
+    this.redis =
+      cfg.redis === null
+        ? null
+        : new RedisLevel(
+            connections.link(cfg.redis, { name: 'cache', whileDown: 'the cache is memory only' }),
+            cfg.chainId,
+          );
   }
 
   /** The reorg generation; pass it back to store() so an answer fetched across a reorg is not kept. */

@@ -47,7 +47,8 @@ const LOWER_HEX = /^0x[0-9a-f]*$/;
 /** JSON with sorted keys and lower-cased hex, so equivalent calls share one entry. */
 export function canonical(v: unknown): string {
   // Hex text needs no escaping: quoted as is, without JSON.stringify.
-  if (typeof v === 'string') return LOWER_HEX.test(v) ? `"${v}"` : isHexText(v) ? `"${v.toLowerCase()}"` : JSON.stringify(v);
+  if (typeof v === 'string')
+    return LOWER_HEX.test(v) ? `"${v}"` : isHexText(v) ? `"${v.toLowerCase()}"` : JSON.stringify(v);
   if (Array.isArray(v)) {
     // A loop of concatenations: no intermediate array per level (this runs for every cacheable call).
     let out = '[';
@@ -88,7 +89,12 @@ function classOfLogs(filter: unknown, view: ChainView): 'immutable' | 'head' | n
   return from === 'immutable' && to === 'immutable' ? 'immutable' : 'head';
 }
 
-export function planCache(method: string, spec: MethodSpec, params: readonly unknown[], view: ChainView): CachePlan | null {
+export function planCache(
+  method: string,
+  spec: MethodSpec,
+  params: readonly unknown[],
+  view: ChainView,
+): CachePlan | null {
   let cls: CacheClass | null;
   /** The answer depends on the head itself (not only on a block the params name). */
   let headBound = false;

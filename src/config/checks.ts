@@ -76,15 +76,28 @@ function canonicalHost(h: string): string {
  * Listeners that would take the same port (EADDRINUSE at start, with no key path). Port 0 asks the
  * system for a free port, so it never clashes.
  */
-export function portClashes(server: { host: string; port: number; wsPort: number | null }, admin: { host: string; port: number }): { path: PropertyKey[]; message: string }[] {
+export function portClashes(
+  server: { host: string; port: number; wsPort: number | null },
+  admin: { host: string; port: number },
+): { path: PropertyKey[]; message: string }[] {
   const out: { path: PropertyKey[]; message: string }[] = [];
   if (server.wsPort !== null && server.wsPort !== 0 && server.wsPort === server.port) {
-    out.push({ path: ['server', 'wsPort'], message: `expected a port other than server.port, got ${server.wsPort} for both` });
+    out.push({
+      path: ['server', 'wsPort'],
+      message: `expected a port other than server.port, got ${server.wsPort} for both`,
+    });
   }
   if (admin.port !== 0 && hostsOverlap(admin.host, server.host)) {
-    if (admin.port === server.port) out.push({ path: ['admin', 'port'], message: `expected a port other than server.port on an overlapping host, got ${admin.port} for both` });
+    if (admin.port === server.port)
+      out.push({
+        path: ['admin', 'port'],
+        message: `expected a port other than server.port on an overlapping host, got ${admin.port} for both`,
+      });
     else if (admin.port === server.wsPort)
-      out.push({ path: ['admin', 'port'], message: `expected a port other than server.wsPort on an overlapping host, got ${admin.port} for both` });
+      out.push({
+        path: ['admin', 'port'],
+        message: `expected a port other than server.wsPort on an overlapping host, got ${admin.port} for both`,
+      });
   }
   return out;
 }

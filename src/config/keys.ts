@@ -12,14 +12,23 @@ type AnySchema = z.core.$ZodType;
 function unwrap(s: AnySchema): AnySchema {
   for (;;) {
     const def = s._zod.def as unknown as { type: string; innerType?: AnySchema; in?: AnySchema };
-    if (def.innerType !== undefined && ['default', 'prefault', 'optional', 'nullable', 'readonly', 'catch', 'nonoptional'].includes(def.type)) s = def.innerType;
+    if (
+      def.innerType !== undefined &&
+      ['default', 'prefault', 'optional', 'nullable', 'readonly', 'catch', 'nonoptional'].includes(def.type)
+    )
+      s = def.innerType;
     else if (def.type === 'pipe' && def.in !== undefined) s = def.in;
     else return s;
   }
 }
 
 function walk(s: AnySchema, path: string, out: string[]): void {
-  const def = unwrap(s)._zod.def as unknown as { type: string; shape?: Record<string, AnySchema>; element?: AnySchema; options?: AnySchema[] };
+  const def = unwrap(s)._zod.def as unknown as {
+    type: string;
+    shape?: Record<string, AnySchema>;
+    element?: AnySchema;
+    options?: AnySchema[];
+  };
   if (def.type === 'object' && def.shape) {
     for (const [k, v] of Object.entries(def.shape)) {
       const p = path === '' ? k : `${path}.${k}`;

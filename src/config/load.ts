@@ -84,7 +84,9 @@ export function formatPath(path: readonly PropertyKey[]): string {
 function describeIssue(issue: z.core.$ZodIssue): string {
   const kind = secretKind(issue.path);
   if (kind === null) return describeAnyIssue(issue, describeValue);
-  return describeAnyIssue(issue, (v) => (typeof v === 'string' && v !== '' ? describeSecret(kind, v) : describeValue(v)));
+  return describeAnyIssue(issue, (v) =>
+    typeof v === 'string' && v !== '' ? describeSecret(kind, v) : describeValue(v),
+  );
 }
 
 /**
@@ -93,7 +95,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
  */
 function secretKind(path: readonly PropertyKey[]): 'url' | 'secret' | null {
   const [a, b, c, d] = path;
-  if (a === 'upstreams' && typeof b === 'number') return c === 'url' || c === 'ws' ? 'url' : c === 'headers' ? 'secret' : null;
+  if (a === 'upstreams' && typeof b === 'number')
+    return c === 'url' || c === 'ws' ? 'url' : c === 'headers' ? 'secret' : null;
   if (a === 'rateLimit' && b === 'apiKeys' && d === 'key') return 'secret';
   return path.at(-1) === 'redis' ? 'url' : null;
 }
@@ -101,7 +104,9 @@ function secretKind(path: readonly PropertyKey[]): 'url' | 'secret' | null {
 function describeSecret(kind: 'url' | 'secret', value: string): string {
   const masked = kind === 'url' ? maskUrlText(value) : null;
   if (masked !== null) return JSON.stringify(masked);
-  return kind === 'url' ? 'a value that is not a URL (not shown: it may hold credentials)' : 'a value that is not shown (it is a secret)';
+  return kind === 'url'
+    ? 'a value that is not a URL (not shown: it may hold credentials)'
+    : 'a value that is not shown (it is a secret)';
 }
 
 /**

@@ -15,12 +15,17 @@ const nonNegativeInt = z.number().int().min(0);
 
 /** A chain id may be written as a number (186) or a hex string ("0xba"); YAML reads bare 0xba as 186. */
 const chainId = z
-  .union([positiveInt, z.string().refine((s) => heightOf(s) !== null, { error: 'expected a hex quantity of at most 13 digits' })])
+  .union([
+    positiveInt,
+    z.string().refine((s) => heightOf(s) !== null, { error: 'expected a hex quantity of at most 13 digits' }),
+  ])
   .transform((v) => (typeof v === 'number' ? v : heightOf(v)!))
   .pipe(z.number().int().positive().max(Number.MAX_SAFE_INTEGER));
 
 /** An IP address, or address/prefix with a prefix the address family allows (<= 32 or <= 128). */
-const cidr = z.string().refine((c) => parseCidr(c) !== null, { error: (iss) => `expected an IP or CIDR, got ${JSON.stringify(iss.input)}` });
+const cidr = z
+  .string()
+  .refine((c) => parseCidr(c) !== null, { error: (iss) => `expected an IP or CIDR, got ${JSON.stringify(iss.input)}` });
 
 const methodName = z.string().regex(/^[a-zA-Z0-9_]+\*?$/, {
   error: (iss) => `expected a method name or prefix ending in *, got ${JSON.stringify(iss.input)}`,
@@ -65,13 +70,24 @@ export const upstreamSchema = z.strictObject({
   /** Static headers sent with every request to this node (e.g. authorization: "Bearer ${TOKEN}", x-api-key). */
   headers: z
     .record(
-      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, { error: (iss) => `expected an HTTP header name, got ${JSON.stringify(iss.input)}` }),
+      z
+        .string()
+        .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, {
+          error: (iss) => `expected an HTTP header name, got ${JSON.stringify(iss.input)}`,
+        }),
       z.string().refine((v) => !/[\r\n]/.test(v), { error: 'expected a header value on one line' }),
     )
     .default({})
-    .refine((h) => !Object.keys(h).some((k) => ['content-type', 'content-length', 'host', 'transfer-encoding', 'connection'].includes(k.toLowerCase())), {
-      error: 'expected no content-type, content-length, host, transfer-encoding or connection header (Switchyard sets those)',
-    }),
+    .refine(
+      (h) =>
+        !Object.keys(h).some((k) =>
+          ['content-type', 'content-length', 'host', 'transfer-encoding', 'connection'].includes(k.toLowerCase()),
+        ),
+      {
+        error:
+          'expected no content-type, content-length, host, transfer-encoding or connection header (Switchyard sets those)',
+      },
+    ),
   /** A PEM file of CA certificates trusted for this https node (a private CA); null = the system's. */
   caFile: z
     .string()
@@ -141,7 +157,13 @@ export const configSchema = z
          * browser page of another site reaches the port only under a name of that site); "*" = any.
          */
         allowedHosts: z
-          .array(z.string().regex(/^(\*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$/, { error: (iss) => `expected a host name or "*", got ${JSON.stringify(iss.input)}` }))
+          .array(
+            z
+              .string()
+              .regex(/^(\*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$/, {
+                error: (iss) => `expected a host name or "*", got ${JSON.stringify(iss.input)}`,
+              }),
+          )
           .default([]),
       })
       .prefault({}),
@@ -217,7 +239,11 @@ export const configSchema = z
         apiKeys: z
           .array(
             z.strictObject({
-              name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, { error: (iss) => `expected a name of letters, digits, _ . -, got ${JSON.stringify(iss.input)}` }),
+              name: z
+                .string()
+                .regex(/^[a-zA-Z0-9_.-]{1,64}$/, {
+                  error: (iss) => `expected a name of letters, digits, _ . -, got ${JSON.stringify(iss.input)}`,
+                }),
               key: z.string().min(16, { error: 'expected a key of at least 16 characters' }),
               ratePerSec: positiveInt,
               burst: positiveInt,
@@ -301,13 +327,22 @@ export const configSchema = z
     for (const issue of portClashes(cfg.server, cfg.admin)) ctx.addIssue({ code: 'custom', ...issue });
     const keys = new Set<string>();
     cfg.rateLimit.apiKeys.forEach((k, i) => {
-      if (keys.has(k.key)) ctx.addIssue({ code: 'custom', path: ['rateLimit', 'apiKeys', i, 'key'], message: 'expected a unique key, got a duplicate' });
+      if (keys.has(k.key))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rateLimit', 'apiKeys', i, 'key'],
+          message: 'expected a unique key, got a duplicate',
+        });
       keys.add(k.key);
     });
     const seen = new Set<string>();
     cfg.upstreams.forEach((u, i) => {
       if (seen.has(u.name)) {
-        ctx.addIssue({ code: 'custom', path: ['upstreams', i, 'name'], message: `expected a unique name, got duplicate ${JSON.stringify(u.name)}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['upstreams', i, 'name'],
+          message: `expected a unique name, got duplicate ${JSON.stringify(u.name)}`,
+        });
       }
       seen.add(u.name);
     });

@@ -104,7 +104,9 @@ export class DevnetChain {
   append(block: BlockRecord): void {
     const head = this.head;
     if (block.number !== head.number + 1 || block.parentHash !== head.hash) {
-      throw new Error(`block ${block.number} (parent ${block.parentHash}) does not extend head ${head.number} (${head.hash})`);
+      throw new Error(
+        `block ${block.number} (parent ${block.parentHash}) does not extend head ${head.number} (${head.hash})`,
+      );
     }
     this.blocks.push(block);
     for (const h of block.txHashes) this.txs.add(h);

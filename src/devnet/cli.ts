@@ -50,7 +50,9 @@ export async function runDevnetCommand(argv: string[], opts: DevnetCommandOption
   const nodes = int('nodes', values.nodes, 3, 1, 64);
   const blockTime = values['block-time'] === undefined ? 2 : Number(values['block-time']);
   if (!/^\d+(\.\d+)?$/.test(values['block-time'] ?? '2') || !Number.isFinite(blockTime)) {
-    throw new TypeError(`--block-time: expected seconds >= 0 (0 = only on demand), got ${JSON.stringify(values['block-time'])}`);
+    throw new TypeError(
+      `--block-time: expected seconds >= 0 (0 = only on demand), got ${JSON.stringify(values['block-time'])}`,
+    );
   }
   const lags = (values.lag ?? []).map((spec) => {
     const m = /^(\d+):(\d+)$/.exec(spec);

@@ -33,7 +33,11 @@ function intParam(url: URL, name: string, fallback: number | undefined): number 
     if (fallback === undefined) throw new DevnetHttpError(400, `query parameter ${name} is required`);
     return fallback;
   }
-  if (!/^\d{1,9}$/.test(raw)) throw new DevnetHttpError(400, `query parameter ${name}: expected a non-negative integer, got ${JSON.stringify(raw)}`);
+  if (!/^\d{1,9}$/.test(raw))
+    throw new DevnetHttpError(
+      400,
+      `query parameter ${name}: expected a non-negative integer, got ${JSON.stringify(raw)}`,
+    );
   return Number(raw);
 }
 
@@ -50,14 +54,16 @@ async function route(devnet: Devnet, req: IncomingMessage, url: URL): Promise<[n
   if (parts.length === 1 && parts[0] === 'mine') {
     requirePost(req);
     const count = intParam(url, 'count', 1);
-    if (count < 1 || count > 10_000) throw new DevnetHttpError(400, `query parameter count: expected 1..10000, got ${count}`);
+    if (count < 1 || count > 10_000)
+      throw new DevnetHttpError(400, `query parameter count: expected 1..10000, got ${count}`);
     return [200, { head: await devnet.mine(count) }];
   }
   if (parts.length === 3 && parts[0] === 'nodes' && NODE_ACTIONS.has(parts[2]!)) {
     requirePost(req);
     const nodes = devnet.nodes();
     const index = /^\d{1,4}$/.test(parts[1]!) ? Number(parts[1]) : -1;
-    if (index < 0 || index >= nodes.length) throw new DevnetHttpError(404, `no node ${JSON.stringify(parts[1])}; nodes are 0..${nodes.length - 1}`);
+    if (index < 0 || index >= nodes.length)
+      throw new DevnetHttpError(404, `no node ${JSON.stringify(parts[1])}; nodes are 0..${nodes.length - 1}`);
     const action = parts[2] as NodeAction;
     if (action === 'lag') await devnet.lag(index, intParam(url, 'blocks', undefined));
     else await devnet[action](index);
@@ -77,7 +83,12 @@ export function startControlServer(devnet: Devnet, host: string, port: number, l
       (err: unknown) => {
         // The fleet throws TypeError/RangeError for bad arguments; anything else it refuses (a node
         // that is not running, no node to mine on) conflicts with its current state.
-        const status = err instanceof DevnetHttpError ? err.status : err instanceof TypeError || err instanceof RangeError ? 400 : 409;
+        const status =
+          err instanceof DevnetHttpError
+            ? err.status
+            : err instanceof TypeError || err instanceof RangeError
+              ? 400
+              : 409;
         const message = err instanceof Error ? err.message : String(err);
         log.debug({ method: req.method, path: url.pathname, status, err: message }, 'control request refused');
         sendJson(res, status, { error: message });

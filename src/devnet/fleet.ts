@@ -28,17 +28,48 @@ const MAX_MINE_COUNT = 10_000;
 function check(ok: boolean, key: string, expected: string, got: unknown): void {
   if (!ok) throw new TypeError(`devnet ${key}: expected ${expected}, got ${JSON.stringify(got)}`);
 }
-const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): boolean => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): boolean =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 
 function validate(o: DevnetOptions): void {
   check(isInt(o.nodes, 1, 64), 'nodes', 'an integer from 1 to 64', o.nodes);
   check(isInt(o.chainId, 1), 'chainId', 'a positive integer', o.chainId);
-  check(typeof o.blockTimeMs === 'number' && Number.isFinite(o.blockTimeMs) && o.blockTimeMs >= 0, 'blockTimeMs', 'a number >= 0', o.blockTimeMs);
-  check(o.basePort === undefined || isInt(o.basePort, 0, 65535 - o.nodes + 1), 'basePort', 'a port leaving room for every node', o.basePort);
-  check(o.controlPort === undefined || isInt(o.controlPort, 0, 65535), 'controlPort', 'a port from 0 to 65535', o.controlPort);
-  check(o.slotsInAnEpoch === undefined || isInt(o.slotsInAnEpoch, 1), 'slotsInAnEpoch', 'a positive integer', o.slotsInAnEpoch);
-  check(o.genesisTimestamp === undefined || isInt(o.genesisTimestamp, 0), 'genesisTimestamp', 'an integer >= 0', o.genesisTimestamp);
-  check(o.host === undefined || (typeof o.host === 'string' && o.host.length > 0), 'host', 'a host name or address', o.host);
+  check(
+    typeof o.blockTimeMs === 'number' && Number.isFinite(o.blockTimeMs) && o.blockTimeMs >= 0,
+    'blockTimeMs',
+    'a number >= 0',
+    o.blockTimeMs,
+  );
+  check(
+    o.basePort === undefined || isInt(o.basePort, 0, 65535 - o.nodes + 1),
+    'basePort',
+    'a port leaving room for every node',
+    o.basePort,
+  );
+  check(
+    o.controlPort === undefined || isInt(o.controlPort, 0, 65535),
+    'controlPort',
+    'a port from 0 to 65535',
+    o.controlPort,
+  );
+  check(
+    o.slotsInAnEpoch === undefined || isInt(o.slotsInAnEpoch, 1),
+    'slotsInAnEpoch',
+    'a positive integer',
+    o.slotsInAnEpoch,
+  );
+  check(
+    o.genesisTimestamp === undefined || isInt(o.genesisTimestamp, 0),
+    'genesisTimestamp',
+    'an integer >= 0',
+    o.genesisTimestamp,
+  );
+  check(
+    o.host === undefined || (typeof o.host === 'string' && o.host.length > 0),
+    'host',
+    'a host name or address',
+    o.host,
+  );
 }
 
 class DevnetFleet implements Devnet {
@@ -76,7 +107,13 @@ class DevnetFleet implements Devnet {
       url: node.url,
       wsUrl: node.wsUrl,
       pid: node.pid,
-      state: !node.alive ? 'killed' : restarting || mode.kind === 'lag' ? 'lagging' : mode.kind === 'stall' ? 'stalled' : 'running',
+      state: !node.alive
+        ? 'killed'
+        : restarting || mode.kind === 'lag'
+          ? 'lagging'
+          : mode.kind === 'stall'
+            ? 'stalled'
+            : 'running',
       head: nodeHead,
       lag: Math.max(0, head - nodeHead),
     }));

@@ -150,9 +150,16 @@ export class DevnetNode {
     return new Promise((resolve, reject) => {
       const errTail: string[] = [];
       let listening = false;
-      const timer = setTimeout(() => fail(new Error(`${this.name}: anvil did not listen within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => fail(new Error(`${this.name}: anvil did not listen within ${READY_TIMEOUT_MS} ms`)),
+        READY_TIMEOUT_MS,
+      );
       const onExit = (code: number | null, signal: string | null): void =>
-        fail(new Error(`${this.name}: anvil exited before listening (code ${code}, signal ${signal}): ${errTail.join(' | ')}`));
+        fail(
+          new Error(
+            `${this.name}: anvil exited before listening (code ${code}, signal ${signal}): ${errTail.join(' | ')}`,
+          ),
+        );
       const fail = (err: Error): void => {
         clearTimeout(timer);
         child.off('exit', onExit);
@@ -183,10 +190,12 @@ export class DevnetNode {
       const answer = await this.rpc<string>('eth_chainId').catch(() => null);
       if (answer !== null) {
         const id = Number(BigInt(answer));
-        if (id !== this.opts.chainId) throw new Error(`${this.name}: expected chain id ${this.opts.chainId}, got ${id}`);
+        if (id !== this.opts.chainId)
+          throw new Error(`${this.name}: expected chain id ${this.opts.chainId}, got ${id}`);
         return;
       }
-      if (Date.now() > deadline) throw new Error(`${this.name}: no answer to eth_chainId within ${READY_TIMEOUT_MS} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`${this.name}: no answer to eth_chainId within ${READY_TIMEOUT_MS} ms`);
       await new Promise((r) => setTimeout(r, READY_POLL_MS));
     }
   }

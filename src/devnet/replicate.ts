@@ -60,8 +60,10 @@ export async function syncNode(ctx: ReplicaContext, node: DevnetNode, target: nu
   const { chain } = ctx;
   let head = await latest(node);
   for (let rolled = 0; chain.block(num(head))?.hash !== head.hash; rolled++) {
-    if (num(head) === 0) throw new Error(`${node.name}: genesis ${head.hash} differs from the devnet's ${chain.genesis.hash}`);
-    if (rolled >= MAX_ROLLBACK_BLOCKS) throw new Error(`${node.name}: more than ${MAX_ROLLBACK_BLOCKS} blocks off the chain`);
+    if (num(head) === 0)
+      throw new Error(`${node.name}: genesis ${head.hash} differs from the devnet's ${chain.genesis.hash}`);
+    if (rolled >= MAX_ROLLBACK_BLOCKS)
+      throw new Error(`${node.name}: more than ${MAX_ROLLBACK_BLOCKS} blocks off the chain`);
     await salvage(ctx, node, head);
     await node.rpc('anvil_rollback', [1]);
     head = await latest(node);
@@ -89,11 +91,16 @@ async function replayAttempts(ctx: ReplicaContext, node: DevnetNode, block: Bloc
     // WebSocket connection, which the front does not hold, or on a node kept behind, one a later
     // block has), or arrival order differed. Mined transactions leave the pool, so after the
     // rollback the next attempt holds only what the block needs.
-    ctx.logger.debug({ node: node.name, block: block.number, attempt, got: got.transactions.length, want: block.txHashes.length }, 'replay mismatch, rolling back');
+    ctx.logger.debug(
+      { node: node.name, block: block.number, attempt, got: got.transactions.length, want: block.txHashes.length },
+      'replay mismatch, rolling back',
+    );
     await salvage(ctx, node, got);
     await node.rpc('anvil_rollback', [num(got) - (block.number - 1)]);
   }
-  throw new Error(`${node.name}: block ${block.number} did not reproduce ${block.hash} in ${MAX_REPLAY_ATTEMPTS} attempts`);
+  throw new Error(
+    `${node.name}: block ${block.number} did not reproduce ${block.hash} in ${MAX_REPLAY_ATTEMPTS} attempts`,
+  );
 }
 
 /** Hands the leader every transaction waiting in any other node's pool (pending and nonce-gapped
@@ -125,7 +132,11 @@ async function gatherPending(ctx: ReplicaContext, leader: DevnetNode, others: De
 }
 
 /** Mines the next block on `leader` (which must be at the recorded head) and records it. */
-export async function produceBlock(ctx: ReplicaContext, leader: DevnetNode, others: DevnetNode[]): Promise<BlockRecord> {
+export async function produceBlock(
+  ctx: ReplicaContext,
+  leader: DevnetNode,
+  others: DevnetNode[],
+): Promise<BlockRecord> {
   const { chain } = ctx;
   await gatherPending(ctx, leader, others);
   const parent = chain.head;

@@ -11,7 +11,10 @@
 import { isWs, type Span } from './scan.js';
 
 /** What a valid text holds at its top level: the wanted members of an object, or of each array element. */
-export type Checked = { kind: 'object'; members: Map<string, Span> } | { kind: 'array'; elements: { span: Span; members: Map<string, Span> }[] } | { kind: 'other' };
+export type Checked =
+  | { kind: 'object'; members: Map<string, Span> }
+  | { kind: 'array'; elements: { span: Span; members: Map<string, Span> }[] }
+  | { kind: 'other' };
 
 const WANTED = ['id', 'result', 'error'];
 const MAX_DEPTH = 1024;
@@ -67,7 +70,8 @@ export class JsonChecker {
         STRING_RUN.lastIndex = i;
         STRING_RUN.test(piece);
         const j = STRING_RUN.lastIndex;
-        if (this.isKey && this.keyRaw.length <= MAX_TOKEN) this.keyRaw += piece.slice(i, Math.min(j, i + MAX_TOKEN + 1));
+        if (this.isKey && this.keyRaw.length <= MAX_TOKEN)
+          this.keyRaw += piece.slice(i, Math.min(j, i + MAX_TOKEN + 1));
         if (j === n) break;
         const c = piece.charCodeAt(j);
         if (c === 0x22) this.endString(j);
@@ -124,7 +128,8 @@ export class JsonChecker {
       if (c === 0x7b || c === 0x5b) {
         if (this.depth >= MAX_DEPTH) return void (this.state = BAD);
         this.stack.push(c === 0x7b ? OBJECT : ARRAY);
-        if (this.depth === 1) this.top = c === 0x7b ? { kind: 'object', members: new Map() } : { kind: 'array', elements: [] };
+        if (this.depth === 1)
+          this.top = c === 0x7b ? { kind: 'object', members: new Map() } : { kind: 'array', elements: [] };
         this.state = c === 0x7b ? KEY_OR_CLOSE : VALUE_OR_CLOSE;
       } else if (c === 0x22) {
         this.isKey = false;
@@ -169,7 +174,11 @@ export class JsonChecker {
     if (c === 0x75) {
       this.hexLeft = 4;
       this.state = UNICODE;
-    } else this.state = c === 0x22 || c === 0x5c || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74 ? STRING : BAD;
+    } else
+      this.state =
+        c === 0x22 || c === 0x5c || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74
+          ? STRING
+          : BAD;
   }
 
   private beginValue(i: number): void {

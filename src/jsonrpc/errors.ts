@@ -15,7 +15,12 @@ export interface CatalogueEntry {
 }
 
 export const CATALOGUE = {
-  PARSE_ERROR: { code: -32700, http: 200, message: 'parse error', doc: 'the body is not valid JSON (or not valid UTF-8)' },
+  PARSE_ERROR: {
+    code: -32700,
+    http: 200,
+    message: 'parse error',
+    doc: 'the body is not valid JSON (or not valid UTF-8)',
+  },
   INVALID_REQUEST: {
     code: -32600,
     http: 200,
@@ -29,10 +34,30 @@ export const CATALOGUE = {
     message: 'invalid request: JSON nested too deeply',
     doc: 'a request object nests arrays/objects deeper than 64 levels (the request itself is level 1; a batch array does not count)',
   },
-  BATCH_TOO_LARGE: { code: -32600, http: 413, message: 'batch too large', doc: 'a batch holds more than `server.maxBatchSize` calls' },
-  BODY_TOO_LARGE: { code: -32600, http: 413, message: 'request body too large', doc: 'the body is over `server.maxBodyBytes` (counted as bytes arrive)' },
-  BAD_CONTENT_TYPE: { code: -32600, http: 415, message: 'unsupported content type: expected application/json', doc: 'POST without a JSON content type' },
-  BAD_HTTP_METHOD: { code: -32600, http: 405, message: 'HTTP method not allowed: use POST', doc: 'an HTTP method other than POST, GET, HEAD, OPTIONS' },
+  BATCH_TOO_LARGE: {
+    code: -32600,
+    http: 413,
+    message: 'batch too large',
+    doc: 'a batch holds more than `server.maxBatchSize` calls',
+  },
+  BODY_TOO_LARGE: {
+    code: -32600,
+    http: 413,
+    message: 'request body too large',
+    doc: 'the body is over `server.maxBodyBytes` (counted as bytes arrive)',
+  },
+  BAD_CONTENT_TYPE: {
+    code: -32600,
+    http: 415,
+    message: 'unsupported content type: expected application/json',
+    doc: 'POST without a JSON content type',
+  },
+  BAD_HTTP_METHOD: {
+    code: -32600,
+    http: 405,
+    message: 'HTTP method not allowed: use POST',
+    doc: 'an HTTP method other than POST, GET, HEAD, OPTIONS',
+  },
   BAD_HTTP_REQUEST: {
     code: -32600,
     http: 400,
@@ -52,33 +77,78 @@ export const CATALOGUE = {
     message: 'the method does not exist/is not available',
     doc: 'unknown method, or one the method policy denies (geth wording, with the method name)',
   },
-  INVALID_PARAMS: { code: -32602, http: 200, message: 'invalid params', doc: '`params` is not an array, or a block parameter Switchyard must read is malformed' },
-  INTERNAL_ERROR: { code: -32603, http: 200, message: 'internal error', doc: 'a Switchyard bug; never carries a stack trace or an upstream URL' },
-  INVALID_API_KEY: { code: -32001, http: 401, message: 'invalid API key', doc: 'an `X-Api-Key` header or `/key/<key>` path with a key the configuration does not list' },
-  RATE_LIMITED: { code: -32005, http: 429, message: 'rate limit exceeded', doc: 'the client IP is over its call budget; `data.retryAfterSeconds` says when to retry' },
+  INVALID_PARAMS: {
+    code: -32602,
+    http: 200,
+    message: 'invalid params',
+    doc: '`params` is not an array, or a block parameter Switchyard must read is malformed',
+  },
+  INTERNAL_ERROR: {
+    code: -32603,
+    http: 200,
+    message: 'internal error',
+    doc: 'a Switchyard bug; never carries a stack trace or an upstream URL',
+  },
+  INVALID_API_KEY: {
+    code: -32001,
+    http: 401,
+    message: 'invalid API key',
+    doc: 'an `X-Api-Key` header or `/key/<key>` path with a key the configuration does not list',
+  },
+  RATE_LIMITED: {
+    code: -32005,
+    http: 429,
+    message: 'rate limit exceeded',
+    doc: 'the client IP is over its call budget; `data.retryAfterSeconds` says when to retry',
+  },
   COST_OVER_LIMIT: {
     code: -32005,
     http: 200,
     message: 'call costs more than the rate limit ever admits',
     doc: "the method's `rateLimit.methodCost` is over both `ratePerSec` and `burst - ratePerSec` of the client's limits: no wait admits it, so no `retryAfterSeconds`",
   },
-  IP_CONCURRENCY: { code: -32005, http: 429, message: 'too many concurrent calls from this client', doc: 'the client IP has `server.maxInFlightPerIp` calls being worked on' },
-  OVERLOADED: { code: -32005, http: 503, message: 'server overloaded', doc: '`server.maxInFlight` calls are being worked on; shed at once' },
-  SHUTTING_DOWN: { code: -32005, http: 503, message: 'server is shutting down', doc: 'SIGTERM received; retry on another replica' },
+  IP_CONCURRENCY: {
+    code: -32005,
+    http: 429,
+    message: 'too many concurrent calls from this client',
+    doc: 'the client IP has `server.maxInFlightPerIp` calls being worked on',
+  },
+  OVERLOADED: {
+    code: -32005,
+    http: 503,
+    message: 'server overloaded',
+    doc: '`server.maxInFlight` calls are being worked on; shed at once',
+  },
+  SHUTTING_DOWN: {
+    code: -32005,
+    http: 503,
+    message: 'server is shutting down',
+    doc: 'SIGTERM received; retry on another replica',
+  },
   NO_UPSTREAM: {
     code: -32002,
     http: 200,
     message: 'no upstream available',
     doc: 'no upstream is eligible for the call (`data.why`: none healthy, none in sync, none has the block, none has the capability)',
   },
-  UPSTREAM_FAILED: { code: -32002, http: 200, message: 'upstream request failed', doc: 'every attempt failed in transport, with a bad answer, or timed out (`data.attempts`)' },
+  UPSTREAM_FAILED: {
+    code: -32002,
+    http: 200,
+    message: 'upstream request failed',
+    doc: 'every attempt failed in transport, with a bad answer, or timed out (`data.attempts`)',
+  },
   EXPENSIVE_CALL_FAILED: {
     code: -32002,
     http: 200,
     message: 'upstream call timed out or was cut off: an expensive call runs on one node only',
     doc: 'an expensive call (`eth_call`, `eth_estimateGas`, `eth_createAccessList`, `eth_simulateV1`, `eth_getLogs`, `eth_getFilterLogs`, `debug_trace*`) got no answer within its timeout (`routing.methodTimeoutsMs`, else `routing.upstreamTimeoutMs`) or lost its connection once sent; not retried on another node (`data.last`: `timeout` or `transport`)',
   },
-  FILTER_NOT_FOUND: { code: -32000, http: 200, message: 'filter not found', doc: 'a filter id that was never issued, or whose node is gone' },
+  FILTER_NOT_FOUND: {
+    code: -32000,
+    http: 200,
+    message: 'filter not found',
+    doc: 'a filter id that was never issued, or whose node is gone',
+  },
   SUBSCRIPTIONS_NEED_WS: {
     code: -32601,
     http: 200,
@@ -148,8 +218,10 @@ export class RpcError extends Error {
 }
 
 export const rpcErrors = {
-  methodNotFound: (method: string) => new RpcError('METHOD_NOT_FOUND', { message: `the method ${method} does not exist/is not available` }),
+  methodNotFound: (method: string) =>
+    new RpcError('METHOD_NOT_FOUND', { message: `the method ${method} does not exist/is not available` }),
   invalidParams: (why: string) => new RpcError('INVALID_PARAMS', { message: `invalid params: ${why}` }),
-  batchTooLarge: (n: number, max: number) => new RpcError('BATCH_TOO_LARGE', { message: `batch too large: ${n} calls, at most ${max} allowed` }),
+  batchTooLarge: (n: number, max: number) =>
+    new RpcError('BATCH_TOO_LARGE', { message: `batch too large: ${n} calls, at most ${max} allowed` }),
   noUpstream: (why: string) => new RpcError('NO_UPSTREAM', { message: `no upstream available: ${why}`, data: { why } }),
 };

@@ -55,7 +55,8 @@ const MEMBERS = ['id', 'params'] as const;
 
 export function parseBody(text: string, maxBatchSize: number): ParsedBody {
   // One more level than a request may have: the batch array around the requests does not count.
-  if (text.length >= DEPTH_PRESCAN_MIN_LENGTH && nestingDepthExceeds(text, MAX_NESTING + 1)) return parseTooDeep(text, maxBatchSize);
+  if (text.length >= DEPTH_PRESCAN_MIN_LENGTH && nestingDepthExceeds(text, MAX_NESTING + 1))
+    return parseTooDeep(text, maxBatchSize);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -105,13 +106,39 @@ function toSlot(text: string, start: number, value: unknown, index: number): { s
     if (text.charCodeAt(paramsEnd) === 0x7d) {
       const idStart = start + ID_AT;
       const end = paramsEnd + 1;
-      return { slot: checkCall(text, start, end, value as Record<string, unknown>, idStart, text.indexOf(',"method":', idStart), paramsStart, paramsEnd, index), end };
+      return {
+        slot: checkCall(
+          text,
+          start,
+          end,
+          value as Record<string, unknown>,
+          idStart,
+          text.indexOf(',"method":', idStart),
+          paramsStart,
+          paramsEnd,
+          index,
+        ),
+        end,
+      };
     }
   }
   const { members: raw, end } = objectAt(text, start, MEMBERS);
   const id = raw.get('id');
   const params = raw.get('params');
-  return { slot: checkCall(text, start, end, value as Record<string, unknown>, id?.start ?? -1, id?.end ?? -1, params?.start ?? -1, params?.end ?? -1, index), end };
+  return {
+    slot: checkCall(
+      text,
+      start,
+      end,
+      value as Record<string, unknown>,
+      id?.start ?? -1,
+      id?.end ?? -1,
+      params?.start ?? -1,
+      params?.end ?? -1,
+      index,
+    ),
+    end,
+  };
 }
 
 /** The request at start..end, parsed as `obj`; the raw id and params text at their offsets (-1: absent). */
@@ -131,7 +158,10 @@ function checkCall(
     const idValue = obj.id;
     // An object or array id cannot be echoed meaningfully: the request is invalid and its id null.
     if (idValue !== null && typeof idValue !== 'string' && typeof idValue !== 'number') {
-      return { id: 'null', error: new RpcError('INVALID_REQUEST', { message: 'invalid request: id must be a string, number or null' }) };
+      return {
+        id: 'null',
+        error: new RpcError('INVALID_REQUEST', { message: 'invalid request: id must be a string, number or null' }),
+      };
     }
     // The id outlives the body in the answer (an answer waiting its turn on a socket): a slice of
     // a 4 MiB body would keep all of it alive.
@@ -139,16 +169,25 @@ function checkCall(
   }
   const echo = id ?? 'null';
   // Deeper than the limit takes more than twice as many characters (nestingDepthExceeds says so too).
-  if (end - start > 2 * MAX_NESTING && nestingDepthExceeds(text, MAX_NESTING, { start, end })) return { id: echo, error: new RpcError('TOO_DEEP') };
+  if (end - start > 2 * MAX_NESTING && nestingDepthExceeds(text, MAX_NESTING, { start, end }))
+    return { id: echo, error: new RpcError('TOO_DEEP') };
   if (obj.jsonrpc !== '2.0') {
     return { id: echo, error: new RpcError('INVALID_REQUEST', { message: 'invalid request: jsonrpc must be "2.0"' }) };
   }
   if (typeof obj.method !== 'string' || obj.method.length === 0) {
-    return { id: echo, error: new RpcError('INVALID_REQUEST', { message: 'invalid request: method must be a non-empty string' }) };
+    return {
+      id: echo,
+      error: new RpcError('INVALID_REQUEST', { message: 'invalid request: method must be a non-empty string' }),
+    };
   }
   // No method name is this long; refusing it here also keeps it out of error messages and logs.
   if (obj.method.length > MAX_METHOD_LENGTH) {
-    return { id: echo, error: new RpcError('INVALID_REQUEST', { message: `invalid request: method name longer than ${MAX_METHOD_LENGTH} characters` }) };
+    return {
+      id: echo,
+      error: new RpcError('INVALID_REQUEST', {
+        message: `invalid request: method name longer than ${MAX_METHOD_LENGTH} characters`,
+      }),
+    };
   }
   if (obj.params === undefined) return { call: { index, id, method: obj.method, params: [] } };
   if (!Array.isArray(obj.params)) return { call: { index, id, method: obj.method, params: [], paramsNotArray: true } };
@@ -181,14 +220,22 @@ function parseTooDeep(text: string, maxBatchSize: number): ParsedBody {
   const close = skipWs(text, last.end);
   if (text.charCodeAt(close) !== 0x5d || skipWs(text, close + 1) !== text.length) return NOT_JSON;
   if (spans.length > maxBatchSize) {
-    return { kind: 'error', error: rpcErrors.batchTooLarge(spans.length, maxBatchSize), status: CATALOGUE.BATCH_TOO_LARGE.http, asArray: true };
+    return {
+      kind: 'error',
+      error: rpcErrors.batchTooLarge(spans.length, maxBatchSize),
+      status: CATALOGUE.BATCH_TOO_LARGE.http,
+      asArray: true,
+    };
   }
   const slots: Slot[] = new Array(spans.length);
   for (let k = 0; k < spans.length; k++) {
     const span = spans[k]!;
     if (nestingDepthExceeds(text, MAX_NESTING, span)) {
       if (balancedEnd(text, span.start) !== span.end) return NOT_JSON;
-      const slot = text.charCodeAt(span.start) === 0x7b ? tooDeepSlot(text, span.start) : { id: 'null', error: new RpcError('INVALID_REQUEST') };
+      const slot =
+        text.charCodeAt(span.start) === 0x7b
+          ? tooDeepSlot(text, span.start)
+          : { id: 'null', error: new RpcError('INVALID_REQUEST') };
       if (slot === null) return NOT_JSON;
       slots[k] = slot;
       continue;
@@ -224,7 +271,10 @@ function tooDeepSlot(text: string, start: number): Slot | null {
     }
   }
   if (idValue !== null && typeof idValue !== 'string' && typeof idValue !== 'number') {
-    return { id: 'null', error: new RpcError('INVALID_REQUEST', { message: 'invalid request: id must be a string, number or null' }) };
+    return {
+      id: 'null',
+      error: new RpcError('INVALID_REQUEST', { message: 'invalid request: id must be a string, number or null' }),
+    };
   }
   return { id: idText, error: new RpcError('TOO_DEEP') };
 }

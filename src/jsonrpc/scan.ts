@@ -121,7 +121,11 @@ export function objectMembers(text: string, span: Span, wanted: readonly string[
 }
 
 /** objectMembers for the object that opens at `start`, and the index just past it (one pass). */
-export function objectAt(text: string, start: number, wanted: readonly string[]): { members: Map<string, Span>; end: number } {
+export function objectAt(
+  text: string,
+  start: number,
+  wanted: readonly string[],
+): { members: Map<string, Span>; end: number } {
   const members = new Map<string, Span>();
   let i = skipWs(text, start);
   if (text.charCodeAt(i) !== 0x7b) return { members, end: skipValue(text, i) };

@@ -39,8 +39,20 @@ export class Concurrency {
   }
 
   /** Figures for /status: calls in flight against both bounds, clients holding slots, calls shed. */
-  stats(): { inFlight: number; maxInFlight: number; maxPerIp: number; clients: number; shed: { overloaded: number; ip: number } } {
-    return { inFlight: this.total, maxInFlight: this.maxTotal, maxPerIp: this.maxPerIp, clients: this.perIp.size, shed: { ...this.shed } };
+  stats(): {
+    inFlight: number;
+    maxInFlight: number;
+    maxPerIp: number;
+    clients: number;
+    shed: { overloaded: number; ip: number };
+  } {
+    return {
+      inFlight: this.total,
+      maxInFlight: this.maxTotal,
+      maxPerIp: this.maxPerIp,
+      clients: this.perIp.size,
+      shed: { ...this.shed },
+    };
   }
 
   /** Takes `n` slots for `ip`, or says which bound refused them (and takes nothing). */

@@ -55,7 +55,12 @@ export class ConnectionCaps {
   admit(socket: Socket): boolean {
     const address = this.peers.address(socket.remoteAddress);
     const key = this.peers.trusted(address) ? null : limitKey(address);
-    const why = this.total >= this.limits.maxConnections ? 'total' : key !== null && !this.perIp.take(key, this.limits.maxConnectionsPerIp) ? 'ip' : null;
+    const why =
+      this.total >= this.limits.maxConnections
+        ? 'total'
+        : key !== null && !this.perIp.take(key, this.limits.maxConnectionsPerIp)
+          ? 'ip'
+          : null;
     if (why !== null) {
       this.refused[why]++;
       this.metrics.recordConnectionRefused(why);
@@ -73,7 +78,13 @@ export class ConnectionCaps {
   }
 
   /** Figures for /status: connections open against both caps, client IPs holding some, connections refused. */
-  stats(): { open: number; maxConnections: number; maxConnectionsPerIp: number; clients: number; refused: { total: number; ip: number } } {
+  stats(): {
+    open: number;
+    maxConnections: number;
+    maxConnectionsPerIp: number;
+    clients: number;
+    refused: { total: number; ip: number };
+  } {
     return { open: this.total, ...this.limits, clients: this.perIp.size, refused: { ...this.refused } };
   }
 }

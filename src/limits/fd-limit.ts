@@ -38,7 +38,11 @@ export interface FdBudget {
   short: boolean;
 }
 
-export function fdBudget(maxConnections: number, upstreamConnections: readonly number[], fdLimit: number | null): FdBudget {
+export function fdBudget(
+  maxConnections: number,
+  upstreamConnections: readonly number[],
+  fdLimit: number | null,
+): FdBudget {
   const others = upstreamConnections.reduce((a, b) => a + b, 0) + FD_RESERVE;
   const needed = maxConnections + others;
   if (fdLimit === null || fdLimit >= needed) return { needed, maxConnections, short: false };

@@ -118,7 +118,12 @@ export class RateLimits {
     connections?: RedisConnections,
   ) {
     this.link =
-      cfg.redis === null ? null : (connections ?? new RedisConnections(metrics, log)).link(cfg.redis, { name: 'rate limits', whileDown: 'rate limits apply from local memory' });
+      cfg.redis === null
+        ? null
+        : (connections ?? new RedisConnections(metrics, log)).link(cfg.redis, {
+            name: 'rate limits',
+            whileDown: 'rate limits apply from local memory',
+          });
     this.redis = this.link?.client ?? null;
     this.perIp = cfg.perIp === null ? null : this.bursty('ip', cfg.perIp);
     for (const k of cfg.apiKeys) this.byKey.set(k.key, { name: k.name, limiter: this.bursty(`key:${k.name}`, k) });
@@ -144,8 +149,19 @@ export class RateLimits {
       shared:
         redis === null
           ? null
-          : windows((name, points, duration) => new RateLimiterRedis({ storeClient: redis, keyPrefix: keyPrefix(name), points, duration, rejectIfRedisNotReady: true })),
-      local: windows((name, points, duration) => new RateLimiterMemory({ keyPrefix: keyPrefix(name), points, duration })),
+          : windows(
+              (name, points, duration) =>
+                new RateLimiterRedis({
+                  storeClient: redis,
+                  keyPrefix: keyPrefix(name),
+                  points,
+                  duration,
+                  rejectIfRedisNotReady: true,
+                }),
+            ),
+      local: windows(
+        (name, points, duration) => new RateLimiterMemory({ keyPrefix: keyPrefix(name), points, duration }),
+      ),
     };
   }
 
@@ -253,7 +269,11 @@ export class RateLimits {
 
   /** Figures for /status: the limits in force (never a key itself), where budgets live, calls refused. */
   stats(): Record<string, unknown> {
-    const rate = (r: Rate): Record<string, number> => ({ ratePerSec: r.ratePerSec, burst: r.burst, burstWindowSec: r.burstWindowSec });
+    const rate = (r: Rate): Record<string, number> => ({
+      ratePerSec: r.ratePerSec,
+      burst: r.burst,
+      burstWindowSec: r.burstWindowSec,
+    });
     return {
       perIp: this.cfg.perIp === null ? null : rate(this.cfg.perIp),
       apiKeys: this.cfg.apiKeys.map((k) => ({ name: k.name, ...rate(k) })),

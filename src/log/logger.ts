@@ -14,7 +14,10 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       name: 'switchyard',
       level,
       base: { pid: process.pid },
-      redact: { paths: ['url', '*.url', 'ws', '*.ws', 'headers.authorization', 'config.upstreams'], censor: '[redacted]' },
+      redact: {
+        paths: ['url', '*.url', 'ws', '*.ws', 'headers.authorization', 'config.upstreams'],
+        censor: '[redacted]',
+      },
       formatters: { level: (label) => ({ level: label }) },
       // `{ err }` logs type, message and stack (pino's serializer), with URLs scrubbed from both.
       serializers: { err: serializeError },
@@ -26,7 +29,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 
 /** Replaces anything that looks like a URL (with or without credentials) in free text. */
 export function redactUrls(text: string): string {
-  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, '[url]').replace(/\b\d{1,3}(\.\d{1,3}){3}:\d+\b/g, '[address]');
+  return text
+    .replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, '[url]')
+    .replace(/\b\d{1,3}(\.\d{1,3}){3}:\d+\b/g, '[address]');
 }
 
 function serializeError(err: unknown): unknown {

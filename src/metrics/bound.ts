@@ -106,7 +106,11 @@ export class BoundHistogram {
   /** `times` observations of `v` (the calls of one exchange share its time). */
   observe(v: number, times = 1): void {
     const r = this.record;
-    if (r !== null && Number.isFinite(v) && (this.metric as unknown as Internals<HistogramRecord>).hashMap![this.key] === r) {
+    if (
+      r !== null &&
+      Number.isFinite(v) &&
+      (this.metric as unknown as Internals<HistogramRecord>).hashMap![this.key] === r
+    ) {
       r.sum += v * times;
       r.count += times;
       const bounds = this.bounds;

@@ -23,15 +23,27 @@ export class CacheMetrics {
       labelNames: ['class', 'result'],
       registers,
     });
-    this.evictions = new Counter({ name: 'switchyard_cache_evictions_total', help: 'Entries evicted from the memory cache to stay under cache.maxBytes', registers });
+    this.evictions = new Counter({
+      name: 'switchyard_cache_evictions_total',
+      help: 'Entries evicted from the memory cache to stay under cache.maxBytes',
+      registers,
+    });
     this.coalesced = new Counter({
       name: 'switchyard_coalesced_calls_total',
       help: 'Calls that shared an identical call already in flight instead of reaching an upstream',
       registers,
     });
-    this.bytes = new Gauge({ name: 'switchyard_cache_bytes', help: 'Bytes held by the memory cache (keys + answers + overhead)', registers });
+    this.bytes = new Gauge({
+      name: 'switchyard_cache_bytes',
+      help: 'Bytes held by the memory cache (keys + answers + overhead)',
+      registers,
+    });
     this.entries = new Gauge({ name: 'switchyard_cache_entries', help: 'Entries in the memory cache', registers });
-    this.redisUp = new Gauge({ name: 'switchyard_cache_redis_up', help: '1 while the shared Redis cache level is reachable', registers });
+    this.redisUp = new Gauge({
+      name: 'switchyard_cache_redis_up',
+      help: '1 while the shared Redis cache level is reachable',
+      registers,
+    });
     this.redisEnabled = new Gauge({
       name: 'switchyard_cache_redis_enabled',
       help: '1 when a shared Redis cache level is configured (switchyard_cache_redis_up means something only then)',

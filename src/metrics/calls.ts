@@ -78,7 +78,9 @@ export class CallMetrics {
     });
     this.inFlight = new Gauge({ name: 'switchyard_in_flight_calls', help: 'Calls being worked on', registers });
     for (const reason of LIMIT_REFUSALS) this.rateLimited.inc({ reason }, 0);
-    this.callChildren = new Children((method, outcome) => new Children((reason) => new BoundCounter(this.calls, { method, outcome, reason })));
+    this.callChildren = new Children(
+      (method, outcome) => new Children((reason) => new BoundCounter(this.calls, { method, outcome, reason })),
+    );
     this.callSecondsChildren = new Children((method) => new BoundHistogram(this.callSeconds, { method }));
     this.batchSizeChild = new BoundHistogram(this.batchSize, {});
   }
@@ -94,7 +96,11 @@ export class CallMetrics {
    * once each in calls_total, no latency observed (nothing was worked on).
    */
   recordRefused(method: string, reason: ErrorName, calls = 1): void {
-    if (calls > 0) this.calls.inc({ method, outcome: blameOf(reason) === 'client' ? 'client_error' : 'service_error', reason }, calls);
+    if (calls > 0)
+      this.calls.inc(
+        { method, outcome: blameOf(reason) === 'client' ? 'client_error' : 'service_error', reason },
+        calls,
+      );
   }
 
   recordHttp(status: number, batchSize: number | null): void {

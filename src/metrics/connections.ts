@@ -19,7 +19,11 @@ export class ConnectionMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.wsConnections = new Gauge({ name: 'switchyard_ws_connections', help: 'Open WebSocket connections', registers });
+    this.wsConnections = new Gauge({
+      name: 'switchyard_ws_connections',
+      help: 'Open WebSocket connections',
+      registers,
+    });
     this.wsSubscriptions = new Gauge({
       name: 'switchyard_ws_subscriptions',
       help: 'Active subscriptions, by kind (newHeads, logs, newPendingTransactions)',

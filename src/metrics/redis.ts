@@ -16,7 +16,11 @@ export type RedisUse = 'cache' | 'heads';
 
 export class RedisMetrics {
   private readonly refused: Counter;
-  private readonly up = new Gauge({ name: REDIS_UP, help: '1 while every Redis in use (cache, rate limits, shared heads) is reachable', registers: [] });
+  private readonly up = new Gauge({
+    name: REDIS_UP,
+    help: '1 while every Redis in use (cache, rate limits, shared heads) is reachable',
+    registers: [],
+  });
   private readonly sharedHeadsFailures = new Counter({
     name: SHARED_HEADS_FAILURES,
     help: 'Shared-head exchanges with Redis that failed (the replica went on with its own view)',

@@ -38,7 +38,11 @@ export class ServiceMetrics {
       labelNames: ['kind'],
       registers,
     });
-    this.headAge = new Gauge({ name: 'switchyard_uptime_head_age_seconds', help: 'Seconds since the fleet head last rose, as the uptime page reports it', registers });
+    this.headAge = new Gauge({
+      name: 'switchyard_uptime_head_age_seconds',
+      help: 'Seconds since the fleet head last rose, as the uptime page reports it',
+      registers,
+    });
     this.storePersistent = new Gauge({
       name: 'switchyard_uptime_store_persistent',
       help: '1 while uptime history is written to the uptime.store file; 0 when it is kept in memory (store null, or the file failed)',

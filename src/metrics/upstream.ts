@@ -34,23 +34,40 @@ function eventSeries(registry: Registry) {
       buckets: LATENCY_BUCKETS,
       registers,
     }),
-    failovers: new Counter({ name: 'switchyard_failovers_total', help: 'Calls retried on another upstream, by reason', labelNames: ['reason'], registers }),
+    failovers: new Counter({
+      name: 'switchyard_failovers_total',
+      help: 'Calls retried on another upstream, by reason',
+      labelNames: ['reason'],
+      registers,
+    }),
     quarantines: new Counter({
       name: 'switchyard_upstream_quarantined_total',
       help: 'Times an upstream was quarantined for answering another chain id',
       labelNames: ['upstream'],
       registers,
     }),
-    reorgs: new Counter({ name: 'switchyard_reorgs_total', help: 'Chain reorganisations seen by the head tracker', registers }),
+    reorgs: new Counter({
+      name: 'switchyard_reorgs_total',
+      help: 'Chain reorganisations seen by the head tracker',
+      registers,
+    }),
   };
 }
 
 /** Each upstream's state now: head, lag, health, load, breaker, latency, quarantine. */
 function upstreamGauges(registry: Registry) {
   return {
-    head: perUpstream(registry, 'switchyard_upstream_head_block_number', 'Latest block number seen from each upstream (-1 before the first)'),
+    head: perUpstream(
+      registry,
+      'switchyard_upstream_head_block_number',
+      'Latest block number seen from each upstream (-1 before the first)',
+    ),
     lag: perUpstream(registry, 'switchyard_upstream_lag_blocks', 'Blocks each upstream is behind the fleet head'),
-    healthy: perUpstream(registry, 'switchyard_upstream_healthy', '1 when the upstream is reachable, on the right chain and routable'),
+    healthy: perUpstream(
+      registry,
+      'switchyard_upstream_healthy',
+      '1 when the upstream is reachable, on the right chain and routable',
+    ),
     inFlight: perUpstream(registry, 'switchyard_upstream_in_flight', 'Calls outstanding at each upstream'),
     breaker: new Gauge({
       name: 'switchyard_upstream_breaker_state',
@@ -58,8 +75,16 @@ function upstreamGauges(registry: Registry) {
       labelNames: ['upstream', 'state'],
       registers: [registry],
     }),
-    latencyEwma: perUpstream(registry, 'switchyard_upstream_latency_ewma_seconds', 'Moving average latency per upstream (a selection input)'),
-    quarantined: perUpstream(registry, 'switchyard_upstream_quarantined', '1 while the upstream is quarantined for answering another chain id'),
+    latencyEwma: perUpstream(
+      registry,
+      'switchyard_upstream_latency_ewma_seconds',
+      'Moving average latency per upstream (a selection input)',
+    ),
+    quarantined: perUpstream(
+      registry,
+      'switchyard_upstream_quarantined',
+      '1 while the upstream is quarantined for answering another chain id',
+    ),
   };
 }
 
@@ -67,8 +92,16 @@ function upstreamGauges(registry: Registry) {
 function fleetGauges(registry: Registry) {
   const registers = [registry];
   return {
-    head: new Gauge({ name: 'switchyard_fleet_head_block_number', help: 'Highest block number among healthy upstreams (-1 before the first)', registers }),
-    finalized: new Gauge({ name: 'switchyard_fleet_finalized_block_number', help: 'Finalized block number of the fleet', registers }),
+    head: new Gauge({
+      name: 'switchyard_fleet_head_block_number',
+      help: 'Highest block number among healthy upstreams (-1 before the first)',
+      registers,
+    }),
+    finalized: new Gauge({
+      name: 'switchyard_fleet_finalized_block_number',
+      help: 'Finalized block number of the fleet',
+      registers,
+    }),
     maxLagBlocks: new Gauge({
       name: 'switchyard_routing_max_lag_blocks',
       help: 'routing.maxLagBlocks in force: the lag beyond which an upstream gets no `latest` calls (alert threshold)',
@@ -92,7 +125,9 @@ export class UpstreamMetrics {
     this.fleet = fleetGauges(registry);
     const { calls, seconds, failovers } = this.events;
     for (const reason of FAILOVER_LABELS) failovers.inc({ reason }, 0);
-    this.callChildren = new Children((upstream, method) => new Children((outcome) => new BoundCounter(calls, { upstream, method, outcome })));
+    this.callChildren = new Children(
+      (upstream, method) => new Children((outcome) => new BoundCounter(calls, { upstream, method, outcome })),
+    );
     this.secondsChildren = new Children((upstream, method) => new BoundHistogram(seconds, { upstream, method }));
   }
 

@@ -35,7 +35,8 @@ type BlockRef = { kind: 'latest' } | { kind: 'tag'; tag: string } | { kind: 'num
 const LATEST: BlockRef = Object.freeze({ kind: 'latest' });
 const HASH: BlockRef = Object.freeze({ kind: 'hash' });
 
-const where = (index: number, member: string): string => (member === '' ? `params[${index}]` : `params[${index}].${member}`);
+const where = (index: number, member: string): string =>
+  member === '' ? `params[${index}]` : `params[${index}].${member}`;
 
 /** `index` and `member` (a filter's fromBlock/toBlock) name the parameter in an error, made only when there is one. */
 function readBlockRef(v: unknown, index: number, member = ''): BlockRef | RpcError {
@@ -46,7 +47,9 @@ function readBlockRef(v: unknown, index: number, member = ''): BlockRef | RpcErr
     if (n !== null) return { kind: 'number', n };
     // A bare block hash (execution-apis BlockNumberOrTagOrHash; geth reads it as {blockHash}).
     if (isHash(v)) return HASH;
-    return rpcErrors.invalidParams(`${where(index, member)}: expected a block number, tag or hash, got ${JSON.stringify(v.slice(0, 80))}`);
+    return rpcErrors.invalidParams(
+      `${where(index, member)}: expected a block number, tag or hash, got ${JSON.stringify(v.slice(0, 80))}`,
+    );
   }
   if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
     const o = v as { blockHash?: unknown; blockNumber?: unknown };
@@ -104,7 +107,8 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
     if (v === undefined || v === null) {
       // A state read without its block reads `latest`, pinned like it. A method whose block comes
       // first (by number) needs it, and one short of other params too: the node answers those.
-      if (spec.block === 0 || params.length < spec.block) return { params, requirement: { minHead: ctx.head }, rewritten: false };
+      if (spec.block === 0 || params.length < spec.block)
+        return { params, requirement: { minHead: ctx.head }, rewritten: false };
       const copy = params.slice();
       copy[spec.block] = hex(ctx.head);
       return { params: copy, requirement: { minHead: ctx.head }, rewritten: true };

@@ -71,7 +71,17 @@ export class Pipeline {
    */
   context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
     const d = this.deps;
-    return { routing: d, clientIp, started: performance.now(), head: d.fleet.latest(), deadline: d.fleet.now() + timeoutMs, trail: [], log, session, held: 0 };
+    return {
+      routing: d,
+      clientIp,
+      started: performance.now(),
+      head: d.fleet.latest(),
+      deadline: d.fleet.now() + timeoutMs,
+      trail: [],
+      log,
+      session,
+      held: 0,
+    };
   }
 
   /**
@@ -104,7 +114,8 @@ export class Pipeline {
   decideChunk(ctx: RequestContext, call: Call, budget: BytePool): Plan | Outcome | Promise<Outcome> {
     const d = this.run(ctx, call, ctx.routing.policy.label(call.method), budget);
     // run() splits only a call without a budget: a chunk is never split again.
-    if (!(d instanceof Promise) && 'kind' in d && d.kind === 'split') throw new Error('a chunk of a split eth_getLogs was split again');
+    if (!(d instanceof Promise) && 'kind' in d && d.kind === 'split')
+      throw new Error('a chunk of a split eth_getLogs was split again');
     return d;
   }
 
@@ -126,7 +137,11 @@ export class Pipeline {
     return Promise.all(
       plans.map((p) => {
         if (p.cache === null || !cache.shared(p.cache)) return undefined;
-        return cache.lookupShared(p.cache).then((v) => (v === undefined ? undefined : this.finishOne(ctx, p, { outcome: { result: v, cached: true } })));
+        return cache
+          .lookupShared(p.cache)
+          .then((v) =>
+            v === undefined ? undefined : this.finishOne(ctx, p, { outcome: { result: v, cached: true } }),
+          );
       }),
     );
   }
@@ -144,7 +159,8 @@ export class Pipeline {
     for (let k = 0; k < plans.length; k++) {
       const plan = plans[k]!;
       const { outcome } = answers[k]!;
-      if (plan.cache !== null && outcome.result !== undefined) d.cache.store(plan.cache, outcome.result, plan.gen, d.fleet.finalized);
+      if (plan.cache !== null && outcome.result !== undefined)
+        d.cache.store(plan.cache, outcome.result, plan.gen, d.fleet.finalized);
       const shared = this.afterAnswer(ctx, plan, answers[k]!);
       if (plan.shared !== undefined) d.cache.settle(plan.key!, plan.shared, shared);
       if (plan.budget !== undefined) {
@@ -207,7 +223,8 @@ export class Pipeline {
   private record(label: string, outcome: Outcome, started: number): Outcome {
     let kind: CallOutcome;
     if (outcome.result !== undefined) kind = outcome.cached ? 'cached' : 'ok';
-    else if (outcome.error !== undefined) kind = blameOf(outcome.error.reason) === 'client' ? 'client_error' : 'service_error';
+    else if (outcome.error !== undefined)
+      kind = blameOf(outcome.error.reason) === 'client' ? 'client_error' : 'service_error';
     else kind = 'node_error';
     this.deps.metrics.recordCall(label, kind, outcome.error?.reason ?? 'none', (performance.now() - started) / 1000);
     return outcome;
@@ -231,7 +248,12 @@ export class Pipeline {
         break;
     }
     if (ctx.head < 0) return { error: rpcErrors.noUpstream('none healthy') };
-    const res = resolveBlocks(spec, call.params, { head: ctx.head, maxLagBlocks: d.maxLagBlocks, clientKey: ctx.clientIp, recentBlocks: d.recentBlocks });
+    const res = resolveBlocks(spec, call.params, {
+      head: ctx.head,
+      maxLagBlocks: d.maxLagBlocks,
+      clientKey: ctx.clientIp,
+      recentBlocks: d.recentBlocks,
+    });
     if (res instanceof RpcError) return { error: res };
     if (spec.filterObject !== undefined && d.logs !== undefined && budget === undefined) {
       const split = splitLogsRange(res.params, spec.filterObject, d.logs);
@@ -240,7 +262,9 @@ export class Pipeline {
       if (split !== null) return { kind: 'split', call, label, chunks: split, maxBytes: d.logs.maxBytes };
     }
     const cacheable = spec.handling === 'read' && !resolved.extension && spec.capability !== 'debug';
-    const plan = cacheable ? planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized }) : null;
+    const plan = cacheable
+      ? planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized })
+      : null;
     if (plan !== null) {
       const hit = d.cache.lookup(plan);
       if (hit !== undefined) return { result: hit, cached: true };
@@ -282,7 +306,8 @@ export class Pipeline {
       paramsJson,
       requirement,
       // An expensive call goes alone: in an exchange, a slow one would hold every call sharing it.
-      batchable: spec.handling === 'read' && spec.nullMayLag !== true && spec.expensive !== true && budget === undefined,
+      batchable:
+        spec.handling === 'read' && spec.nullMayLag !== true && spec.expensive !== true && budget === undefined,
       nullMayLag: spec.nullMayLag,
       rawTransaction: raw,
       broadcast: raw !== undefined && d.broadcastTransactions && spec.waitsForReceipt !== true,
@@ -313,7 +338,8 @@ export class Pipeline {
       return id === null ? outcome : { result: id };
     }
     // The node holding the filter did not answer at all: for the client the filter is gone.
-    if (plan.only !== undefined && outcome.error?.reason === 'UPSTREAM_FAILED') return { error: new RpcError('FILTER_NOT_FOUND') };
+    if (plan.only !== undefined && outcome.error?.reason === 'UPSTREAM_FAILED')
+      return { error: new RpcError('FILTER_NOT_FOUND') };
     return outcome;
   }
 

@@ -45,7 +45,11 @@ function boundOf(v: unknown): number | null {
  * a blockHash filter, or an end that is not a number); -32602 when it is over the cap and may
  * not be split.
  */
-export function splitLogsRange(params: readonly unknown[], index: number, cfg: LogsRange): unknown[][] | RpcError | null {
+export function splitLogsRange(
+  params: readonly unknown[],
+  index: number,
+  cfg: LogsRange,
+): unknown[][] | RpcError | null {
   const f = params[index];
   if (cfg.maxBlockRange === null || f === null || typeof f !== 'object' || Array.isArray(f)) return null;
   const filter = f as Record<string, unknown>;
@@ -76,7 +80,11 @@ export function splitLogsRange(params: readonly unknown[], index: number, cfg: L
  * (RESPONSE_TOO_LARGE once the chunks together pass `maxBytes`); after an error no chunk is asked
  * and those in flight are cut off.
  */
-export async function fetchChunks(chunks: readonly unknown[][], maxBytes: number, run: (params: unknown[], budget: BytePool) => Promise<Outcome>): Promise<Outcome> {
+export async function fetchChunks(
+  chunks: readonly unknown[][],
+  maxBytes: number,
+  run: (params: unknown[], budget: BytePool) => Promise<Outcome>,
+): Promise<Outcome> {
   const budget = new BytePool(maxBytes);
   const parts: Outcome[] = new Array(chunks.length);
   let next = 0;
@@ -110,7 +118,11 @@ export function mergeLogs(parts: readonly Outcome[]): Outcome {
     if (p.result === undefined) return p;
     const inner = p.result.trim();
     if (!inner.startsWith('[') || !inner.endsWith(']'))
-      return { error: new RpcError('UPSTREAM_FAILED', { data: { why: 'eth_getLogs chunk answered with something other than an array' } }) };
+      return {
+        error: new RpcError('UPSTREAM_FAILED', {
+          data: { why: 'eth_getLogs chunk answered with something other than an array' },
+        }),
+      };
     const body = inner.slice(1, -1).trim();
     if (body !== '') items.push(body);
   }

@@ -73,11 +73,17 @@ export function paramsText(call: Call, spec: MethodSpec, res: Resolution): strin
     const value = res.params[spec.block];
     // `latest` as the last parameter (most reads): found from the end of the text, with no walk. The
     // text's last element is exactly `"latest"`: a longer string ending so would not parse as `latest`.
-    if (spec.block === call.params.length - 1 && call.params[spec.block] === 'latest' && typeof value === 'string' && text.endsWith(LATEST_LAST)) {
+    if (
+      spec.block === call.params.length - 1 &&
+      call.params[spec.block] === 'latest' &&
+      typeof value === 'string' &&
+      text.endsWith(LATEST_LAST)
+    ) {
       return `${text.slice(0, text.length - LATEST_LAST.length)}${JSON.stringify(value)}]`;
     }
     const span = elementSpan(text, spec.block);
-    if (span !== undefined && typeof value === 'string') return `${text.slice(0, span.start)}${JSON.stringify(value)}${text.slice(span.end)}`;
+    if (span !== undefined && typeof value === 'string')
+      return `${text.slice(0, span.start)}${JSON.stringify(value)}${text.slice(span.end)}`;
   }
   return JSON.stringify(res.params);
 }

@@ -152,10 +152,16 @@ export class RedisConnections {
     const users = [...c.users];
     const names = [...new Set(users.map((u) => u.name))];
     if (c.up) {
-      this.log.info({ users: names }, before === null ? 'redis connected' : 'redis reachable again: shared across replicas again');
+      this.log.info(
+        { users: names },
+        before === null ? 'redis connected' : 'redis reachable again: shared across replicas again',
+      );
       for (const u of users) u.onUp?.();
     } else {
-      this.log.warn({ users: names }, `redis unreachable until it is back: ${[...new Set(users.map((u) => u.whileDown))].join('; ')}`);
+      this.log.warn(
+        { users: names },
+        `redis unreachable until it is back: ${[...new Set(users.map((u) => u.whileDown))].join('; ')}`,
+      );
     }
     this.setGauge();
   }

@@ -89,7 +89,11 @@ export class SharedHeads {
     this.channel = `switchyard:${chainId}:heads:rose`;
     metrics.declareSharedHeads();
     // Back after an outage: exchange at once rather than at the next tick.
-    this.link = connections.link(url, { name: 'shared heads', whileDown: "heads are this replica's own view", onUp: () => this.publish() });
+    this.link = connections.link(url, {
+      name: 'shared heads',
+      whileDown: "heads are this replica's own view",
+      onUp: () => this.publish(),
+    });
     this.sub = this.link.subscriber();
     this.sub.on('message', this.onMessage);
   }
@@ -99,7 +103,9 @@ export class SharedHeads {
     this.fleet.on('upstream-head', this.onHead);
     this.timer = setInterval(() => this.publish(), this.intervalMs);
     this.timer.unref();
-    this.fleet.capServedHead(() => (this.link.usable && this.sharedHead >= 0 ? this.sharedHead : Number.POSITIVE_INFINITY));
+    this.fleet.capServedHead(() =>
+      this.link.usable && this.sharedHead >= 0 ? this.sharedHead : Number.POSITIVE_INFINITY,
+    );
   }
 
   /** Sends this replica's heads, takes the merged maxes back (coalesced: one exchange at a time). */

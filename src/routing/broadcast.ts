@@ -16,7 +16,11 @@ export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<A
   let nodeError: string | undefined;
   const attempts = targets.map(async (u): Promise<Outcome> => {
     ctx.trail.push(u.name);
-    const { verdict, ms } = await u.call(call.method, call.paramsJson, Math.min(upstreamTimeoutMs, Math.max(1, ctx.deadline - fleet.now())));
+    const { verdict, ms } = await u.call(
+      call.method,
+      call.paramsJson,
+      Math.min(upstreamTimeoutMs, Math.max(1, ctx.deadline - fleet.now())),
+    );
     metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
     if (verdict.kind === 'result') return { result: verdict.result };
     if (verdict.kind === 'node-error' && alreadyKnown(verdict.message)) return { result: hash };
@@ -27,6 +31,8 @@ export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<A
     return { outcome: await Promise.any(attempts) };
   } catch {
     if (nodeError !== undefined) return { outcome: { nodeError } };
-    return { outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: targets.length, last: 'broadcast' } }) } };
+    return {
+      outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: targets.length, last: 'broadcast' } }) },
+    };
   }
 }

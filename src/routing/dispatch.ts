@@ -15,7 +15,15 @@
 import type { Verdict } from '../upstream/classify.js';
 import type { Upstream } from '../upstream/node.js';
 import { broadcast } from './broadcast.js';
-import { attempt, fresh, interpretVerdict, timeoutOf, type Attempted, type DispatchContext, type Sendable } from './failover.js';
+import {
+  attempt,
+  fresh,
+  interpretVerdict,
+  timeoutOf,
+  type Attempted,
+  type DispatchContext,
+  type Sendable,
+} from './failover.js';
 import { choose, eligible, type Requirement } from './select.js';
 
 export type { Attempted, DispatchContext, RoutingDeps, Sendable } from './failover.js';
@@ -46,7 +54,13 @@ function alone(call: Sendable, ctx: DispatchContext): Promise<Attempted> {
 }
 
 /** One requirement's calls (indexes into `calls`), in exchanges of up to the chosen node's batch size. */
-function sendGroup(calls: readonly Sendable[], group: readonly number[], ctx: DispatchContext, answers: Attempted[], waits: Promise<void>[]): void {
+function sendGroup(
+  calls: readonly Sendable[],
+  group: readonly number[],
+  ctx: DispatchContext,
+  answers: Attempted[],
+  waits: Promise<void>[],
+): void {
   const { fleet } = ctx.routing;
   const req = calls[group[0]!]!.requirement;
   let next = 0;
@@ -74,7 +88,14 @@ function sendGroup(calls: readonly Sendable[], group: readonly number[], ctx: Di
 }
 
 /** One exchange with `u`: results are answers; anything else goes on as a call sent alone would go on. */
-function exchange(u: Upstream, calls: readonly Sendable[], chunk: readonly number[], ctx: DispatchContext, remaining: number, answers: Attempted[]): Promise<void> {
+function exchange(
+  u: Upstream,
+  calls: readonly Sendable[],
+  chunk: readonly number[],
+  ctx: DispatchContext,
+  remaining: number,
+  answers: Attempted[],
+): Promise<void> {
   const sent = chunk.map((k) => calls[k]!);
   ctx.trail.push(u.name);
   const before = u.breaker.state;
@@ -112,14 +133,25 @@ function exchangeTimeout(ctx: DispatchContext, sent: readonly Sendable[]): numbe
 }
 
 /** The exchange's calls in the upstream metrics: each run of calls with the same method and outcome recorded at once. */
-function recordExchange(ctx: DispatchContext, u: Upstream, sent: readonly Sendable[], verdicts: readonly Verdict[], ms: number): void {
+function recordExchange(
+  ctx: DispatchContext,
+  u: Upstream,
+  sent: readonly Sendable[],
+  verdicts: readonly Verdict[],
+  ms: number,
+): void {
   let run = 0;
   for (let k = 0; k < sent.length; k++) {
     const v = verdicts[k]!;
     const outcome = v.kind === 'retry' ? v.reason : v.kind;
     run++;
     const next = verdicts[k + 1];
-    if (next !== undefined && sent[k + 1]!.label === sent[k]!.label && (next.kind === 'retry' ? next.reason : next.kind) === outcome) continue;
+    if (
+      next !== undefined &&
+      sent[k + 1]!.label === sent[k]!.label &&
+      (next.kind === 'retry' ? next.reason : next.kind) === outcome
+    )
+      continue;
     ctx.routing.metrics.recordUpstreamCall(u.name, sent[k]!.label, outcome, ms / 1000, run);
     run = 0;
   }
@@ -139,7 +171,9 @@ function join(groups: number[][], calls: readonly Sendable[], k: number): number
 }
 
 function sameRequirement(a: Requirement, b: Requirement): boolean {
-  return a.minHead === b.minHead && a.maxLag === b.maxLag && a.capability === b.capability && a.stickyKey === b.stickyKey;
+  return (
+    a.minHead === b.minHead && a.maxLag === b.maxLag && a.capability === b.capability && a.stickyKey === b.stickyKey
+  );
 }
 
 function noop(): void {}

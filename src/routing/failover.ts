@@ -129,11 +129,18 @@ export function nextCandidate(ctx: DispatchContext, call: Sendable, p: Progress)
   // The second opinion on a null comes from a node that has every block the client may have seen:
   // one as far behind as the first (a lookup by hash may go to a node a few blocks behind) would
   // turn a receipt the client already got into null.
-  const requirement = p.nullFrom ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head, ctx.head ?? 0) } : call.requirement;
-  const candidates = call.only ? (call.only.available && !p.tried.includes(call.only) ? [call.only] : 'none healthy') : eligible(fleet, requirement, p.tried);
+  const requirement = p.nullFrom
+    ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head, ctx.head ?? 0) }
+    : call.requirement;
+  const candidates = call.only
+    ? call.only.available && !p.tried.includes(call.only)
+      ? [call.only]
+      : 'none healthy'
+    : eligible(fleet, requirement, p.tried);
   if (typeof candidates !== 'string') return { upstream: choose(candidates, call.requirement.stickyKey) };
   if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };
-  if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(fleet, requirement.minHead, p.tried)) return { wait: true };
+  if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(fleet, requirement.minHead, p.tried))
+    return { wait: true };
   if (p.attempt === 0) return { done: { outcome: { error: rpcErrors.noUpstream(candidates) } } };
   return { stop: true };
 }
@@ -148,13 +155,28 @@ export async function waitForHead(ctx: DispatchContext, p: Progress, remainingMs
  * Step 3: what a node's verdict means for the call: an answer to return, or the next attempt
  * (recording why in `p`).
  */
-export function interpretVerdict(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, verdict: Verdict, ms: number): Attempted | null {
+export function interpretVerdict(
+  ctx: DispatchContext,
+  call: Sendable,
+  p: Progress,
+  u: Upstream,
+  verdict: Verdict,
+  ms: number,
+): Attempted | null {
   const { metrics } = ctx.routing;
   if (verdict.kind === 'result') {
-    if (call.nullMayLag && verdict.result === 'null' && p.nullFrom === undefined && p.attempt + 1 < attemptsOf(ctx, call)) {
+    if (
+      call.nullMayLag &&
+      verdict.result === 'null' &&
+      p.nullFrom === undefined &&
+      p.attempt + 1 < attemptsOf(ctx, call)
+    ) {
       p.nullFrom = u;
       metrics.recordFailover('null_answer');
-      ctx.log?.debug({ method: call.label, upstream: u.name, reason: 'null_answer', attempt: p.attempt + 1 }, 'failover');
+      ctx.log?.debug(
+        { method: call.label, upstream: u.name, reason: 'null_answer', attempt: p.attempt + 1 },
+        'failover',
+      );
       return null;
     }
     return { outcome: { result: verdict.result }, upstream: u };
@@ -169,16 +191,27 @@ export function interpretVerdict(ctx: DispatchContext, call: Sendable, p: Progre
   // Every node would send the same oversized answer: no failover, the client narrows its request.
   if (verdict.reason === 'response_too_large') return { outcome: { error: new RpcError('RESPONSE_TOO_LARGE') } };
   // Switchyard holds as many large answers as it may: another node's would be refused alike.
-  if (verdict.reason === 'answers_busy') return { outcome: { error: new RpcError('ANSWERS_BUSY', { data: { retryAfterSeconds: 1 } }) } };
+  if (verdict.reason === 'answers_busy')
+    return { outcome: { error: new RpcError('ANSWERS_BUSY', { data: { retryAfterSeconds: 1 } }) } };
   // The node may still be running it; the next one would only run it again.
   if (verdict.final === true) {
-    ctx.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, ms: Math.round(ms) }, 'expensive call failed: not run elsewhere');
-    return { outcome: { error: new RpcError('EXPENSIVE_CALL_FAILED', { data: { last: verdict.reason, attempts: p.attempt + 1 } }) } };
+    ctx.log?.debug(
+      { method: call.label, upstream: u.name, reason: verdict.reason, ms: Math.round(ms) },
+      'expensive call failed: not run elsewhere',
+    );
+    return {
+      outcome: {
+        error: new RpcError('EXPENSIVE_CALL_FAILED', { data: { last: verdict.reason, attempts: p.attempt + 1 } }),
+      },
+    };
   }
   p.lastReason = verdict.reason;
   if (verdict.error !== undefined) p.lastNodeError = { error: verdict.error, upstream: u };
   metrics.recordFailover(verdict.reason);
-  ctx.log?.debug({ method: call.label, upstream: u.name, reason: verdict.reason, attempt: p.attempt + 1, ms: Math.round(ms) }, 'failover');
+  ctx.log?.debug(
+    { method: call.label, upstream: u.name, reason: verdict.reason, attempt: p.attempt + 1, ms: Math.round(ms) },
+    'failover',
+  );
   return null;
 }
 
@@ -207,7 +240,12 @@ export function attempt(ctx: DispatchContext, call: Sendable, p: Progress): Prom
   const before = u.breaker.state;
   const limit = Math.min(timeoutOf(r, call), remaining);
   return u.call(call.method, call.paramsJson, limit, callOptions(call)).then(({ verdict, ms }) => {
-    r.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
+    r.metrics.recordUpstreamCall(
+      u.name,
+      call.label,
+      verdict.kind === 'retry' ? verdict.reason : verdict.kind,
+      ms / 1000,
+    );
     const after = u.breaker.state;
     if (after !== before) ctx.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
     const answer = interpretVerdict(ctx, call, p, u, verdict, ms);

@@ -19,7 +19,10 @@ export function wrapFilterId(u: Upstream, rawResult: string): string | null {
 }
 
 /** Splits Switchyard's filter id into the upstream that holds it and the node's own id. */
-export function unwrapFilterId(id: unknown, upstreams: readonly Upstream[]): { upstream: Upstream; nodeId: string } | null {
+export function unwrapFilterId(
+  id: unknown,
+  upstreams: readonly Upstream[],
+): { upstream: Upstream; nodeId: string } | null {
   if (typeof id !== 'string') return null;
   const m = /^0x([0-9a-fA-F]{8})([0-9a-fA-F]+)$/.exec(id);
   if (!m) return null;

@@ -18,7 +18,12 @@ export interface Requirement {
   stickyKey?: string;
 }
 
-export type Ineligible = 'none healthy' | 'none in sync' | 'none has the block' | 'none has the capability' | 'all tried';
+export type Ineligible =
+  | 'none healthy'
+  | 'none in sync'
+  | 'none has the block'
+  | 'none has the capability'
+  | 'all tried';
 
 export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstream[]): Upstream[] | Ineligible {
   // The common case in one pass and one array: no capability, some node qualifies. The same
@@ -60,7 +65,11 @@ export function cost(u: Upstream): number {
   return ((u.inFlight + 1) * Math.max(u.latencyMs, 0.1)) / u.weight;
 }
 
-export function choose(candidates: readonly Upstream[], stickyKey?: string, random: () => number = Math.random): Upstream {
+export function choose(
+  candidates: readonly Upstream[],
+  stickyKey?: string,
+  random: () => number = Math.random,
+): Upstream {
   if (candidates.length === 1) return candidates[0]!;
   if (stickyKey !== undefined) return rendezvous(candidates, hash(stickyKey));
   const i = Math.floor(random() * candidates.length);

@@ -75,12 +75,15 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (!adminHostAllowed(req.headers.host, deps.host, deps.allowedHosts)) {
       req.resume();
-      return sendJson(res, 403, { error: 'Host not allowed on the admin port: use localhost, an IP address, or a name in admin.allowedHosts' });
+      return sendJson(res, 403, {
+        error: 'Host not allowed on the admin port: use localhost, an IP address, or a name in admin.allowedHosts',
+      });
     }
     if (path === '/-/reload') {
       if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST' });
       req.resume();
-      if (!isJsonContentType(req.headers['content-type'])) return sendJson(res, 415, { error: 'admin writes need Content-Type: application/json' });
+      if (!isJsonContentType(req.headers['content-type']))
+        return sendJson(res, 415, { error: 'admin writes need Content-Type: application/json' });
       if (!deps.reload) return sendJson(res, 404, { error: 'reload not available' });
       // 200 when the new file is applied; 400 with the problems when it is refused (the running
       // configuration stays either way).
@@ -112,7 +115,10 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
           .catch(() => sendJson(res, 500, { error: 'metrics unavailable' }));
         return;
       default:
-        return sendJson(res, 404, { error: 'not found', paths: ['/health', '/ready', '/status', '/metrics', 'POST /-/reload'] });
+        return sendJson(res, 404, {
+          error: 'not found',
+          paths: ['/health', '/ready', '/status', '/metrics', 'POST /-/reload'],
+        });
     }
   });
 }

@@ -62,7 +62,14 @@ export class Front {
     if (parsed.kind === 'error') {
       d.metrics.recordRefused(INVALID_METHOD, parsed.error.reason);
       const one = errorText('null', parsed.error);
-      return { status: parsed.status, body: parsed.asArray ? `[${one}]` : one, calls: null, methods: () => [], upstreams: NONE, errors: 1 };
+      return {
+        status: parsed.status,
+        body: parsed.asArray ? `[${one}]` : one,
+        calls: null,
+        methods: () => [],
+        upstreams: NONE,
+        errors: 1,
+      };
     }
     const methods: string[] = [];
     for (const s of parsed.slots) {
@@ -74,8 +81,16 @@ export class Front {
     return admitting.then((a) => this.admitted(d, parsed.batch, parsed.slots, who, log, a));
   }
 
-  private admitted(d: FrontDeps, batch: boolean, slots: Slot[], who: Caller, log: Logger, admissions: readonly Admission[]): FrontResult | Promise<FrontResult> {
-    const methods = (): string[] => slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
+  private admitted(
+    d: FrontDeps,
+    batch: boolean,
+    slots: Slot[],
+    who: Caller,
+    log: Logger,
+    admissions: readonly Admission[],
+  ): FrontResult | Promise<FrontResult> {
+    const methods = (): string[] =>
+      slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
     // admissions[i] belongs to the i-th valid call; refused maps slot index -> seconds to wait, or 'never'.
     let refused: Map<number, number | 'never'> | null = null;
     let valid = 0;
@@ -92,20 +107,40 @@ export class Front {
     // a 429 with Retry-After when a wait admits any of them; calls no wait admits promise no retry.
     if (valid > 0 && admitted === 0) {
       const errorFor = (c: Call): RpcError => rateRefusal(refused?.get(c.index) ?? 1);
-      for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), errorFor(s.call).reason);
+      for (const s of slots)
+        if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), errorFor(s.call).reason);
       const texts = refuseAll(slots, errorFor);
       // A notification is not answered, but a refusal with a status still carries a body (SPEC 3.2).
-      const body = writeBody(batch, texts) || (retryAfter === undefined ? '' : errorText('null', rateRefusal(retryAfter)));
-      return { status: retryAfter === undefined ? 200 : 429, body, calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
+      const body =
+        writeBody(batch, texts) || (retryAfter === undefined ? '' : errorText('null', rateRefusal(retryAfter)));
+      return {
+        status: retryAfter === undefined ? 200 : 429,
+        body,
+        calls: slots.length,
+        methods,
+        upstreams: NONE,
+        errors: slots.length,
+        retryAfter,
+      };
     }
     const ipKey = limitKey(who.ip);
     const admission = d.concurrency.acquire(ipKey, admitted);
     if (admission !== 'ok') {
-      const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', { data: { retryAfterSeconds: 1 } });
+      const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', {
+        data: { retryAfterSeconds: 1 },
+      });
       d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
       for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), error.reason);
       const texts = refuseAll(slots, () => error);
-      return { status: error.http, body: writeBody(batch, texts) || errorText('null', error), calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter: 1 };
+      return {
+        status: error.http,
+        body: writeBody(batch, texts) || errorText('null', error),
+        calls: slots.length,
+        methods,
+        upstreams: NONE,
+        errors: slots.length,
+        retryAfter: 1,
+      };
     }
     let ctx: RequestContext;
     let outcomes: (Outcome | undefined)[];
@@ -139,7 +174,13 @@ export class Front {
    * answers at once is written now; the plans for a node are dispatched together, once. Null when
    * every slot is written already; else what resolves once every one is.
    */
-  private work(d: FrontDeps, ctx: RequestContext, slots: readonly Slot[], refused: Map<number, number | 'never'> | null, outcomes: (Outcome | undefined)[]): Promise<void> | null {
+  private work(
+    d: FrontDeps,
+    ctx: RequestContext,
+    slots: readonly Slot[],
+    refused: Map<number, number | 'never'> | null,
+    outcomes: (Outcome | undefined)[],
+  ): Promise<void> | null {
     let plans: Plan[] | undefined;
     let waits: Promise<void>[] | undefined;
     for (let i = 0; i < slots.length; i++) {
@@ -217,7 +258,13 @@ export class Front {
 }
 
 /** The request's answer once every slot has its outcome, written in slot order. */
-function written(batch: boolean, slots: readonly Slot[], outcomes: readonly (Outcome | undefined)[], trail: string[], methods: () => string[]): FrontResult {
+function written(
+  batch: boolean,
+  slots: readonly Slot[],
+  outcomes: readonly (Outcome | undefined)[],
+  trail: string[],
+  methods: () => string[],
+): FrontResult {
   let errors = 0;
   const texts: (string | undefined)[] = new Array(slots.length);
   for (let i = 0; i < slots.length; i++) {
@@ -241,9 +288,13 @@ const NONE: string[] = [];
 
 /** Every slot's answer when no call is worked on: each call refused with its error, invalid ones as they were. */
 function refuseAll(slots: readonly Slot[], errorFor: (c: Call) => RpcError): (string | undefined)[] {
-  return slots.map((s) => (s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, errorFor(s.call))) : errorText(s.id, s.error)));
+  return slots.map((s) =>
+    s.call ? (s.call.id === undefined ? undefined : errorText(s.call.id, errorFor(s.call))) : errorText(s.id, s.error),
+  );
 }
 
 function rateRefusal(wait: number | 'never'): RpcError {
-  return wait === 'never' ? new RpcError('COST_OVER_LIMIT') : new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: wait } });
+  return wait === 'never'
+    ? new RpcError('COST_OVER_LIMIT')
+    : new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: wait } });
 }

@@ -25,8 +25,18 @@ export function sendAnswer(
     res.writeHead(status, ['content-type', 'application/json', 'content-length', length, 'x-request-id', reqId]);
   } else {
     // Both may name what the answer varies by (Origin, Accept): it varies by both.
-    const vary = cors.vary !== undefined && extra.vary !== undefined && cors.vary !== extra.vary ? { vary: `${cors.vary}, ${extra.vary}` } : NO_HEADERS;
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': length, ...cors, ...(reqId === undefined ? {} : { 'x-request-id': reqId }), ...extra, ...vary });
+    const vary =
+      cors.vary !== undefined && extra.vary !== undefined && cors.vary !== extra.vary
+        ? { vary: `${cors.vary}, ${extra.vary}` }
+        : NO_HEADERS;
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': length,
+      ...cors,
+      ...(reqId === undefined ? {} : { 'x-request-id': reqId }),
+      ...extra,
+      ...vary,
+    });
   }
   if (body.length <= WRITE_PIECE_CHARS) res.end(body);
   else writePieces(res, body, 0);
@@ -79,11 +89,19 @@ export function sendLargeAnswer(
   extra: Readonly<Record<string, string>>,
 ): void {
   const vary = { vary: [cors.vary, extra.vary, 'Accept-Encoding'].filter((v) => v !== undefined).join(', ') };
-  if (!acceptsGzip(req.headers['accept-encoding'])) return sendAnswer(res, status, body, reqId, cors, { ...extra, ...vary });
+  if (!acceptsGzip(req.headers['accept-encoding']))
+    return sendAnswer(res, status, body, reqId, cors, { ...extra, ...vary });
   if (body.length > WRITE_PIECE_CHARS) {
     // Compressed as it is written, a piece at a time (gzip() of the whole string would encode it
     // in one turn first); its length is not known beforehand, so it goes chunked.
-    res.writeHead(status, { 'content-type': 'application/json', 'content-encoding': 'gzip', ...cors, 'x-request-id': reqId, ...extra, ...vary });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+      ...cors,
+      'x-request-id': reqId,
+      ...extra,
+      ...vary,
+    });
     const zip = createGzip({ level: constants.Z_BEST_SPEED });
     res.once('close', () => zip.destroy());
     zip.pipe(res);
@@ -91,7 +109,15 @@ export function sendLargeAnswer(
   }
   gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
     if (err) return sendAnswer(res, status, body, reqId, cors, { ...extra, ...vary });
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': zipped.length, 'content-encoding': 'gzip', ...cors, 'x-request-id': reqId, ...extra, ...vary });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': zipped.length,
+      'content-encoding': 'gzip',
+      ...cors,
+      'x-request-id': reqId,
+      ...extra,
+      ...vary,
+    });
     res.end(zipped);
   });
 }

@@ -110,7 +110,8 @@ const BAD_HTTP_REQUEST_ANSWER = rawRefusal(new RpcError('BAD_HTTP_REQUEST'));
 
 function crashed(deps: HttpDeps, res: ServerResponse, err: unknown): void {
   deps.log.error({ err }, 'http handler crashed');
-  if (!res.headersSent) sendAnswer(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
+  if (!res.headersSent)
+    sendAnswer(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
 }
 
 /** Browsers hide other response headers from scripts; a dapp must be able to read when to retry. */
@@ -142,7 +143,13 @@ interface LogInfo {
   errors?: number;
 }
 
-type Rejection = 'BAD_HTTP_METHOD' | 'BAD_CONTENT_TYPE' | 'BODY_TOO_LARGE' | 'NOT_FOUND' | 'SHUTTING_DOWN' | 'INVALID_API_KEY';
+type Rejection =
+  | 'BAD_HTTP_METHOD'
+  | 'BAD_CONTENT_TYPE'
+  | 'BODY_TOO_LARGE'
+  | 'NOT_FOUND'
+  | 'SHUTTING_DOWN'
+  | 'INVALID_API_KEY';
 
 /**
  * A client's (or its balancer's) X-Request-Id is kept when it is a plain token (1-128 of letters,
@@ -208,7 +215,8 @@ class HttpRequest {
   finish(status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void {
     const { deps, res } = this;
     closeIfStopping(deps, res);
-    if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes) sendAnswer(res, status, body, this.reqId, this.cors, extra);
+    if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes)
+      sendAnswer(res, status, body, this.reqId, this.cors, extra);
     else sendLargeAnswer(res, this.req, status, body, this.reqId, this.cors, extra);
     deps.metrics.recordHttp(status, info.calls ?? null);
     if (this.logRequests) this.requestLine(status, info);
@@ -241,7 +249,8 @@ class HttpRequest {
     const method = this.req.method;
     // A request refused before it became calls counts as one call (method `invalid`); a GET, HEAD
     // or OPTIONS is no call at all.
-    if (method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS') this.deps.metrics.recordRefused(INVALID_METHOD, reason);
+    if (method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS')
+      this.deps.metrics.recordRefused(INVALID_METHOD, reason);
     this.finish(e.http, errorText('null', e), extra);
   }
 
@@ -249,7 +258,9 @@ class HttpRequest {
   charged(go: () => void): void {
     chargeRequest(this.deps, this.res, this.clientIp, go, (seconds) => {
       if (this.req.method === 'POST') this.deps.metrics.recordRefused(INVALID_METHOD, 'RATE_LIMITED');
-      this.finish(429, errorText('null', new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: seconds } })), { 'retry-after': String(seconds) });
+      this.finish(429, errorText('null', new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: seconds } })), {
+        'retry-after': String(seconds),
+      });
     });
   }
 
@@ -262,7 +273,12 @@ class HttpRequest {
       if (page !== null) return this.finish(page.status, page.body, page.headers);
     }
     if (target === null) return this.reject('NOT_FOUND');
-    const info = { name: 'switchyard', version: deps.version, chainId: toQuantity(deps.chainId), ready: deps.isReady() };
+    const info = {
+      name: 'switchyard',
+      version: deps.version,
+      chainId: toQuantity(deps.chainId),
+      ready: deps.isReady(),
+    };
     // With the uptime page on, a browser's GET / gets the page: this answer depends on Accept too.
     return this.finish(200, JSON.stringify(info), deps.uptime ? VARY_ACCEPT : NO_HEADERS);
   }
@@ -286,12 +302,23 @@ class HttpRequest {
   }
 
   private answer(out: FrontResult): void {
-    this.finish(out.status, out.body, out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS, out);
+    this.finish(
+      out.status,
+      out.body,
+      out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS,
+      out,
+    );
   }
 }
 
 /** Charges one unit of the client IP's rate budget, then `go`, or `over` with the seconds to wait. */
-function chargeRequest(deps: HttpDeps, res: ServerResponse, clientIp: string, go: () => void, over: (seconds: number) => void): void {
+function chargeRequest(
+  deps: HttpDeps,
+  res: ServerResponse,
+  clientIp: string,
+  go: () => void,
+  over: (seconds: number) => void,
+): void {
   const run = (wait: Admission): void => {
     try {
       if (wait === null) go();
@@ -306,7 +333,13 @@ function chargeRequest(deps: HttpDeps, res: ServerResponse, clientIp: string, go
 }
 
 /** A CORS preflight: 204, never charged nor counted as a call. */
-function preflight(deps: HttpDeps, req: IncomingMessage, res: ServerResponse, cors: Readonly<Record<string, string>>, reqId: string): void {
+function preflight(
+  deps: HttpDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  cors: Readonly<Record<string, string>>,
+  reqId: string,
+): void {
   closeIfStopping(deps, res);
   res.writeHead(204, {
     ...cors,

@@ -71,7 +71,10 @@ export function createListeners(current: () => RequestPath, metrics: Metrics, ad
   };
   const connections = new ConnectionCaps(
     limits,
-    { address: (remote) => current().clientIp.resolve(remote, undefined), trusted: (ip) => current().clientIp.isTrusted(ip) },
+    {
+      address: (remote) => current().clientIp.resolve(remote, undefined),
+      trusted: (ip) => current().clientIp.isTrusted(ip),
+    },
     metrics,
   );
   for (const s of rpc) connections.attach(s);
@@ -89,7 +92,12 @@ async function listenOn(server: Server, listener: 'http' | 'ws' | 'admin', host:
     await once(server, 'listening');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    throw Object.assign(new Error(`${listener} listener could not listen on ${host} port ${port}: ${code}`), { code, listener, host, port });
+    throw Object.assign(new Error(`${listener} listener could not listen on ${host} port ${port}: ${code}`), {
+      code,
+      listener,
+      host,
+      port,
+    });
   }
 }
 

@@ -111,7 +111,12 @@ function pipelineDeps(c: Config, parts: PathParts): PipelineDeps {
     cache: parts.cache,
     maxAttempts: c.routing.maxAttempts,
     upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
-    logs: { maxBlockRange: c.routing.maxLogsBlockRange, split: c.routing.splitLogsRange, maxChunks: c.routing.maxLogsChunks, maxBytes: c.routing.maxLogsResponseBytes },
+    logs: {
+      maxBlockRange: c.routing.maxLogsBlockRange,
+      split: c.routing.splitLogsRange,
+      maxChunks: c.routing.maxLogsChunks,
+      maxBytes: c.routing.maxLogsResponseBytes,
+    },
     sendSyncTimeoutMs: c.routing.sendRawTransactionSyncTimeoutMs,
     timeouts: new MethodTimeouts(c.routing.upstreamTimeoutMs, c.routing.methodTimeoutsMs),
     maxResponseBytes: c.server.maxResponseBytes,
@@ -171,7 +176,12 @@ function connectionLimits(c: Config, parts: PathParts): ConnectionLimits {
   );
   if (budget.short) {
     parts.log.warn(
-      { fdLimit: parts.fdLimit, needed: budget.needed, maxConnections: c.server.maxConnections, cappedAt: budget.maxConnections },
+      {
+        fdLimit: parts.fdLimit,
+        needed: budget.needed,
+        maxConnections: c.server.maxConnections,
+        cappedAt: budget.maxConnections,
+      },
       'open-file limit too low for server.maxConnections: client connections capped at cappedAt; raise the hard limit (systemd LimitNOFILE=, ulimit -n, docker --ulimit nofile=)',
     );
   }

@@ -92,7 +92,8 @@ export function sourceOf(header: Buffer): string | null {
 
 function ipv6Text(bytes: readonly number[]): string {
   // An IPv4-mapped address is that IPv4 client.
-  if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) return bytes.slice(12).join('.');
+  if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff)
+    return bytes.slice(12).join('.');
   const groups: string[] = [];
   for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
   // The URL parser writes the canonical (compressed) form.

@@ -77,7 +77,12 @@ export class WsFront {
 
   /** `current`: the request path's deps in force, read per frame (a reload swaps them: app.ts). */
   constructor(private readonly current: () => WsDeps) {
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: current().maxMessageBytes, perMessageDeflate: false, clientTracking: false });
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: current().maxMessageBytes,
+      perMessageDeflate: false,
+      clientTracking: false,
+    });
     this.schedulePing();
   }
 
@@ -177,7 +182,9 @@ export class WsFront {
       else this.perIp.set(ipKey, n);
       this.deps.metrics.setWsConnections(this.clients.size);
     });
-    ws.on('message', (data: WebSocket.RawData) => frames.received(Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer)));
+    ws.on('message', (data: WebSocket.RawData) =>
+      frames.received(Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer)),
+    );
   }
 
   /** The work on one frame, exactly as on an HTTP body; its subscriptions notify once its answer is written. */
@@ -208,7 +215,14 @@ export class WsFront {
   /** A frame that arrived after shutdown began: refused whole, as an HTTP body is then (503). */
   private shuttingDown(): FrontResult {
     this.deps.metrics.recordRefused(INVALID_METHOD, 'SHUTTING_DOWN');
-    return { status: 503, body: errorText('null', new RpcError('SHUTTING_DOWN')), calls: null, methods: () => [], upstreams: [], errors: 1 };
+    return {
+      status: 503,
+      body: errorText('null', new RpcError('SHUTTING_DOWN')),
+      calls: null,
+      methods: () => [],
+      upstreams: [],
+      errors: 1,
+    };
   }
 
   private crashed(err: unknown): string {
@@ -260,7 +274,8 @@ export class WsFront {
   private full(ws: WebSocket, held: number): boolean {
     if (ws.readyState !== WebSocket.OPEN) return true;
     // Notifications its session holds for subscriptions not yet answered are unsent data too.
-    if (ws.bufferedAmount + held + (this.clients.get(ws)?.session.heldBytes ?? 0) < this.deps.maxBufferBytes) return false;
+    if (ws.bufferedAmount + held + (this.clients.get(ws)?.session.heldBytes ?? 0) < this.deps.maxBufferBytes)
+      return false;
     this.slowReader(ws);
     return true;
   }

@@ -159,7 +159,10 @@ export class ChainFeed extends EventEmitter {
       if (target <= this.top) return;
       if (target - this.top > this.settings.backfillBlocks) {
         // Too far behind to backfill: go on from the last backfillBlocks blocks, unlinked.
-        this.log.warn({ from: this.top, to: target, backfill: this.settings.backfillBlocks }, 'chain feed gap larger than backfillBlocks: skipping ahead');
+        this.log.warn(
+          { from: this.top, to: target, backfill: this.settings.backfillBlocks },
+          'chain feed gap larger than backfillBlocks: skipping ahead',
+        );
         this.window.clear();
         this.top = target - this.settings.backfillBlocks;
       }
@@ -236,7 +239,13 @@ export class ChainFeed extends EventEmitter {
     const number = heightOf(o.number);
     if (number !== n) return null;
     for (const k of NOT_HEADER) delete o[k];
-    return { number, hash: o.hash.toLowerCase(), parentHash: o.parentHash.toLowerCase(), header: JSON.stringify(o), seq: 0 };
+    return {
+      number,
+      hash: o.hash.toLowerCase(),
+      parentHash: o.parentHash.toLowerCase(),
+      header: JSON.stringify(o),
+      seq: 0,
+    };
   }
 
   /**
@@ -265,7 +274,12 @@ export class ChainFeed extends EventEmitter {
 
   private async askFleet(method: string, paramsJson: string, requirement: Requirement): Promise<string | null> {
     const s = this.settings;
-    const routing = { fleet: this.fleet, metrics: this.metrics, maxAttempts: s.maxAttempts, upstreamTimeoutMs: s.upstreamTimeoutMs };
+    const routing = {
+      fleet: this.fleet,
+      metrics: this.metrics,
+      maxAttempts: s.maxAttempts,
+      upstreamTimeoutMs: s.upstreamTimeoutMs,
+    };
     const [answer] = await dispatch([{ method, label: method, paramsJson, requirement }], {
       routing,
       deadline: this.fleet.now() + s.upstreamTimeoutMs * s.maxAttempts,

@@ -118,7 +118,9 @@ export class Frames {
 
   private mayStart(): boolean {
     const { maxFramesInFlight, maxBufferBytes } = this.deps.limits();
-    return this.startedThisTurn < FRAMES_PER_TURN && this.inFlight.length < maxFramesInFlight && this.held < maxBufferBytes;
+    return (
+      this.startedThisTurn < FRAMES_PER_TURN && this.inFlight.length < maxFramesInFlight && this.held < maxBufferBytes
+    );
   }
 
   private begin(frame: Buffer): void {

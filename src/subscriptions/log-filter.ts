@@ -27,12 +27,14 @@ export function parseFilter(v: unknown): LogFilter | RpcError {
   }
   const topics: (Set<string> | null)[] = [];
   if (o.topics !== undefined && o.topics !== null) {
-    if (!Array.isArray(o.topics) || o.topics.length > 4) return rpcErrors.invalidParams('topics: expected a list of at most 4 positions');
+    if (!Array.isArray(o.topics) || o.topics.length > 4)
+      return rpcErrors.invalidParams('topics: expected a list of at most 4 positions');
     for (const t of o.topics as unknown[]) {
       if (t === null) topics.push(null);
       else {
         const list = Array.isArray(t) ? t : [t];
-        if (!list.every(isHash)) return rpcErrors.invalidParams('topics: expected 32-byte hex topics, lists of them, or null');
+        if (!list.every(isHash))
+          return rpcErrors.invalidParams('topics: expected 32-byte hex topics, lists of them, or null');
         topics.push(list.length === 0 ? null : new Set((list as string[]).map((x) => x.toLowerCase())));
       }
     }

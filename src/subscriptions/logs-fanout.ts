@@ -127,7 +127,8 @@ export class LogsFanout {
    * while at most MAX_BLOCKS_QUEUED blocks wait, else once delivery is back to that.
    */
   push(block: FeedBlock, removed: boolean): Promise<void> {
-    if (this.stopped || this.subscriptions === 0 || block.logs === undefined || block.logs.length === 0) return Promise.resolve();
+    if (this.stopped || this.subscriptions === 0 || block.logs === undefined || block.logs.length === 0)
+      return Promise.resolve();
     this.jobs.push({ number: ++this.jobsGiven, block, removed, texts: [] });
     if (!this.running) void this.run();
     if (this.jobs.length <= MAX_BLOCKS_QUEUED) return Promise.resolve();

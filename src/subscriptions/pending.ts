@@ -54,7 +54,15 @@ export class PendingFeed {
   private open(): void {
     this.feeds = this.fleet.upstreams
       .filter((u) => u.config.ws !== undefined)
-      .map((u) => ({ name: u.name, url: u.config.ws!, socket: null, lastAt: 0, openedAt: 0, backoff: 500, timer: null }));
+      .map((u) => ({
+        name: u.name,
+        url: u.config.ws!,
+        socket: null,
+        lastAt: 0,
+        openedAt: 0,
+        backoff: 500,
+        timer: null,
+      }));
     for (const f of this.feeds) this.connect(f);
     this.watchdog = setInterval(() => this.checkSilent(), 1_000);
     this.watchdog.unref();
@@ -127,7 +135,12 @@ export class PendingFeed {
     const newest = Math.max(0, ...this.feeds.map((f) => f.lastAt));
     for (const f of this.feeds) {
       const quietSince = Math.max(f.lastAt, f.openedAt);
-      if (f.socket?.readyState === WebSocket.OPEN && newest > quietSince && now - quietSince > SILENT_MS && now - newest < SILENT_MS) {
+      if (
+        f.socket?.readyState === WebSocket.OPEN &&
+        newest > quietSince &&
+        now - quietSince > SILENT_MS &&
+        now - newest < SILENT_MS
+      ) {
         this.replaced++;
         this.log.warn({ upstream: f.name }, 'pending transaction feed silent while others deliver: replaced');
         f.openedAt = now;

@@ -106,7 +106,11 @@ export class Session implements LogsClient {
     }
     const kind = call.params[0];
     if (kind !== 'newHeads' && kind !== 'logs' && kind !== 'newPendingTransactions') {
-      return { error: rpcErrors.invalidParams(`unsupported subscription kind ${JSON.stringify(kind)}; expected newHeads, logs or newPendingTransactions`) };
+      return {
+        error: rpcErrors.invalidParams(
+          `unsupported subscription kind ${JSON.stringify(kind)}; expected newHeads, logs or newPendingTransactions`,
+        ),
+      };
     }
     let filter: LogFilter | undefined;
     if (kind === 'logs') {
@@ -177,7 +181,13 @@ export class Session implements LogsClient {
       feed.on('head', onHead);
       sub.stop = () => feed.off('head', onHead);
     } else if (sub.kind === 'logs') {
-      const logs: LogsSubscription = { filter: sub.filter!, since: sub.since, prefix: envelope(sub.id), client: this, write: (text) => this.write(sub, text) };
+      const logs: LogsSubscription = {
+        filter: sub.filter!,
+        since: sub.since,
+        prefix: envelope(sub.id),
+        client: this,
+        write: (text) => this.write(sub, text),
+      };
       feed.logs.add(logs);
       sub.stop = () => feed.logs.remove(logs);
     } else {

@@ -21,7 +21,8 @@ export function classifyHttp(status: number, body: string, id?: number, checked?
   if (checked !== undefined) {
     const failed = statusVerdict(status) ?? (checked === null ? badBody(status) : undefined);
     if (failed !== undefined) return failed;
-    if (checked!.kind !== 'object' || (id !== undefined && !membersCarryId(body, checked!.members, id))) return { kind: 'retry', reason: 'bad_body', health: true };
+    if (checked!.kind !== 'object' || (id !== undefined && !membersCarryId(body, checked!.members, id)))
+      return { kind: 'retry', reason: 'bad_body', health: true };
     return fromMembers(body, checked!.members);
   }
   const read = parseAnswer(status, body);
@@ -53,7 +54,11 @@ function carriesId(parsed: unknown, id: number): boolean {
  * Verdicts for a batch sent as one request, by request id; null when the body is not a JSON array
  * (a node that refuses batches answers with one error object: the calls are then sent one by one).
  */
-export function classifyBatch(status: number, body: string, checked?: Checked | null): Map<number, Verdict> | Verdict | null {
+export function classifyBatch(
+  status: number,
+  body: string,
+  checked?: Checked | null,
+): Map<number, Verdict> | Verdict | null {
   const out = new Map<number, Verdict>();
   const read = readBatch(
     status,
@@ -69,7 +74,14 @@ export function classifyBatch(status: number, body: string, checked?: Checked | 
  * classifyBatch for a batch whose ids run from `first` to `first + n - 1`: the verdicts in that
  * order (a call the answer left out gets `missing`), with no table by id.
  */
-export function classifyBatchInOrder(status: number, body: string, first: number, n: number, missing: Verdict, checked?: Checked | null): Verdict[] | Verdict | null {
+export function classifyBatchInOrder(
+  status: number,
+  body: string,
+  first: number,
+  n: number,
+  missing: Verdict,
+  checked?: Checked | null,
+): Verdict[] | Verdict | null {
   const out: Verdict[] = new Array(n).fill(missing);
   const visit = (id: number, verdict: Verdict): void => {
     const k = id - first;
@@ -185,7 +197,12 @@ function walkBatch(body: string, parsed: unknown[], visit: (id: number, verdict:
     const end = plain === null ? skipValue(body, i) : plain.end + 1;
     const id = (el as { id?: unknown } | null)?.id;
     if (typeof id === 'number') {
-      visit(id, plain !== null && isAnswer(el) ? { kind: 'result', result: body.slice(plain.start, plain.end) } : classifyResponse(body, { start: i, end }, el));
+      visit(
+        id,
+        plain !== null && isAnswer(el)
+          ? { kind: 'result', result: body.slice(plain.start, plain.end) }
+          : classifyResponse(body, { start: i, end }, el),
+      );
     }
     i = skipWs(body, skipWs(body, end) + 1); // past ','
   }
@@ -245,7 +262,9 @@ function fromMembers(text: string, members: Map<string, Span>): Verdict {
     const msgSpan = parts.get('message');
     const code = codeSpan === undefined ? 0 : Number(text.slice(codeSpan.start, codeSpan.end));
     const message =
-      msgSpan !== undefined && text.charCodeAt(msgSpan.start) === 0x22 && msgSpan.end - msgSpan.start <= MAX_READ_MESSAGE
+      msgSpan !== undefined &&
+      text.charCodeAt(msgSpan.start) === 0x22 &&
+      msgSpan.end - msgSpan.start <= MAX_READ_MESSAGE
         ? (JSON.parse(text.slice(msgSpan.start, msgSpan.end)) as string)
         : '';
     return classifyNodeError(text.slice(errSpan.start, errSpan.end), Number.isFinite(code) ? code : 0, message);
@@ -267,7 +286,8 @@ function classifyResponse(text: string, span: Span, parsed: unknown): Verdict {
       const start = PLAIN_ANSWER.lastIndex;
       const end = skipValue(text, start);
       // The result is the last member only if the object closes right after its value.
-      if (text.charCodeAt(end) === 0x7d && (end + 1 === span.end || text.slice(end + 1, span.end).trim() === '')) return { kind: 'result', result: text.slice(start, end) };
+      if (text.charCodeAt(end) === 0x7d && (end + 1 === span.end || text.slice(end + 1, span.end).trim() === ''))
+        return { kind: 'result', result: text.slice(start, end) };
     }
   }
   const raw = objectMembers(text, span, ['result', 'error']);

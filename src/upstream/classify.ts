@@ -25,7 +25,17 @@ export type Verdict =
  * The other two end the call at once: every node would send the same oversized answer, and another
  * node's large answer would find the pool as full.
  */
-export const FAILOVER_REASONS = ['transport', 'timeout', 'http_5xx', 'http_429', 'http_other', 'bad_body', 'node_limit', 'node_method_missing', 'node_missing_block'] as const;
+export const FAILOVER_REASONS = [
+  'transport',
+  'timeout',
+  'http_5xx',
+  'http_429',
+  'http_other',
+  'bad_body',
+  'node_limit',
+  'node_method_missing',
+  'node_missing_block',
+] as const;
 
 export type RetryReason =
   | 'response_too_large'
@@ -34,7 +44,8 @@ export type RetryReason =
   | (typeof FAILOVER_REASONS)[number];
 
 /** Node error messages meaning "I don't have that block (yet)", not "it doesn't exist". */
-const MISSING_BLOCK = /header not found|unknown block|block not found|BlockOutOfRange|block number out of range|missing trie node/i;
+const MISSING_BLOCK =
+  /header not found|unknown block|block not found|BlockOutOfRange|block number out of range|missing trie node/i;
 
 /**
  * An execution revert, as the clients say it: code 3 (geth, erigon, reth, anvil, nethermind and
@@ -65,18 +76,32 @@ export function classifyNodeError(error: string, code: number, message: string):
 }
 
 /** Transport errors raised before the request left: the node never saw the call. */
-const NOT_SENT: ReadonlySet<string> = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const NOT_SENT: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 export function classifyTransport(err: unknown): Verdict {
   const name = (err as { name?: string; code?: string } | null)?.name ?? '';
   const code = (err as { code?: string } | null)?.code ?? '';
-  const timedOut = name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT';
+  const timedOut =
+    name === 'TimeoutError' ||
+    name === 'AbortError' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT';
   // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (routing/failover.ts stops).
   if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { kind: 'retry', reason: 'response_too_large', health: false };
   // Switchyard's own pool of large answers was full: nothing to say about the node, nor the call.
   if (code === 'SWITCHYARD_ANSWERS_BUSY') return { kind: 'retry', reason: 'answers_busy', health: false };
   if (timedOut) return { kind: 'retry', reason: 'timeout', health: true };
-  return NOT_SENT.has(code) ? { kind: 'retry', reason: 'transport', health: true, unsent: true } : { kind: 'retry', reason: 'transport', health: true };
+  return NOT_SENT.has(code)
+    ? { kind: 'retry', reason: 'transport', health: true, unsent: true }
+    : { kind: 'retry', reason: 'transport', health: true };
 }
 
 /**

@@ -140,7 +140,9 @@ const WRONG_ANSWER: Verdict = { kind: 'retry', reason: 'bad_body', health: true 
 
 /** A result that does not carry what was asked is a bad answer from that node, tried elsewhere. */
 function checked(identity: Identity | null, verdict: Verdict): Verdict {
-  return identity !== null && verdict.kind === 'result' && !answerCarries(identity, verdict.result) ? WRONG_ANSWER : verdict;
+  return identity !== null && verdict.kind === 'result' && !answerCarries(identity, verdict.result)
+    ? WRONG_ANSWER
+    : verdict;
 }
 
 /**
@@ -148,7 +150,12 @@ function checked(identity: Identity | null, verdict: Verdict): Verdict {
  * was full (not one call's fault: each call is then judged by its own answer).
  */
 function tooLarge(read: Verdict | Verdict[] | Map<number, Verdict>): boolean {
-  return !(read instanceof Map) && !Array.isArray(read) && read.kind === 'retry' && (read.reason === 'response_too_large' || read.reason === 'answers_busy');
+  return (
+    !(read instanceof Map) &&
+    !Array.isArray(read) &&
+    read.kind === 'retry' &&
+    (read.reason === 'response_too_large' || read.reason === 'answers_busy')
+  );
 }
 
 /** Weight of the newest latency sample in the moving average. */
@@ -224,7 +231,14 @@ export class HttpUpstreamClient implements UpstreamClient {
   }
 
   /** A call made and counted, not yet sent. */
-  private pending(method: string, paramsJson: string, timeoutMs: number, passive: boolean, resolve: (t: CallTiming) => void, expensive = false): Pending {
+  private pending(
+    method: string,
+    paramsJson: string,
+    timeoutMs: number,
+    passive: boolean,
+    resolve: (t: CallTiming) => void,
+    expensive = false,
+  ): Pending {
     const started = performance.now();
     this.inFlight++;
     if (expensive) this.expensiveInFlight++;
@@ -275,7 +289,9 @@ export class HttpUpstreamClient implements UpstreamClient {
         // calls go one by one, each in an exchange of its own (judged by its own answer), counted there.
         if (read === null || (n > 1 && tooLarge(read))) {
           this.calls -= n;
-          return Promise.all(calls.map((c) => this.alone(c, Math.max(1, started + timeoutMs - performance.now())))).then((each) => ({
+          return Promise.all(
+            calls.map((c) => this.alone(c, Math.max(1, started + timeoutMs - performance.now()))),
+          ).then((each) => ({
             verdicts: each.map((t) => t.verdict),
             ms: performance.now() - started,
           }));
@@ -283,7 +299,8 @@ export class HttpUpstreamClient implements UpstreamClient {
         let verdicts: Verdict[];
         if (Array.isArray(read)) {
           verdicts = read;
-          for (let k = 0; k < n; k++) verdicts[k] = checked(identityOfText(calls[k]!.method, calls[k]!.paramsJson), verdicts[k]!);
+          for (let k = 0; k < n; k++)
+            verdicts[k] = checked(identityOfText(calls[k]!.method, calls[k]!.paramsJson), verdicts[k]!);
         } else verdicts = new Array<Verdict>(n).fill(read);
         for (const v of verdicts) this.settle(v, ms, true);
         return { verdicts, ms };
@@ -308,7 +325,13 @@ export class HttpUpstreamClient implements UpstreamClient {
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
       const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
-      const { status, text, checked } = await postJson(this.dispatcher, this.target, body, Math.max(1, last - now), bytes);
+      const { status, text, checked } = await postJson(
+        this.dispatcher,
+        this.target,
+        body,
+        Math.max(1, last - now),
+        bytes,
+      );
       // A single call's answer must carry the id it was sent with: another's is not its answer.
       verdicts = single ? classifyHttp(status, text, batch[0]!.id, checked) : classifyBatch(status, text, checked);
     } catch (err) {

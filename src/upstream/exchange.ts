@@ -241,7 +241,10 @@ export function postJson(
   return new Promise<Answer>((resolve, reject) => {
     const exchange = new Exchange(resolve, reject, timeoutMs, bytes);
     try {
-      dispatcher.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers: target.headers, body }, exchange);
+      dispatcher.dispatch(
+        { origin: target.origin, path: target.path, method: 'POST', headers: target.headers, body },
+        exchange,
+      );
     } catch (err) {
       exchange.done(err as Error);
     }

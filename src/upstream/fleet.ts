@@ -30,7 +30,14 @@ import { HttpUpstreamClient, type UpstreamClient } from './client.js';
 import { Breaker } from './health.js';
 import { freshStatus, movesHead, Upstream, type NodeStatus, type UpstreamState } from './node.js';
 import { Probe, type ProbeSettings } from './probe.js';
-import { changeMembers, closeWhenIdle, fleetOptions, REMOVED_NODE_GRACE_MS, reportTo, type FleetOptions } from './membership.js';
+import {
+  changeMembers,
+  closeWhenIdle,
+  fleetOptions,
+  REMOVED_NODE_GRACE_MS,
+  reportTo,
+  type FleetOptions,
+} from './membership.js';
 
 export { fleetOptions, type FleetOptions } from './membership.js';
 
@@ -58,14 +65,20 @@ export class Fleet extends EventEmitter {
     private readonly metrics: Metrics,
     private readonly log: Logger,
     /** Builds the transport for one node (tests inject fakes); `latencyMs` seeds a replacement's average. */
-    private readonly makeClient: (c: UpstreamConfig, seed: { latencyMs?: number; breaker?: Breaker }) => UpstreamClient = (c, seed) => new HttpUpstreamClient(c, seed),
+    private readonly makeClient: (
+      c: UpstreamConfig,
+      seed: { latencyMs?: number; breaker?: Breaker },
+    ) => UpstreamClient = (c, seed) => new HttpUpstreamClient(c, seed),
     /** The routing clock: head times, breaker cooldowns, call deadlines (routing/failover.ts). Tests pass a controlled one. */
     readonly now: () => number = Date.now,
   ) {
     super();
     // Every call waiting for a block adds a listener for a moment; thousands at once are normal.
     this.setMaxListeners(0);
-    this.belief = new HeadBelief(() => ({ slackBlocks: this.opts.headSlackBlocks ?? 4, headPollMs: this.opts.headPollMs }), now);
+    this.belief = new HeadBelief(
+      () => ({ slackBlocks: this.opts.headSlackBlocks ?? 4, headPollMs: this.opts.headPollMs }),
+      now,
+    );
     this.upstreams = configs.map((c) => this.build(c, freshStatus(), {}));
   }
 
@@ -151,7 +164,12 @@ export class Fleet extends EventEmitter {
   }
 
   private probeSettings(): ProbeSettings {
-    return { chainId: this.opts.chainId, headPollMs: this.opts.headPollMs, chainIdCheckMs: this.opts.chainIdCheckMs, upstreamTimeoutMs: this.opts.upstreamTimeoutMs };
+    return {
+      chainId: this.opts.chainId,
+      headPollMs: this.opts.headPollMs,
+      chainIdCheckMs: this.opts.chainIdCheckMs,
+      upstreamTimeoutMs: this.opts.upstreamTimeoutMs,
+    };
   }
 
   /**
@@ -241,7 +259,10 @@ export class Fleet extends EventEmitter {
   quarantine(u: Upstream, got: number | null): void {
     if (this.s(u).state !== 'quarantined') {
       this.metrics.recordQuarantine(u.name);
-      this.log.error({ upstream: u.name, expected: this.opts.chainId, got }, 'upstream answers another chain id: quarantined');
+      this.log.error(
+        { upstream: u.name, expected: this.opts.chainId, got },
+        'upstream answers another chain id: quarantined',
+      );
     }
     this.setState(u, 'quarantined');
   }
@@ -296,7 +317,10 @@ export class Fleet extends EventEmitter {
     // believed, was never this chain's: clients must not be held to it. One nearer holds (reads of
     // `latest` are answered at a block a node has meanwhile: latest()).
     if (head >= 0 && this.served - Math.max(head, this.belief.confirmedHead) > max) {
-      this.log.warn({ served: this.served, head }, 'eth_blockNumber served from an implausible head: back to the fleet head');
+      this.log.warn(
+        { served: this.served, head },
+        'eth_blockNumber served from an implausible head: back to the fleet head',
+      );
       this.served = head;
     }
     this.publish();
@@ -342,7 +366,9 @@ export class Fleet extends EventEmitter {
    */
   apply(config: Config): Promise<void> {
     const change = changeMembers(this.upstreams, config.upstreams, (c, same) =>
-      same === undefined ? this.build(c, freshStatus(), {}) : this.build(c, { ...this.s(same), retiring: false }, { latencyMs: same.latencyMs }),
+      same === undefined
+        ? this.build(c, freshStatus(), {})
+        : this.build(c, { ...this.s(same), retiring: false }, { latencyMs: same.latencyMs }),
     );
     this.opts = fleetOptions(config);
     if (this.opts.breaker) for (const u of change.kept) u.breaker.configure(this.opts.breaker);

@@ -62,7 +62,11 @@ export class Canon {
  * finalityDepth of `head`: a node's `finalized` tag, or its head - finalityDepth. The cache trusts
  * a block as immutable only when every node it may ask agrees.
  */
-export function finalizedHeight(nodes: readonly { head: number; finalized: number; finalizedSupported: boolean }[], head: number, finalityDepth: number): number {
+export function finalizedHeight(
+  nodes: readonly { head: number; finalized: number; finalizedSupported: boolean }[],
+  head: number,
+  finalityDepth: number,
+): number {
   let min = Number.POSITIVE_INFINITY;
   for (const u of nodes) {
     if (head - u.head > finalityDepth) continue;

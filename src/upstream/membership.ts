@@ -60,7 +60,11 @@ export interface MemberChange {
  * meanwhile (its chain id is checked again on its first poll all the same). If a build throws,
  * the objects already built are closed and the error goes on: nothing running has changed.
  */
-export function changeMembers(running: readonly Upstream[], configs: readonly UpstreamConfig[], build: (c: UpstreamConfig, same?: Upstream) => Upstream): MemberChange {
+export function changeMembers(
+  running: readonly Upstream[],
+  configs: readonly UpstreamConfig[],
+  build: (c: UpstreamConfig, same?: Upstream) => Upstream,
+): MemberChange {
   const byName = new Map(running.map((u) => [u.name, u]));
   const change: MemberChange = { next: [], kept: [], built: [], removed: [] };
   try {

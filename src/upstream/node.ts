@@ -34,7 +34,17 @@ export interface NodeStatus {
 }
 
 export function freshStatus(): NodeStatus {
-  return { state: 'connecting', head: -1, headHash: '', headAt: 0, finalized: -1, finalizedSupported: true, implausible: false, retiring: false, late: false };
+  return {
+    state: 'connecting',
+    head: -1,
+    headHash: '',
+    headAt: 0,
+    finalized: -1,
+    finalizedSupported: true,
+    implausible: false,
+    retiring: false,
+    late: false,
+  };
 }
 
 /** The one rule for whose head counts: a healthy node that is not being removed. */

@@ -105,7 +105,11 @@ export class Probe {
     const { verdict } = await u.call('eth_getBlockByNumber', '["latest",false]', timeout, PROBE);
     if (this.stopped) return;
     const header = verdict.kind === 'result' ? parseHeader(verdict.result) : null;
-    if (header === null) return this.failed(`latest block: ${verdict.kind === 'result' ? 'not a block header' : whyNot(verdict)}`, verdict);
+    if (header === null)
+      return this.failed(
+        `latest block: ${verdict.kind === 'result' ? 'not a block header' : whyNot(verdict)}`,
+        verdict,
+      );
     this.timeouts = 0;
     this.sink.up();
     this.sink.header(header, asked);

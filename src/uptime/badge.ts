@@ -9,7 +9,21 @@ const LABEL = 'uptime 30d';
 /** Rough advance width in px of Verdana 11 px text (digits, letters and signs the badge uses). */
 function textWidth(s: string): number {
   let w = 0;
-  for (const c of s) w += c === ' ' ? 3.9 : c === '.' ? 3.9 : c === '%' ? 10.9 : /[0-9]/.test(c) ? 7 : /[mw]/.test(c) ? 10.7 : /[ijlt]/.test(c) ? 3.8 : 6.6;
+  for (const c of s)
+    w +=
+      c === ' '
+        ? 3.9
+        : c === '.'
+          ? 3.9
+          : c === '%'
+            ? 10.9
+            : /[0-9]/.test(c)
+              ? 7
+              : /[mw]/.test(c)
+                ? 10.7
+                : /[ijlt]/.test(c)
+                  ? 3.8
+                  : 6.6;
   return Math.round(w);
 }
 

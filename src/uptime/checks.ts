@@ -102,7 +102,11 @@ export class HeadWatch {
     // from the start, then not advancing.
     if (!this.seenThisRun) {
       const known = this.highest >= 0;
-      return { advancing: t - this.startedAt <= this.stallAfterMs ? null : false, head: known ? this.highest : null, ageMs: known ? Math.max(0, t - this.roseAt) : null };
+      return {
+        advancing: t - this.startedAt <= this.stallAfterMs ? null : false,
+        head: known ? this.highest : null,
+        ageMs: known ? Math.max(0, t - this.roseAt) : null,
+      };
     }
     const ageMs = Math.max(0, t - this.roseAt);
     return { advancing: ageMs <= this.stallAfterMs, head: this.highest, ageMs };

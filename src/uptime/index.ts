@@ -16,7 +16,16 @@ import type { Config } from '../config/schema.js';
 import { toQuantity } from '../jsonrpc/hex.js';
 import type { Metrics } from '../metrics/registry.js';
 import { HeadWatch, confirmChain, type FleetView } from './checks.js';
-import { WINDOWS, fraction, headQuantity, history, incidentLines, iso, uptimeWindows, type UptimeReport } from './report.js';
+import {
+  WINDOWS,
+  fraction,
+  headQuantity,
+  history,
+  incidentLines,
+  iso,
+  uptimeWindows,
+  type UptimeReport,
+} from './report.js';
 import type { UptimePages } from './routes.js';
 import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
@@ -90,7 +99,11 @@ export class Uptime implements UptimePages {
     for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
     const head = Number(this.store.getMeta('head') ?? NaN);
     const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
-    this.watch = new HeadWatch(settings.stallAfterSeconds * 1000, now, Number.isFinite(head) && Number.isFinite(roseAt) ? { head, roseAt } : null);
+    this.watch = new HeadWatch(
+      settings.stallAfterSeconds * 1000,
+      now,
+      Number.isFinite(head) && Number.isFinite(roseAt) ? { head, roseAt } : null,
+    );
     deps.metrics.setUptimeStorePersistent(this.store.persistent);
     this.publishIncidents();
     deps.fleet.on?.('head', this.onHead);
@@ -104,7 +117,10 @@ export class Uptime implements UptimePages {
       this.log.info({ store: file }, 'uptime history kept in uptime.store');
       return store;
     } catch (err) {
-      this.log.error({ store: file, err }, 'uptime.store cannot be used; uptime history is kept in memory only (the file is left as it is)');
+      this.log.error(
+        { store: file, err },
+        'uptime.store cannot be used; uptime history is kept in memory only (the file is left as it is)',
+      );
       return UptimeStore.memory();
     }
   }
@@ -167,7 +183,10 @@ export class Uptime implements UptimePages {
         const incident = this.open.get(change.close)!;
         this.write(() => this.store.closeIncident(incident.id, t, t));
         this.open.delete(change.close);
-        this.log.info({ kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) }, 'uptime incident closed');
+        this.log.info(
+          { kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) },
+          'uptime incident closed',
+        );
       }
     }
     this.publishIncidents();
@@ -178,7 +197,12 @@ export class Uptime implements UptimePages {
     }
     if (this.store.pending >= FLUSH_EVERY) this.write(() => this.store.flush(t));
     this.last = { t, reachable, advancing };
-    this.summary = this.write(() => ({ uptime: uptimeWindows(this.store, t), history: history(this.store, t), incidents: incidentLines(this.store, t) })) ?? this.summary;
+    this.summary =
+      this.write(() => ({
+        uptime: uptimeWindows(this.store, t),
+        history: history(this.store, t),
+        incidents: incidentLines(this.store, t),
+      })) ?? this.summary;
   }
 
   /**
@@ -196,7 +220,10 @@ export class Uptime implements UptimePages {
       const file = this.store.path;
       const kept = this.store.toMemory();
       this.deps.metrics.setUptimeStorePersistent(false);
-      this.log.error({ store: file, err, historyKept: kept }, 'uptime.store failed; uptime history is kept in memory only from now on');
+      this.log.error(
+        { store: file, err, historyKept: kept },
+        'uptime.store failed; uptime history is kept in memory only from now on',
+      );
       try {
         return op();
       } catch (again) {
@@ -231,7 +258,11 @@ export class Uptime implements UptimePages {
       checkedAt: iso(last.t),
       checks: {
         reachable: { ok: last.reachable },
-        advancing: { ok: last.advancing, head: headQuantity(judged.head), headAgeSeconds: judged.ageMs === null ? null : Math.floor(judged.ageMs / 1000) },
+        advancing: {
+          ok: last.advancing,
+          head: headQuantity(judged.head),
+          headAgeSeconds: judged.ageMs === null ? null : Math.floor(judged.ageMs / 1000),
+        },
       },
       ...summary,
       probeIntervalMs: s.probeIntervalMs,
@@ -266,7 +297,12 @@ export class Uptime implements UptimePages {
 
   /** For /status on the admin port. */
   status(): Record<string, unknown> {
-    return { store: this.store.path, persistent: this.store.persistent, openIncidents: [...this.open.keys()], bufferedProbes: this.store.pending };
+    return {
+      store: this.store.path,
+      persistent: this.store.persistent,
+      openIncidents: [...this.open.keys()],
+      bufferedProbes: this.store.pending,
+    };
   }
 
   /** Stops probing and writes what is buffered. */

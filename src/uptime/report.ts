@@ -69,7 +69,13 @@ export function incidentLines(store: UptimeStore, now: number): UptimeReport['in
 }
 
 export function incidentLine(i: Incident): UptimeReport['incidents'][number] {
-  return { id: i.id, kind: i.kind, startedAt: iso(i.startedAt), endedAt: i.endedAt === null ? null : iso(i.endedAt), summary: i.summary };
+  return {
+    id: i.id,
+    kind: i.kind,
+    startedAt: iso(i.startedAt),
+    endedAt: i.endedAt === null ? null : iso(i.endedAt),
+    summary: i.summary,
+  };
 }
 
 /** A head as a quantity; null while none is known (null, or -1 before the first). */

@@ -31,7 +31,11 @@ export function wantsHtml(accept: string | string[] | undefined): boolean {
 const COMMON = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
 
 /** The answer for an uptime path, or null when the path is not one (the caller goes on). */
-export function uptimeAnswer(pages: UptimePages, path: string, accept: string | string[] | undefined): UptimeAnswer | null {
+export function uptimeAnswer(
+  pages: UptimePages,
+  path: string,
+  accept: string | string[] | undefined,
+): UptimeAnswer | null {
   const maxAge = Math.max(1, Math.floor(pages.probeIntervalMs / 1000));
   if (path === '/uptime' || (path === '/' && wantsHtml(accept))) {
     return {
@@ -54,10 +58,20 @@ export function uptimeAnswer(pages: UptimePages, path: string, accept: string | 
       return {
         status: 503,
         body: JSON.stringify({ error: 'no probe has finished yet' }),
-        headers: { ...COMMON, ...cors, 'content-type': 'application/json', 'cache-control': 'no-store', 'retry-after': '1' },
+        headers: {
+          ...COMMON,
+          ...cors,
+          'content-type': 'application/json',
+          'cache-control': 'no-store',
+          'retry-after': '1',
+        },
       };
     }
-    return { status: 200, body: JSON.stringify(report), headers: { ...COMMON, ...cors, 'content-type': 'application/json', 'cache-control': `public, max-age=${maxAge}` } };
+    return {
+      status: 200,
+      body: JSON.stringify(report),
+      headers: { ...COMMON, ...cors, 'content-type': 'application/json', 'cache-control': `public, max-age=${maxAge}` },
+    };
   }
   if (path === '/uptime/badge.svg') {
     return {

@@ -106,7 +106,8 @@ export class UptimeStore {
   private constructor(db: Database.Database, file: string | null) {
     this.db = db;
     this.file = file;
-    for (const r of db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]) this.meta.set(r.key, r.value);
+    for (const r of db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[])
+      this.meta.set(r.key, r.value);
   }
 
   /** A store in memory only: same behaviour, gone with the process. */
@@ -126,7 +127,9 @@ export class UptimeStore {
       db = new Database(path, { timeout: 5_000 });
       prepare(db, path);
       // A real write, so a read-only file or folder is found now rather than at the first flush.
-      db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run('openedAt', String(now));
+      db.prepare(
+        'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+      ).run('openedAt', String(now));
       return new UptimeStore(db, path);
     } catch (err) {
       db?.close();
@@ -177,7 +180,9 @@ export class UptimeStore {
   private write<T>(now: number, extra: () => T): T {
     const rows = this.buffer;
     const insert = this.db.prepare('INSERT OR REPLACE INTO probes (t, reachable, advancing) VALUES (?, ?, ?)');
-    const setMeta = this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+    const setMeta = this.db.prepare(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    );
     const result = this.db.transaction(() => {
       for (const r of rows) insert.run(r.t, r.reachable ? 1 : 0, r.advancing ? 1 : 0);
       if (this.metaDirty) for (const [k, v] of this.meta) setMeta.run(k, v);
@@ -221,8 +226,12 @@ export class UptimeStore {
    * when they start at or after `from`, so a window is exact to the bucket size of its oldest tier.
    */
   tally(from: number): Tally {
-    const p = this.db.prepare('SELECT COUNT(*) AS probes, COALESCE(SUM(reachable AND advancing), 0) AS ok FROM probes WHERE t >= ?').get(from) as Tally;
-    const r = this.db.prepare('SELECT COALESCE(SUM(probes), 0) AS probes, COALESCE(SUM(ok), 0) AS ok FROM rollups WHERE t >= ?').get(from) as Tally;
+    const p = this.db
+      .prepare('SELECT COUNT(*) AS probes, COALESCE(SUM(reachable AND advancing), 0) AS ok FROM probes WHERE t >= ?')
+      .get(from) as Tally;
+    const r = this.db
+      .prepare('SELECT COALESCE(SUM(probes), 0) AS probes, COALESCE(SUM(ok), 0) AS ok FROM rollups WHERE t >= ?')
+      .get(from) as Tally;
     const out = { probes: p.probes + r.probes, ok: p.ok + r.ok };
     for (const b of this.buffer) {
       if (b.t < from) continue;
@@ -261,7 +270,11 @@ export class UptimeStore {
   /** Opens an incident now (with the buffered probes, in one transaction) and returns it with its id. */
   openIncident(kind: IncidentKind, startedAt: number, summary: string, now: number): Incident {
     const id = this.write(now, () =>
-      Number(this.db.prepare('INSERT INTO incidents (kind, started_at, ended_at, summary) VALUES (?, ?, NULL, ?)').run(kind, startedAt, summary).lastInsertRowid),
+      Number(
+        this.db
+          .prepare('INSERT INTO incidents (kind, started_at, ended_at, summary) VALUES (?, ?, NULL, ?)')
+          .run(kind, startedAt, summary).lastInsertRowid,
+      ),
     );
     return { id, kind, startedAt, endedAt: null, summary };
   }
@@ -273,9 +286,17 @@ export class UptimeStore {
   /** Open incidents, and those that started at or after `since`; newest first, at most `limit`. */
   incidents(since: number, limit: number): Incident[] {
     const rows = this.db
-      .prepare('SELECT id, kind, started_at, ended_at, summary FROM incidents WHERE ended_at IS NULL OR started_at >= ? ORDER BY started_at DESC, id DESC LIMIT ?')
+      .prepare(
+        'SELECT id, kind, started_at, ended_at, summary FROM incidents WHERE ended_at IS NULL OR started_at >= ? ORDER BY started_at DESC, id DESC LIMIT ?',
+      )
       .all(since, limit) as IncidentRow[];
-    return rows.map((r) => ({ id: r.id, kind: r.kind as IncidentKind, startedAt: r.started_at, endedAt: r.ended_at, summary: r.summary }));
+    return rows.map((r) => ({
+      id: r.id,
+      kind: r.kind as IncidentKind,
+      startedAt: r.started_at,
+      endedAt: r.ended_at,
+      summary: r.summary,
+    }));
   }
 
   openIncidents(): Incident[] {
@@ -348,7 +369,8 @@ function prepare(db: Database.Database, path: string): Database.Database {
   // both creating the tables; the second finds the schema current.
   db.transaction(() => {
     const version = db.pragma('user_version', { simple: true }) as number;
-    if (version > SCHEMA_VERSION) throw new StoreError(`schema version ${version} is newer than this Switchyard knows (${SCHEMA_VERSION})`, path);
+    if (version > SCHEMA_VERSION)
+      throw new StoreError(`schema version ${version} is newer than this Switchyard knows (${SCHEMA_VERSION})`, path);
     for (let v = version; v < SCHEMA_VERSION; v++) {
       db.exec(MIGRATIONS[v]!);
       db.pragma(`user_version = ${v + 1}`);

@@ -34,7 +34,10 @@ export function incidentChanges(open: ReadonlySet<IncidentKind>, r: ProbeResult)
   }
   if (r.advancing === false && r.reachable && r.reachableForMs >= r.stallAfterSeconds * 1000 && !open.has('stalled')) {
     const at = r.head === null ? 'no block seen' : `block ${r.head}`;
-    out.push({ open: 'stalled', summary: `The chain did not advance for more than ${r.stallAfterSeconds} s (fleet head at ${at})` });
+    out.push({
+      open: 'stalled',
+      summary: `The chain did not advance for more than ${r.stallAfterSeconds} s (fleet head at ${at})`,
+    });
   } else if (r.advancing === true && open.has('stalled')) {
     out.push({ close: 'stalled' });
   }

@@ -16,7 +16,9 @@ import type { Front } from '../../src/server/front.js';
 import { startQuietAnvil, switchyardConfig, waitUntil } from './tools.js';
 
 // The built code (dist/, as `npm start` runs it), typed by its sources.
-const build = process.env.CALLS_BUILD ? pathToFileURL(`${process.env.CALLS_BUILD}/`) : new URL('../../', import.meta.url);
+const build = process.env.CALLS_BUILD
+  ? pathToFileURL(`${process.env.CALLS_BUILD}/`)
+  : new URL('../../', import.meta.url);
 const dist = (path: string): Promise<unknown> => import(new URL(`dist/${path}`, build).href);
 const { App } = (await dist('app.js')) as typeof import('../../src/app.js');
 const { validateConfig } = (await dist('config/load.js')) as typeof import('../../src/config/load.js');
@@ -30,7 +32,10 @@ async function main(): Promise<void> {
   const anvil = await startQuietAnvil();
   const log = createLogger('warn');
   const bench = switchyardConfig(anvil.url, { admin: { host: '127.0.0.1', port: 0 }, uptime: { store: null } });
-  const config = validateConfig({ ...bench, server: { ...(bench.server as object), host: '127.0.0.1', port: 0, wsPort: null } });
+  const config = validateConfig({
+    ...bench,
+    server: { ...(bench.server as object), host: '127.0.0.1', port: 0, wsPort: null },
+  });
   const app = await App.start(config, { logger: log, processMetrics: false });
   try {
     await waitUntil('switchyard ready', async () => app.ready);

@@ -44,7 +44,12 @@ async function main(): Promise<void> {
   const admin = `http://127.0.0.1:${app.ports.admin}`;
   const pool = new Pool(url, { connections: 100 });
   const post = async (body: unknown): Promise<any> => {
-    const r = await pool.request({ path: '/', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await pool.request({
+      path: '/',
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return r.body.json();
   };
   const wallet = new Wallet(DEV_KEY);
@@ -79,8 +84,20 @@ async function main(): Promise<void> {
       const batch = [
         { jsonrpc: '2.0', id: 1, method: 'eth_gasPrice' },
         { jsonrpc: '2.0', id: 2, method: 'eth_getBalance', params: [ADDRESSES[i % ADDRESSES.length], 'latest'] },
-        { jsonrpc: '2.0', id: 3, method: 'eth_getLogs', params: [{ fromBlock: `0x${Math.max(0, head - 10).toString(16)}`, toBlock: 'latest', address: ADDRESSES[i % 5] }] },
-        { jsonrpc: '2.0', id: 4, method: 'eth_getTransactionReceipt', params: [recent[i % Math.max(1, recent.length)] ?? `0x${'00'.repeat(32)}`] },
+        {
+          jsonrpc: '2.0',
+          id: 3,
+          method: 'eth_getLogs',
+          params: [
+            { fromBlock: `0x${Math.max(0, head - 10).toString(16)}`, toBlock: 'latest', address: ADDRESSES[i % 5] },
+          ],
+        },
+        {
+          jsonrpc: '2.0',
+          id: 4,
+          method: 'eth_getTransactionReceipt',
+          params: [recent[i % Math.max(1, recent.length)] ?? `0x${'00'.repeat(32)}`],
+        },
       ];
       await post(batch);
       clientCalls += 1 + batch.length;

@@ -99,7 +99,10 @@ async function measure(s: Scenario): Promise<Run> {
   const cpu = cpuSeconds(s.pid) - cpuBefore;
   const busy = cpu / ((performance.now() - started) / 1000);
   const usPerReq = r.requests > 0 ? (cpu / r.requests) * 1e6 : 0;
-  const bad = r.bad + r.non2xx > 0 || r.socketErrors !== 'none' ? `  BAD: ${r.bad} bad answers of ${r.checked}, ${r.non2xx} non-2xx, socket ${r.socketErrors}` : '';
+  const bad =
+    r.bad + r.non2xx > 0 || r.socketErrors !== 'none'
+      ? `  BAD: ${r.bad} bad answers of ${r.checked}, ${r.non2xx} non-2xx, socket ${r.socketErrors}`
+      : '';
   process.stdout.write(
     `  ${s.label.padEnd(12)} ${s.target.padEnd(11)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.padStart(8)}  p99 ${r.p99.padStart(8)}  cpu ${(busy * 100).toFixed(0).padStart(3)}%  ${usPerReq.toFixed(1).padStart(6)} us/req${bad}\n`,
   );
@@ -128,7 +131,8 @@ async function openIdleConnections(url: string, n: number): Promise<Socket[]> {
       });
       s.once('connect', () => s.write(request));
     });
-  for (let i = 0; i < n; i += 100) sockets.push(...(await Promise.all(Array.from({ length: Math.min(100, n - i) }, one))));
+  for (let i = 0; i < n; i += 100)
+    sockets.push(...(await Promise.all(Array.from({ length: Math.min(100, n - i) }, one))));
   return sockets;
 }
 
@@ -165,10 +169,18 @@ async function main(): Promise<number> {
   const roundRss: number[] = [];
   let rss: { fresh: RssFigure; noCache: RssFigure; loaded: RssFigure; noCacheRuns: number[] } | undefined;
   try {
-    process.stdout.write(`switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned\n`);
+    process.stdout.write(
+      `switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned\n`,
+    );
     const anvil = await startQuietAnvil();
     stops.push(() => anvil.stop());
-    const sy = await startSwitchyardProcess(ROOT, dir, 'switchyard', switchyardConfig(anvil.url), CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : []);
+    const sy = await startSwitchyardProcess(
+      ROOT,
+      dir,
+      'switchyard',
+      switchyardConfig(anvil.url),
+      CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [],
+    );
     stops.push(() => sy.stop());
     const ha = await startHaproxy(dir, anvil.port);
     stops.push(() => ha.stop());
@@ -176,15 +188,21 @@ async function main(): Promise<number> {
     stops.push(() => pass.stop());
 
     // The hit call's answer, fetched from the node: the bare server answers exactly these bytes.
-    const genesis = (JSON.parse(await rpc(anvil.url, '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}')) as { result: { hash: string } }).result
-      .hash;
+    const genesis = (
+      JSON.parse(
+        await rpc(anvil.url, '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}'),
+      ) as { result: { hash: string } }
+    ).result.hash;
     const hitCall = `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByHash","params":["${genesis}",false]}`;
     const hitAnswer = await rpc(anvil.url, hitCall);
     const bareHit = await startBareNode('bare-hit', hitAnswer);
     stops.push(() => bareHit.stop());
     const busyHit = await startBareNode('bare-busy', hitAnswer, BUSY_US);
     stops.push(() => busyHit.stop());
-    const minHit = await startMinimalJsonRpc('min-jsonrpc', JSON.stringify((JSON.parse(hitAnswer) as { result: unknown }).result));
+    const minHit = await startMinimalJsonRpc(
+      'min-jsonrpc',
+      JSON.stringify((JSON.parse(hitAnswer) as { result: unknown }).result),
+    );
     stops.push(() => minHit.stop());
     const bareLocal = await startBareNode('bare-local', '{"jsonrpc":"2.0","id":1,"result":"0xba"}');
     stops.push(() => bareLocal.stop());
@@ -206,14 +224,23 @@ async function main(): Promise<number> {
       { label: 'hit', target: 'min-jsonrpc', url: minHit.url, script: hit, callsPerRequest: 1, pid: minHit.pid },
       { label: 'hit', target: 'bare+busy', url: busyHit.url, script: hit, callsPerRequest: 1, pid: busyHit.pid },
       { label: 'hit', target: 'switchyard', url: sy.url, script: hit, callsPerRequest: 1, pid: sy.pid },
-      { label: 'local', target: 'bare-node', url: bareLocal.url, script: local, callsPerRequest: 1, pid: bareLocal.pid },
+      {
+        label: 'local',
+        target: 'bare-node',
+        url: bareLocal.url,
+        script: local,
+        callsPerRequest: 1,
+        pid: bareLocal.pid,
+      },
       { label: 'local', target: 'switchyard', url: sy.url, script: local, callsPerRequest: 1, pid: sy.pid },
     ];
     if (BASELINE) {
       const base = await startSwitchyardProcess(BASELINE, dir, 'baseline', switchyardConfig(anvil.url));
       stops.push(() => base.stop());
-      if (!(await rpc(base.url, hitCall)).includes(genesis)) throw new Error('the baseline does not answer the hit call');
-      for (const s of all.filter((x) => x.target === 'switchyard')) all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'baseline', url: base.url, pid: base.pid });
+      if (!(await rpc(base.url, hitCall)).includes(genesis))
+        throw new Error('the baseline does not answer the hit call');
+      for (const s of all.filter((x) => x.target === 'switchyard'))
+        all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'baseline', url: base.url, pid: base.pid });
     }
     const scenarios = ONLY ? all.filter((s) => ONLY.test(`${s.label} ${s.target}`)) : all;
     const runs = new Map<Scenario, Run[]>(scenarios.map((s) => [s, []]));
@@ -231,7 +258,10 @@ async function main(): Promise<number> {
     // Misses at a finalized block fill the immutable LRU (the bench's `latest` reads are head-scoped
     // and dropped with each block): the cache then holds what it counts, for the sizing figure.
     process.stdout.write(`filling the cache with immutable answers for ${FILL_SECONDS} s\n`);
-    await wrk(sy.url, writeScript(dir, 'fill', luaScript({ batch: 25, block: '0x1' })), { connections: CONNECTIONS, seconds: FILL_SECONDS });
+    await wrk(sy.url, writeScript(dir, 'fill', luaScript({ batch: 25, block: '0x1' })), {
+      connections: CONNECTIONS,
+      seconds: FILL_SECONDS,
+    });
     process.stdout.write(`RSS with ${IDLE_CONNECTIONS} idle keep-alive connections\n`);
     const loaded = await rssFigure(sy.url, sy.adminUrl, sy.pid);
     const fresh = await startSwitchyardProcess(ROOT, dir, 'switchyard-rss', switchyardConfig(anvil.url));
@@ -239,14 +269,24 @@ async function main(): Promise<number> {
     const freshFigure = await rssFigure(fresh.url, fresh.adminUrl, fresh.pid);
     await fresh.stop();
     // The same sustained misses (single and batched) through a process without a cache.
-    const noCache = await startSwitchyardProcess(ROOT, dir, 'switchyard-nocache', switchyardConfig(anvil.url, { cache: { maxBytes: 0 } }));
+    const noCache = await startSwitchyardProcess(
+      ROOT,
+      dir,
+      'switchyard-nocache',
+      switchyardConfig(anvil.url, { cache: { maxBytes: 0 } }),
+    );
     stops.push(() => noCache.stop());
     const noCacheRuns: number[] = [];
     for (const script of [miss, miss25, miss]) {
       await wrk(noCache.url, script, { connections: CONNECTIONS, seconds: SECONDS });
       noCacheRuns.push(rssMb(noCache.pid));
     }
-    rss = { fresh: freshFigure, noCache: await rssFigure(noCache.url, noCache.adminUrl, noCache.pid), loaded, noCacheRuns };
+    rss = {
+      fresh: freshFigure,
+      noCache: await rssFigure(noCache.url, noCache.adminUrl, noCache.pid),
+      loaded,
+      noCacheRuns,
+    };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
@@ -306,8 +346,11 @@ async function main(): Promise<number> {
   process.stdout.write(lines.join('\n'));
 
   const problems: string[] = [];
-  const failed = rows.filter((r) => r.runs.some((x) => x.r.bad + x.r.non2xx > 0 || x.r.socketErrors !== 'none' || x.r.checked === 0));
-  if (failed.length > 0) problems.push(`bad answers or socket errors in: ${failed.map((r) => `${r.label}/${r.target}`).join(', ')}`);
+  const failed = rows.filter((r) =>
+    r.runs.some((x) => x.r.bad + x.r.non2xx > 0 || x.r.socketErrors !== 'none' || x.r.checked === 0),
+  );
+  if (failed.length > 0)
+    problems.push(`bad answers or socket errors in: ${failed.map((r) => `${r.label}/${r.target}`).join(', ')}`);
   const node = rps('miss', 'anvil');
   const haproxy = rps('miss', 'haproxy');
   if (node > 0 && haproxy > 0 && node < NODE_MARGIN * haproxy) {
@@ -319,7 +362,9 @@ async function main(): Promise<number> {
     process.stdout.write(`\nTHIS RUN DOES NOT COUNT:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);
     return 1;
   }
-  process.stdout.write('\nrun valid: every answer checked and correct; the node direct is clearly faster than HAProxy\n');
+  process.stdout.write(
+    '\nrun valid: every answer checked and correct; the node direct is clearly faster than HAProxy\n',
+  );
   return 0;
 }
 

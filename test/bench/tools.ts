@@ -27,10 +27,16 @@ export function ensureTools(): void {
   const missing = ['haproxy', 'wrk'].filter((c) => !commandExists(c));
   if (missing.length === 0) return;
   if (process.getuid?.() !== 0) {
-    throw new Error(`missing ${missing.join(', ')}: install them first, e.g. sudo apt-get install -y ${missing.join(' ')}`);
+    throw new Error(
+      `missing ${missing.join(', ')}: install them first, e.g. sudo apt-get install -y ${missing.join(' ')}`,
+    );
   }
   process.stdout.write(`installing ${missing.join(', ')} with apt-get\n`);
-  const install = () => spawnSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
+  const install = () =>
+    spawnSync('apt-get', ['install', '-y', '-qq', ...missing], {
+      stdio: 'inherit',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    }).status === 0;
   if (!install()) {
     spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
     if (!install()) throw new Error(`apt-get install ${missing.join(' ')} failed`);
@@ -104,7 +110,9 @@ export async function startSwitchyardProcess(
   const file = join(dir, `${name}.json`);
   // JSON is YAML: the config loader reads it as is.
   writeFileSync(file, JSON.stringify(full, null, 2));
-  const p = startProcess(name, process.execPath, [...nodeArgs, join(root, 'dist/main.js'), '--config', file], { cwd: root });
+  const p = startProcess(name, process.execPath, [...nodeArgs, join(root, 'dist/main.js'), '--config', file], {
+    cwd: root,
+  });
   const adminUrl = `http://127.0.0.1:${admin}`;
   try {
     await waitUntil(`${name} ready`, async () => (await fetch(`${adminUrl}/ready`)).status === 200);
@@ -123,7 +131,12 @@ export function switchyardConfig(anvilUrl: string, extra: Record<string, unknown
     // keep-alive long enough for the idle-connection figure; in-flight caps above what the
     // connections x 25-call batches put in flight, so the limits never answer instead of the node;
     // the 1,000 idle connections all come from 127.0.0.1, past the default per-IP connection cap.
-    server: { keepAliveTimeoutMs: 120_000, maxInFlight: 100_000, maxInFlightPerIp: 100_000, maxConnectionsPerIp: 100_000 },
+    server: {
+      keepAliveTimeoutMs: 120_000,
+      maxInFlight: 100_000,
+      maxInFlightPerIp: 100_000,
+      maxConnectionsPerIp: 100_000,
+    },
     upstreams: [{ name: 'anvil', url: anvilUrl }],
     rateLimit: { perIp: null },
     log: { level: 'warn' },
@@ -144,10 +157,24 @@ const BLOCK_SECONDS = 2;
 
 export async function startQuietAnvil(): Promise<Proc & { url: string; port: number }> {
   const port = await freePort();
-  const p = startProcess('anvil', ANVIL_BIN, ['--port', String(port), '--host', '127.0.0.1', '--chain-id', '186', '--quiet', '--block-time', String(BLOCK_SECONDS)]);
+  const p = startProcess('anvil', ANVIL_BIN, [
+    '--port',
+    String(port),
+    '--host',
+    '127.0.0.1',
+    '--chain-id',
+    '186',
+    '--quiet',
+    '--block-time',
+    String(BLOCK_SECONDS),
+  ]);
   const url = `http://127.0.0.1:${port}`;
   try {
-    await waitUntil('anvil', async () => (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('0xba'), 30_000);
+    await waitUntil(
+      'anvil',
+      async () => (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('0xba'),
+      30_000,
+    );
     // 100 blocks: `finalized` (head - 64 on anvil) is then below the head.
     await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"anvil_mine","params":["0x64"]}');
   } catch (err) {
@@ -181,7 +208,11 @@ backend node
   const p = startProcess('haproxy', 'haproxy', ['-db', '-f', file]);
   const url = `http://127.0.0.1:${port}`;
   try {
-    await waitUntil('haproxy', async () => (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('result'), 10_000);
+    await waitUntil(
+      'haproxy',
+      async () => (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('result'),
+      10_000,
+    );
   } catch (err) {
     await p.stop();
     throw new Error(`${(err as Error).message}\n${p.output()}`);
@@ -279,7 +310,11 @@ server.listen(${port}, '127.0.0.1');
 `;
   const p = startProcess('passthrough', process.execPath, ['-e', script]);
   const url = `http://127.0.0.1:${port}`;
-  await waitUntil('passthrough', async () => (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('result'), 10_000);
+  await waitUntil(
+    'passthrough',
+    async () => (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('result'),
+    10_000,
+  );
   return { ...p, url };
 }
 
@@ -371,9 +406,23 @@ ${check}`;
 
 let runs = 0;
 
-export async function wrk(url: string, script: string, opts: { connections: number; seconds: number }): Promise<WrkResult> {
+export async function wrk(
+  url: string,
+  script: string,
+  opts: { connections: number; seconds: number },
+): Promise<WrkResult> {
   // Each run gets its own number, passed to the script (see luaScript).
-  const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', script, url, '--', String(++runs)];
+  const args = [
+    '-t1',
+    `-c${opts.connections}`,
+    `-d${opts.seconds}s`,
+    '--latency',
+    '-s',
+    script,
+    url,
+    '--',
+    String(++runs),
+  ];
   const p = startProcess('wrk', 'wrk', args);
   const code = await new Promise<number | null>((r) => p.proc.once('exit', (c) => r(c)));
   const out = p.output();

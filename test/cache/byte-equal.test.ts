@@ -7,7 +7,19 @@
 import t from 'tap';
 import { Interface, Wallet } from 'ethers';
 import { PING_ABI, pingBytecode } from '../clients/fixtures/contract.js';
-import { nodeCalls, cacheHits, hex, KEYS, addressOf, rawCall, rawMember, result, signTx, startProxiedStack, waitSynced } from './fixtures/tools.js';
+import {
+  nodeCalls,
+  cacheHits,
+  hex,
+  KEYS,
+  addressOf,
+  rawCall,
+  rawMember,
+  result,
+  signTx,
+  startProxiedStack,
+  waitSynced,
+} from './fixtures/tools.js';
 
 interface Case {
   name: string;
@@ -30,7 +42,8 @@ t.test('cached answers are the node answers byte for byte', async (t) => {
   const deploy = await signTx(k0, { nonce: 0, data: pingBytecode(), gasLimit: 500_000n });
   const deployHash = await result<string>(node, 'eth_sendRawTransaction', [deploy]);
   await devnet.mine();
-  const contract = (await result<{ contractAddress: string }>(node, 'eth_getTransactionReceipt', [deployHash])).contractAddress;
+  const contract = (await result<{ contractAddress: string }>(node, 'eth_getTransactionReceipt', [deployHash]))
+    .contractAddress;
   t.ok(contract, 'contract deployed');
   const pingData = (v: number) => iface.encodeFunctionData('ping', [v]);
   const txs = [
@@ -85,7 +98,11 @@ t.test('cached answers are the node answers byte for byte', async (t) => {
     { name: 'proof at a finalized number', method: 'eth_getProof', params: [contract, [slot0], fin] },
     { name: 'proof at {blockHash}', method: 'eth_getProof', params: [from, [], { blockHash: b2 }] },
     { name: 'logs over a finalized range', method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: fin }] },
-    { name: 'logs over a finalized range, by address', method: 'eth_getLogs', params: [{ fromBlock: '0x1', toBlock: '0x2', address: contract }] },
+    {
+      name: 'logs over a finalized range, by address',
+      method: 'eth_getLogs',
+      params: [{ fromBlock: '0x1', toBlock: '0x2', address: contract }],
+    },
     { name: 'logs by blockHash', method: 'eth_getLogs', params: [{ blockHash: b2 }] },
     { name: 'fee history to a finalized block', method: 'eth_feeHistory', params: ['0x3', fin, [25, 75]] },
     // Head-scoped: valid while the head stays (no block is mined during this test from here on).
@@ -96,7 +113,12 @@ t.test('cached answers are the node answers byte for byte', async (t) => {
     { name: 'blob base fee (head)', method: 'eth_blobBaseFee', params: [] },
     { name: 'balance at latest (head)', method: 'eth_getBalance', params: [to, 'latest'], secondMiss: true },
     { name: 'eth_call with no block (head)', method: 'eth_call', params: [callObj], secondMiss: true },
-    { name: 'block by the head number (head)', method: 'eth_getBlockByNumber', params: [hex(head), false], secondMiss: true },
+    {
+      name: 'block by the head number (head)',
+      method: 'eth_getBlockByNumber',
+      params: [hex(head), false],
+      secondMiss: true,
+    },
   ];
 
   const reached = (method: string, marks: number[]): number => nodeCalls(proxies, method, marks);
@@ -107,14 +129,20 @@ t.test('cached answers are the node answers byte for byte', async (t) => {
       const nodeParams = c.params.map((p) => (p === 'latest' ? hex(head) : p));
       const direct = await rawCall(node, c.method, nodeParams);
       const want = rawMember(direct.text, 'result');
-      t.ok(want !== undefined && want !== 'null', `the node answers ${c.method} with a non-null result`, { got: direct.text.slice(0, 300) });
+      t.ok(want !== undefined && want !== 'null', `the node answers ${c.method} with a non-null result`, {
+        got: direct.text.slice(0, 300),
+      });
 
       let first = await rawCall(sy.url, c.method, c.params);
       t.equal(rawMember(first.text, 'result'), want, 'first answer (a miss) is the node answer byte for byte');
       if (c.secondMiss) {
         const marks = proxies.map((p) => p.mark());
         first = await rawCall(sy.url, c.method, c.params);
-        t.equal(rawMember(first.text, 'result'), want, 'its second miss within the head: the node answer byte for byte');
+        t.equal(
+          rawMember(first.text, 'result'),
+          want,
+          'its second miss within the head: the node answer byte for byte',
+        );
         t.equal(reached(c.method, marks), 1, 'and a node saw it: the first answer was not kept');
       }
 
@@ -148,7 +176,11 @@ t.test('cached answers are the node answers byte for byte', async (t) => {
       const before = await cacheHits(sy);
       const r = await rawCall(sy.url, method, params);
       t.ok(r.json.result !== undefined && r.json.result !== null, `${method} answered`);
-      t.equal((await cacheHits(sy)) - before, 1, `${method} ${JSON.stringify(params).slice(0, 70)}: a hit on the entry filled by the other spelling`);
+      t.equal(
+        (await cacheHits(sy)) - before,
+        1,
+        `${method} ${JSON.stringify(params).slice(0, 70)}: a hit on the entry filled by the other spelling`,
+      );
       t.equal(reached(method, marks), 0, `${method}: no node saw it`);
     }
   });

@@ -19,7 +19,8 @@ t.test('1,000 concurrent identical calls for a new block reach each node at most
   await devnet.mine(3);
 
   // Ids of every kind a client may send, each to come back exactly as sent.
-  const idOf = (i: number): string => (i % 3 === 0 ? String(i) : i % 3 === 1 ? `"caller-${i}"` : `1844674407370955${String(i).padStart(4, '0')}`);
+  const idOf = (i: number): string =>
+    i % 3 === 0 ? String(i) : i % 3 === 1 ? `"caller-${i}"` : `1844674407370955${String(i).padStart(4, '0')}`;
   const fire = (params: unknown[]) =>
     Promise.all(
       Array.from({ length: CALLERS }, async (_, i) => {
@@ -41,7 +42,10 @@ t.test('1,000 concurrent identical calls for a new block reach each node at most
    * Mines a block, fires the callers at it, checks it all. With `during`, the nodes hold that call
    * (a slow node) until `during` is done.
    */
-  const round = async (t: Test, during?: (params: unknown[], before: { hits: number; coalesced: number }) => Promise<void>) => {
+  const round = async (
+    t: Test,
+    during?: (params: unknown[], before: { hits: number; coalesced: number }) => Promise<void>,
+  ) => {
     const n = await devnet.mine();
     await waitFor(`switchyard at head ${n}`, async () => (await status(sy)).fleetHead === n);
     const want = await result<{ hash: string; number: string }>(node, 'eth_getBlockByNumber', [hex(n), false]);
@@ -78,8 +82,13 @@ t.test('1,000 concurrent identical calls for a new block reach each node at most
     const hits = after.hits - before.hits;
     const coalesced = after.coalesced - before.coalesced;
     t.ok(coalesced > 0 || hits > 0, `shared in flight (${coalesced}) or served from the cache (${hits})`);
-    t.ok(hits + coalesced >= CALLERS - total, `every caller but the node-reaching ones shared or hit (${hits} hits + ${coalesced} coalesced + ${total} node calls)`);
-    t.comment(`${CALLERS} callers in ${Math.round(ms)} ms; node calls per node ${perNode.join('/')}; ${hits} hits, ${coalesced} coalesced`);
+    t.ok(
+      hits + coalesced >= CALLERS - total,
+      `every caller but the node-reaching ones shared or hit (${hits} hits + ${coalesced} coalesced + ${total} node calls)`,
+    );
+    t.comment(
+      `${CALLERS} callers in ${Math.round(ms)} ms; node calls per node ${perNode.join('/')}; ${hits} hits, ${coalesced} coalesced`,
+    );
     return { coalesced, hits };
   };
 
@@ -93,7 +102,9 @@ t.test('1,000 concurrent identical calls for a new block reach each node at most
       // Every connection's call is in flight behind the one held node call before the node answers.
       await waitFor(
         `${CONNECTIONS - 1} calls joined the one in flight`,
-        async () => reached() >= 1 && (await metric(sy, 'switchyard_coalesced_calls_total')) - before.coalesced >= CONNECTIONS - 1,
+        async () =>
+          reached() >= 1 &&
+          (await metric(sy, 'switchyard_coalesced_calls_total')) - before.coalesced >= CONNECTIONS - 1,
         { timeoutMs: 30_000 },
       );
       t.equal(reached(), 1, 'one node call while they wait');

@@ -6,7 +6,16 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { cacheHits, hex, metricValue, rawCall, scrape, startProxiedStack, status, waitSynced } from './fixtures/tools.js';
+import {
+  cacheHits,
+  hex,
+  metricValue,
+  rawCall,
+  scrape,
+  startProxiedStack,
+  status,
+  waitSynced,
+} from './fixtures/tools.js';
 import { post } from '../helpers/rpc.js';
 
 const MAX_BYTES = 200_000;
@@ -39,10 +48,18 @@ t.test('filling far beyond cache.maxBytes keeps the cache at or under it', async
     await batch(addresses.slice(i, i + 50).map((a, j) => ['eth_getProof', [a, [], hex((i + j) % (finalized + 1))]]));
   }
   for (let n = 0; n <= finalized; n += 10) {
-    await batch(Array.from({ length: Math.min(10, finalized + 1 - n) }, (_, j) => ['eth_getBlockByNumber', [hex(n + j), true]] as [string, unknown[]]));
+    await batch(
+      Array.from(
+        { length: Math.min(10, finalized + 1 - n) },
+        (_, j) => ['eth_getBlockByNumber', [hex(n + j), true]] as [string, unknown[]],
+      ),
+    );
   }
   t.equal(answered, 2_000 + 600 + finalized + 1, 'every call answered');
-  t.ok(answerBytes > 3 * MAX_BYTES, `answers far beyond the bound went through (${answerBytes} bytes of responses, bound ${MAX_BYTES})`);
+  t.ok(
+    answerBytes > 3 * MAX_BYTES,
+    `answers far beyond the bound went through (${answerBytes} bytes of responses, bound ${MAX_BYTES})`,
+  );
 
   const text = await scrape(sy);
   const bytes = metricValue(text, 'switchyard_cache_bytes');
@@ -53,11 +70,16 @@ t.test('filling far beyond cache.maxBytes keeps the cache at or under it', async
   t.ok(evictions > 0, `evictions counted (${evictions})`);
   t.ok(metricValue(text, 'switchyard_cache_entries') > 0, 'entries held');
   const s = (await status(sy)).cache;
-  t.ok(s.bytes <= MAX_BYTES && s.maxBytes === MAX_BYTES, `/status cache: ${s.bytes} of ${s.maxBytes} bytes, ${s.entries} entries, ${s.evictions} evictions`);
+  t.ok(
+    s.bytes <= MAX_BYTES && s.maxBytes === MAX_BYTES,
+    `/status cache: ${s.bytes} of ${s.maxBytes} bytes, ${s.entries} entries, ${s.evictions} evictions`,
+  );
 
   const before = await cacheHits(sy);
   const last = await rawCall(sy.url, 'eth_getBlockByNumber', [hex(finalized), true]);
   t.equal(last.json.result?.number, hex(finalized), 'a recent entry answers');
   t.equal((await cacheHits(sy)) - before, 1, 'from the cache: it still works at the bound');
-  t.comment(`bound ${MAX_BYTES}; highest ${highest}; now ${bytes} bytes in ${s.entries} entries; ${evictions} evictions; ${answerBytes} response bytes`);
+  t.comment(
+    `bound ${MAX_BYTES}; highest ${highest}; now ${bytes} bytes in ${s.entries} entries; ${evictions} evictions; ${answerBytes} response bytes`,
+  );
 });

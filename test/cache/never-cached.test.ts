@@ -8,14 +8,28 @@
 import t from 'tap';
 import { Interface } from 'ethers';
 import { NOPE_REVERT_DATA, PING_ABI, pingBytecode } from '../clients/fixtures/contract.js';
-import { nodeCalls, cacheHits, hex, KEYS, addressOf, rawCall, result, signTx, startProxiedStack, waitSynced } from './fixtures/tools.js';
+import {
+  nodeCalls,
+  cacheHits,
+  hex,
+  KEYS,
+  addressOf,
+  rawCall,
+  result,
+  signTx,
+  startProxiedStack,
+  waitSynced,
+} from './fixtures/tools.js';
 import { waitFor } from '../helpers/wait.js';
 
 t.test('null, errors and pending always reach a node', async (t) => {
   const { devnet, proxies, sy, node } = await startProxiedStack(t, { nodes: 2 });
   const seen = (method: string, marks: number[]): number => nodeCalls(proxies, method, marks);
   /** Calls Switchyard twice; returns how many calls of `method` reached the nodes for each ask. */
-  const twice = async (method: string, params: unknown[]): Promise<{ answers: any[]; reached: number[]; hits: number }> => {
+  const twice = async (
+    method: string,
+    params: unknown[],
+  ): Promise<{ answers: any[]; reached: number[]; hits: number }> => {
     const answers: any[] = [];
     const reached: number[] = [];
     const hitsBefore = await cacheHits(sy);
@@ -31,7 +45,8 @@ t.test('null, errors and pending always reach a node', async (t) => {
   const deploy = await signTx(KEYS[0], { nonce: 0, data: pingBytecode(), gasLimit: 500_000n });
   const deployHash = await result<string>(node, 'eth_sendRawTransaction', [deploy]);
   await devnet.mine(12);
-  const contract = (await result<{ contractAddress: string }>(node, 'eth_getTransactionReceipt', [deployHash])).contractAddress;
+  const contract = (await result<{ contractAddress: string }>(node, 'eth_getTransactionReceipt', [deployHash]))
+    .contractAddress;
   const { finalized } = await waitSynced(sy, node);
   t.ok(finalized >= 1, 'the contract block is finalized');
   const fin = hex(finalized);
@@ -49,7 +64,10 @@ t.test('null, errors and pending always reach a node', async (t) => {
       [null, null],
       'null twice',
     );
-    t.ok(pending.reached[0]! >= 1 && pending.reached[1]! >= 1, `each null reached a node (${pending.reached.join(', ')} node calls)`);
+    t.ok(
+      pending.reached[0]! >= 1 && pending.reached[1]! >= 1,
+      `each null reached a node (${pending.reached.join(', ')} node calls)`,
+    );
     t.equal(pending.hits, 0, 'no cache hit');
 
     const tx = await twice('eth_getTransactionByHash', [hash]);
@@ -62,7 +80,10 @@ t.test('null, errors and pending always reach a node', async (t) => {
       ['0x4d2', '0x4d2'],
       'balance at pending reflects the unmined transfer',
     );
-    t.ok(bal.reached[0]! >= 1 && bal.reached[1]! >= 1, `each pending balance reached a node (${bal.reached.join(', ')})`);
+    t.ok(
+      bal.reached[0]! >= 1 && bal.reached[1]! >= 1,
+      `each pending balance reached a node (${bal.reached.join(', ')})`,
+    );
     t.equal((await rawCall(sy.url, 'eth_getBalance', [to, 'latest'])).json.result, '0x0', 'while latest does not');
 
     const nonce = await twice('eth_getTransactionCount', [sender, 'pending']);
@@ -71,16 +92,30 @@ t.test('null, errors and pending always reach a node', async (t) => {
       ['0x1', '0x1'],
       'pending nonce counts the unmined transaction',
     );
-    t.ok(nonce.reached[0]! >= 1 && nonce.reached[1]! >= 1, `each pending nonce reached a node (${nonce.reached.join(', ')})`);
+    t.ok(
+      nonce.reached[0]! >= 1 && nonce.reached[1]! >= 1,
+      `each pending nonce reached a node (${nonce.reached.join(', ')})`,
+    );
     t.equal(nonce.hits, 0);
 
     // A second transaction: pending answers move with it, which a cached answer could not.
     await rawCall(sy.url, 'eth_sendRawTransaction', [await signTx(KEYS[2], { nonce: 1, to, value: 1n })]);
-    t.equal((await rawCall(sy.url, 'eth_getBalance', [to, 'pending'])).json.result, '0x4d3', 'balance at pending after a new transaction reflects it');
-    t.equal((await rawCall(sy.url, 'eth_getTransactionCount', [sender, 'pending'])).json.result, '0x2', 'so does the pending nonce');
+    t.equal(
+      (await rawCall(sy.url, 'eth_getBalance', [to, 'pending'])).json.result,
+      '0x4d3',
+      'balance at pending after a new transaction reflects it',
+    );
+    t.equal(
+      (await rawCall(sy.url, 'eth_getTransactionCount', [sender, 'pending'])).json.result,
+      '0x2',
+      'so does the pending nonce',
+    );
 
     const mined = await devnet.mine();
-    await waitFor('switchyard sees the new block', async () => (await rawCall(sy.url, 'eth_blockNumber')).json.result === hex(mined));
+    await waitFor(
+      'switchyard sees the new block',
+      async () => (await rawCall(sy.url, 'eth_blockNumber')).json.result === hex(mined),
+    );
     const after = await twice('eth_getTransactionReceipt', [hash]);
     t.equal(after.answers[0].result?.transactionHash, hash, 'the receipt, once mined');
     t.equal(after.answers[0].result?.status, '0x1');
@@ -92,7 +127,11 @@ t.test('null, errors and pending always reach a node', async (t) => {
     t.ok(synced.finalized >= mined, 'its block is finalized now');
     const final = await twice('eth_getTransactionReceipt', [hash]);
     t.equal(final.answers[1].result?.transactionHash, hash);
-    t.equal(final.reached[1], 0, 'now the second ask is served from the cache (the mechanism works; the nulls above were not luck)');
+    t.equal(
+      final.reached[1],
+      0,
+      'now the second ask is served from the cache (the mechanism works; the nulls above were not luck)',
+    );
     t.equal(final.hits, 1);
   });
 
@@ -103,7 +142,10 @@ t.test('null, errors and pending always reach a node', async (t) => {
       t.equal(a.error?.code, 3, 'execution reverted, code 3');
       t.equal(a.error?.data, NOPE_REVERT_DATA, 'with its revert data');
     }
-    t.ok(reverted.reached[0]! >= 1 && reverted.reached[1]! >= 1, `each revert at a finalized block reached a node (${reverted.reached.join(', ')})`);
+    t.ok(
+      reverted.reached[0]! >= 1 && reverted.reached[1]! >= 1,
+      `each revert at a finalized block reached a node (${reverted.reached.join(', ')})`,
+    );
     t.equal(reverted.hits, 0, 'no hit');
 
     const bad = await twice('eth_getBalance', ['0x1234', fin]);

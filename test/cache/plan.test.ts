@@ -36,18 +36,34 @@ t.test('block numbers: finalized is immutable, unfinalized <= head is head-scope
   t.equal(cls('eth_feeHistory', ['0x4', '0x10', [25, 75]]), 'immutable', 'feeHistory newest block at index 1');
 
   const head = plan('eth_getBlockByNumber', ['0x5b', false])!;
-  t.equal(head.head, 100, 'a head-scoped plan carries the head it was made under: the store serves it only for that head');
+  t.equal(
+    head.head,
+    100,
+    'a head-scoped plan carries the head it was made under: the store serves it only for that head',
+  );
   const later = plan('eth_getBlockByNumber', ['0x5b', false], { head: 101, finalized: 90 })!;
   t.equal(later.head, 101, 'so the next head looks in its own table');
-  t.equal(later.shareKey, head.shareKey, 'calls in flight for that block share one upstream call across the head change');
+  t.equal(
+    later.shareKey,
+    head.shareKey,
+    'calls in flight for that block share one upstream call across the head change',
+  );
   t.equal(head.shareKey, head.key, 'one string for both (the block is named: no head in either)');
   t.notMatch(head.shareKey, /@/);
   const gas = plan('eth_gasPrice', [])!;
-  t.not(gas.shareKey, plan('eth_gasPrice', [], { head: 101, finalized: 90 })!.shareKey, 'an answer that follows the head is shared per head');
+  t.not(
+    gas.shareKey,
+    plan('eth_gasPrice', [], { head: 101, finalized: 90 })!.shareKey,
+    'an answer that follows the head is shared per head',
+  );
   const noBlock = plan('eth_estimateGas', [{ to: ADDR }])!;
   t.match(noBlock.shareKey, /@100:/, "a left-out block is the node's latest: shared per head");
   const fin = plan('eth_getBlockByNumber', ['0x5a', false])!;
-  t.equal(fin.key, plan('eth_getBlockByNumber', ['0x5a', false], { head: 500, finalized: 400 })!.key, 'an immutable key does not depend on the head');
+  t.equal(
+    fin.key,
+    plan('eth_getBlockByNumber', ['0x5a', false], { head: 500, finalized: 400 })!.key,
+    'an immutable key does not depend on the head',
+  );
   t.notMatch(fin.key, /@/, 'immutable keys carry no head');
 });
 
@@ -86,7 +102,11 @@ t.test('lookups by hash, transactions, head-scoped methods, optional blocks', as
     t.equal(p.cls, 'head', m);
     t.match(p.shareKey, /@100:/, `${m}: shared per head`);
   }
-  t.equal(cls('eth_call', [{ to: ADDR }]), 'head', 'eth_call without a block parameter is the node latest: head-scoped');
+  t.equal(
+    cls('eth_call', [{ to: ADDR }]),
+    'head',
+    'eth_call without a block parameter is the node latest: head-scoped',
+  );
   t.equal(cls('eth_estimateGas', [{ to: ADDR }]), 'head');
 });
 
@@ -130,13 +150,24 @@ t.test('methods without a cache class, extensions and unknown methods are never 
   for (const m of ['sapphire_callEncrypted', 'custom_read', 'eth_getBalance']) {
     const r = policy.resolve(m);
     t.ok(r, `${m} resolves`);
-    t.equal(planCache(m, r!.spec, [ADDR, '0x1'], view), null, `${m}: an extension or allowed unknown method is never cached`);
+    t.equal(
+      planCache(m, r!.spec, [ADDR, '0x1'], view),
+      null,
+      `${m}: an extension or allowed unknown method is never cached`,
+    );
   }
-  t.equal(policy.resolve('eth_getBalance')!.extension, true, 'an extension named like a table method is an extension (uncached)');
+  t.equal(
+    policy.resolve('eth_getBalance')!.extension,
+    true,
+    'an extension named like a table method is an extension (uncached)',
+  );
 });
 
 t.test('keys: sorted object keys and lower-cased hex, so equivalent calls share one entry', async (t) => {
-  t.equal(canonical({ b: 1, a: '0xABCDEF', c: [true, null, 'Hello'] }), '{"a":"0xabcdef","b":1,"c":[true,null,"Hello"]}');
+  t.equal(
+    canonical({ b: 1, a: '0xABCDEF', c: [true, null, 'Hello'] }),
+    '{"a":"0xabcdef","b":1,"c":[true,null,"Hello"]}',
+  );
   t.equal(canonical('0xDEADbeef'), '"0xdeadbeef"');
   t.equal(canonical('Pending'), '"Pending"', 'a non-hex string keeps its case');
   t.equal(canonical('0xG'), '"0xG"', 'not hex: unchanged');
@@ -145,12 +176,36 @@ t.test('keys: sorted object keys and lower-cased hex, so equivalent calls share 
   t.equal(canonical({ x: { z: 1, y: 2 } }), '{"x":{"y":2,"z":1}}', 'nested objects sorted too');
 
   const upper = `0x${ADDR.slice(2).toUpperCase()}`;
-  t.equal(plan('eth_getBalance', [upper, '0x5'])!.key, plan('eth_getBalance', [ADDR, '0x5'])!.key, 'address case does not matter');
-  t.equal(plan('eth_call', [{ to: ADDR, data: '0xABCD' }, '0x5'])!.key, plan('eth_call', [{ data: '0xabcd', to: upper }, '0x5'])!.key, 'member order and hex case do not matter');
-  t.not(plan('eth_getBalance', [ADDR, '0x5'])!.key, plan('eth_getBalance', [ADDR, '0x6'])!.key, 'another block: another entry');
-  t.not(plan('eth_getBalance', [ADDR, '0x5'])!.key, plan('eth_getTransactionCount', [ADDR, '0x5'])!.key, 'another method: another entry');
-  t.equal(plan('eth_getBlockByHash', [HASH.toUpperCase().replace('0X', '0x'), false])!.key, plan('eth_getBlockByHash', [HASH, false])!.key, 'block hash case');
-  t.not(plan('eth_getBlockByNumber', ['0x5', true])!.key, plan('eth_getBlockByNumber', ['0x5', false])!.key, 'full and hashes-only blocks differ');
+  t.equal(
+    plan('eth_getBalance', [upper, '0x5'])!.key,
+    plan('eth_getBalance', [ADDR, '0x5'])!.key,
+    'address case does not matter',
+  );
+  t.equal(
+    plan('eth_call', [{ to: ADDR, data: '0xABCD' }, '0x5'])!.key,
+    plan('eth_call', [{ data: '0xabcd', to: upper }, '0x5'])!.key,
+    'member order and hex case do not matter',
+  );
+  t.not(
+    plan('eth_getBalance', [ADDR, '0x5'])!.key,
+    plan('eth_getBalance', [ADDR, '0x6'])!.key,
+    'another block: another entry',
+  );
+  t.not(
+    plan('eth_getBalance', [ADDR, '0x5'])!.key,
+    plan('eth_getTransactionCount', [ADDR, '0x5'])!.key,
+    'another method: another entry',
+  );
+  t.equal(
+    plan('eth_getBlockByHash', [HASH.toUpperCase().replace('0X', '0x'), false])!.key,
+    plan('eth_getBlockByHash', [HASH, false])!.key,
+    'block hash case',
+  );
+  t.not(
+    plan('eth_getBlockByNumber', ['0x5', true])!.key,
+    plan('eth_getBlockByNumber', ['0x5', false])!.key,
+    'full and hashes-only blocks differ',
+  );
 });
 
 t.test('MemoryStore: a reorg hides head entries, never immutable ones', async (t) => {
@@ -216,7 +271,9 @@ t.test('MemoryStore: head-scoped answers live in one table per head, apart from 
   // The head table holds at most a quarter of maxBytes; the LRU the rest.
   const before = s.stats().bytes;
   for (let i = 0; i < 500; i++) s.set(`bal${i}@11`, 'z'.repeat(100), 'head', g, 11);
-  const kept = Array.from({ length: 500 }, (_, i) => s.get(`bal${i}@11`, 'head', 11)).filter((v) => v !== undefined).length;
+  const kept = Array.from({ length: 500 }, (_, i) => s.get(`bal${i}@11`, 'head', 11)).filter(
+    (v) => v !== undefined,
+  ).length;
   t.ok(kept > 0 && kept < 500, `the head table stops at its share: ${kept} of 500 kept`);
   const added = s.stats().bytes - before;
   t.ok(added <= max / 4 && added > max / 4 - 1_000, `the head table fills up to max/4 and no further: ${added} bytes`);

@@ -8,7 +8,19 @@
 import t, { type Test } from 'tap';
 import type { RunningSwitchyard } from '../helpers/switchyard.js';
 import { nextBaseFee } from '../../src/devnet/chain.js';
-import { cacheHits, hex, KEYS, metric, rawCall, rawMember, result, signTx, startProxiedStack, status, waitSynced } from './fixtures/tools.js';
+import {
+  cacheHits,
+  hex,
+  KEYS,
+  metric,
+  rawCall,
+  rawMember,
+  result,
+  signTx,
+  startProxiedStack,
+  status,
+  waitSynced,
+} from './fixtures/tools.js';
 import { waitFor } from '../helpers/wait.js';
 
 interface Header {
@@ -21,15 +33,26 @@ interface Header {
   transactions: string[];
 }
 
-const header = (url: string, n: number | string): Promise<Header> => result<Header>(url, 'eth_getBlockByNumber', [typeof n === 'number' ? hex(n) : n, false]);
-const parent = (h: Header) => ({ baseFee: BigInt(h.baseFeePerGas), gasUsed: BigInt(h.gasUsed), gasLimit: BigInt(h.gasLimit) });
+const header = (url: string, n: number | string): Promise<Header> =>
+  result<Header>(url, 'eth_getBlockByNumber', [typeof n === 'number' ? hex(n) : n, false]);
+const parent = (h: Header) => ({
+  baseFee: BigInt(h.baseFeePerGas),
+  gasUsed: BigInt(h.gasUsed),
+  gasLimit: BigInt(h.gasLimit),
+});
 
 /**
  * Replaces the top `depth` blocks on every node, identically: roll back, offer `rawTxs`, mine
  * `depth` blocks with explicit timestamps (shifted by `shift` seconds, so they differ from the old
  * ones) and base fees, as the devnet does to keep hashes equal. Returns the new blocks.
  */
-async function reorgEveryNode(t: Test, nodes: string[], depth: number, rawTxs: string[], shift: number): Promise<Header[]> {
+async function reorgEveryNode(
+  t: Test,
+  nodes: string[],
+  depth: number,
+  rawTxs: string[],
+  shift: number,
+): Promise<Header[]> {
   const top = Number((await header(nodes[0]!, 'latest')).number);
   const base = await header(nodes[0]!, top - depth);
   const made: Header[] = [];
@@ -57,7 +80,11 @@ async function waitReorgSeen(sy: RunningSwitchyard, before: number, head: number
     'switchyard sees the reorg and the new chain on every node',
     async () => {
       const s = await status(sy);
-      return (await metric(sy, 'switchyard_reorgs_total')) > before && s.fleetHead === head && s.upstreams.every((u: { head: number }) => u.head === head);
+      return (
+        (await metric(sy, 'switchyard_reorgs_total')) > before &&
+        s.fleetHead === head &&
+        s.upstreams.every((u: { head: number }) => u.head === head)
+      );
     },
     { timeoutMs: 30_000 },
   );
@@ -71,11 +98,16 @@ t.test('after a reorg, unfinalized reads return the new chain; finalized entries
   const ONE = 10n ** 18n;
 
   await devnet.mine(12);
-  const t1 = await result<string>(node, 'eth_sendRawTransaction', [await signTx(KEYS[0], { nonce: 0, to: X, value: ONE })]);
+  const t1 = await result<string>(node, 'eth_sendRawTransaction', [
+    await signTx(KEYS[0], { nonce: 0, to: X, value: ONE }),
+  ]);
   await devnet.mine(); // block 13 holds T1
   const N = await devnet.mine(); // head 14
   const { finalized } = await waitSynced(sy, node);
-  t.ok(finalized < N - 2 && finalized >= 2, `block 2 is finalized, N-1 and N are not (finalized ${finalized}, head ${N})`);
+  t.ok(
+    finalized < N - 2 && finalized >= 2,
+    `block 2 is finalized, N-1 and N are not (finalized ${finalized}, head ${N})`,
+  );
 
   // Before: each read three times, so the ones whose class allows it are in the cache (a
   // head-scoped read with a key per address or call is kept from its second miss on).
@@ -101,7 +133,13 @@ t.test('after a reorg, unfinalized reads return the new chain; finalized entries
   // The reorg: every node rolls back two blocks and mines two different ones, identically (explicit
   // timestamps and base fees), the first with another transfer to X, so state differs too.
   const reorgsBefore = await metric(sy, 'switchyard_reorgs_total');
-  const [newN1, newN] = (await reorgEveryNode(t, nodes, 2, [await signTx(KEYS[1], { nonce: 0, to: X, value: 2n * ONE })], 7)) as [Header, Header];
+  const [newN1, newN] = (await reorgEveryNode(
+    t,
+    nodes,
+    2,
+    [await signTx(KEYS[1], { nonce: 0, to: X, value: 2n * ONE })],
+    7,
+  )) as [Header, Header];
   t.equal(Number(newN.number), N, 'the new chain has the same height');
   t.not(newN.hash, oldHash, 'and another block at it');
   const t2 = newN1.transactions[0]!;
@@ -124,7 +162,10 @@ t.test('after a reorg, unfinalized reads return the new chain; finalized entries
   const receiptAfter = await rawCall(sy.url, 'eth_getTransactionReceipt', [t1]);
   const nodeReceipt = await result(node, 'eth_getTransactionReceipt', [t1]);
   t.same(receiptAfter.json.result, nodeReceipt, 'the old transaction receipt is what the new chain says');
-  t.ok(receiptAfter.json.result === null || receiptAfter.json.result.blockHash !== oldBlockN1, 'null, or in a new block, never the dropped one');
+  t.ok(
+    receiptAfter.json.result === null || receiptAfter.json.result.blockHash !== oldBlockN1,
+    'null, or in a new block, never the dropped one',
+  );
   const t2Receipt = await rawCall(sy.url, 'eth_getTransactionReceipt', [t2]);
   t.equal(t2Receipt.json.result?.blockHash, newN1.hash, 'the new transfer receipt is in the new block N-1');
 
@@ -142,14 +183,23 @@ t.test('after a reorg, unfinalized reads return the new chain; finalized entries
     for (const h of holds) if (h.held === 0) h.release(); // only call 1 is held, wherever call 2 goes
 
     const reorgs = await metric(sy, 'switchyard_reorgs_total');
-    const [block] = await reorgEveryNode(t, nodes, 1, [await signTx(KEYS[2], { nonce: 0, to: Y, value: 3n * ONE })], 11);
+    const [block] = await reorgEveryNode(
+      t,
+      nodes,
+      1,
+      [await signTx(KEYS[2], { nonce: 0, to: Y, value: 3n * ONE })],
+      11,
+    );
     t.equal(Number(block!.number), N, 'the chain is replaced at the same height again');
     await waitReorgSeen(sy, reorgs, N);
 
     const coalesced = await metric(sy, 'switchyard_coalesced_calls_total');
     let settled = false;
     const call2 = rawCall(sy.url, 'eth_getBalance', [Y, 'latest']).finally(() => (settled = true));
-    await waitFor('call 2 answered or joined the call in flight', async () => settled || (await metric(sy, 'switchyard_coalesced_calls_total')) > coalesced);
+    await waitFor(
+      'call 2 answered or joined the call in flight',
+      async () => settled || (await metric(sy, 'switchyard_coalesced_calls_total')) > coalesced,
+    );
     for (const h of holds) h.release();
     const [, second] = await Promise.all([call1, call2]);
     t.equal(second.json.result, hex(3n * ONE), 'call 2 (asked after the reorg) gets the new chain balance');

@@ -12,11 +12,16 @@ import { METHODS } from '../../src/methods/table.js';
 
 const HEAD = 100;
 const view = (head = HEAD) => ({ head, finalized: head - 64 });
-const balance = (address: string, head = HEAD): CachePlan => planCache('eth_getBalance', METHODS.eth_getBalance!, [address, `0x${head.toString(16)}`], view(head))!;
+const balance = (address: string, head = HEAD): CachePlan =>
+  planCache('eth_getBalance', METHODS.eth_getBalance!, [address, `0x${head.toString(16)}`], view(head))!;
 const addr = (i: number): string => `0x${i.toString(16).padStart(40, '0')}`;
 
 function cache(): ResponseCache {
-  return new ResponseCache({ maxBytes: 64 * 1024 * 1024, redis: null }, new Metrics({ processMetrics: false }), createLogger('silent'));
+  return new ResponseCache(
+    { maxBytes: 64 * 1024 * 1024, redis: null },
+    new Metrics({ processMetrics: false }),
+    createLogger('silent'),
+  );
 }
 
 /** A miss answered by a node: looked up (missing), then the answer offered to the cache. */
@@ -75,12 +80,15 @@ t.test('a scan asking 20,000 addresses once each leaves the head table almost em
   t.ok(entries < 600, `${entries} of 20,000 one-off answers kept`);
 });
 
-t.test("a kept answer is found for its head after misses at a newer head began (a request's older snapshot)", async (t) => {
-  const c = cache();
-  const kept = () => balance(addr(5), HEAD);
-  missAndAnswer(c, kept());
-  missAndAnswer(c, kept());
-  t.equal(c.lookup(kept()), '"0x1"', 'kept at the head');
-  t.equal(c.lookup(balance(addr(6), HEAD + 1)), undefined, 'a miss at the next head, before any answer for it');
-  t.equal(c.lookup(kept()), '"0x1"', 'still found for the head it was kept for');
-});
+t.test(
+  "a kept answer is found for its head after misses at a newer head began (a request's older snapshot)",
+  async (t) => {
+    const c = cache();
+    const kept = () => balance(addr(5), HEAD);
+    missAndAnswer(c, kept());
+    missAndAnswer(c, kept());
+    t.equal(c.lookup(kept()), '"0x1"', 'kept at the head');
+    t.equal(c.lookup(balance(addr(6), HEAD + 1)), undefined, 'a miss at the next head, before any answer for it');
+    t.equal(c.lookup(kept()), '"0x1"', 'still found for the head it was kept for');
+  },
+);

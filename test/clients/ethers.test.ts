@@ -63,7 +63,12 @@ t.test('ethers v6 works through Switchyard', async (t) => {
   t.equal(err?.reason, 'nope', 'revert reason decoded');
   t.equal(err?.data, NOPE_REVERT_DATA, 'revert data kept');
 
-  const raw = await post(sy.url, { jsonrpc: '2.0', id: 9, method: 'eth_call', params: [{ to: address, data: '0xa9cc4718' }, 'latest'] });
+  const raw = await post(sy.url, {
+    jsonrpc: '2.0',
+    id: 9,
+    method: 'eth_call',
+    params: [{ to: address, data: '0xa9cc4718' }, 'latest'],
+  });
   t.equal(raw.status, 200);
   t.equal(raw.json().error.code, 3, 'execution reverted keeps code 3');
   t.equal(raw.json().error.data, NOPE_REVERT_DATA, 'and its revert data, verbatim');

@@ -33,16 +33,30 @@ t.test('viem batch: true (1,000 per batch) against maxBatchSize 100: 413, retrie
   t.equal(sizes[0], 150, 'viem sent the 150 calls as one batch');
   const m = (await get(`${sy.adminUrl}/metrics`)).text;
   const refused = sizes.filter((n) => n > 100).length;
-  t.same(metricSamples(m, 'switchyard_http_requests_total', { status: '413' }), [refused], 'every batch over 100 got 413');
+  t.same(
+    metricSamples(m, 'switchyard_http_requests_total', { status: '413' }),
+    [refused],
+    'every batch over 100 got 413',
+  );
   // viem retries each call of a 413'd batch on its own backoff; the retries batch again with
   // whatever is pending then, usually all of them, so they may be refused again or land in a
   // smaller batch by chance. Never split on purpose:
   t.ok(sizes.slice(1).reduce((x, y) => x + y, 0) >= 150, `every call was retried (batches sent: ${sizes.join(', ')})`);
   for (const r of results) {
-    if (r.status === 'rejected') t.match(String((r.reason as { details?: string }).details), /batch too large: \d+ calls, at most 100 allowed/, 'a failed call carries the cap');
+    if (r.status === 'rejected')
+      t.match(
+        String((r.reason as { details?: string }).details),
+        /batch too large: \d+ calls, at most 100 allowed/,
+        'a failed call carries the cap',
+      );
   }
-  t.ok(results.filter((r) => r.status === 'rejected').length > 0 || sizes.length > 1, 'the oversized batch did not simply succeed');
-  t.comment(`viem: ${results.filter((r) => r.status === 'fulfilled').length} of 150 calls answered after retries in batches of ${sizes.join(', ')}`);
+  t.ok(
+    results.filter((r) => r.status === 'rejected').length > 0 || sizes.length > 1,
+    'the oversized batch did not simply succeed',
+  );
+  t.comment(
+    `viem: ${results.filter((r) => r.status === 'fulfilled').length} of 150 calls answered after retries in batches of ${sizes.join(', ')}`,
+  );
 
   const fitted = createPublicClient({ transport: http(sy.url, { batch: { batchSize: 100 } }) });
   const ok = await Promise.all(addresses.map((address) => fitted.getBalance({ address })));

@@ -23,7 +23,8 @@ t.test('viem with batch: true', async (t) => {
   });
   // Wait until Switchyard has seen the mined blocks.
   const head = await devnet.mine(1);
-  for (let i = 0; i < 100 && Number(await client.getBlockNumber({ cacheTime: 0 })) < head; i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 100 && Number(await client.getBlockNumber({ cacheTime: 0 })) < head; i++)
+    await new Promise((r) => setTimeout(r, 50));
 
   const [chainId, blockNumber, balance, block1, block2, count] = await Promise.all([
     client.getChainId(),

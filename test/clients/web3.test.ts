@@ -17,7 +17,10 @@ t.test('web3.js works through Switchyard', async (t) => {
   }
   t.equal(n, BigInt(head));
   const node = devnet.nodes()[1]!.url;
-  t.equal(await web3.eth.getBalance(DEV_ADDRESS), BigInt((await call(node, 'eth_getBalance', [DEV_ADDRESS, 'latest'])).result));
+  t.equal(
+    await web3.eth.getBalance(DEV_ADDRESS),
+    BigInt((await call(node, 'eth_getBalance', [DEV_ADDRESS, 'latest'])).result),
+  );
   const block = await web3.eth.getBlock(1);
   t.equal(block.hash, (await call(node, 'eth_getBlockByNumber', ['0x1', false])).result.hash);
 });

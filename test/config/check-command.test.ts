@@ -41,7 +41,8 @@ t.test('a good file: exit 0; --print shows the effective config with secrets mas
     printed.rateLimit.apiKeys.map((k) => [k.name, k.key]),
     [['partner-1', '***']],
   );
-  for (const secret of [KEY, API_KEY, 'pw-secret', 'hunter2']) t.notOk(cli.stdout().includes(secret) || cli.stderr().includes(secret), `${secret.slice(0, 6)}... not printed`);
+  for (const secret of [KEY, API_KEY, 'pw-secret', 'hunter2'])
+    t.notOk(cli.stdout().includes(secret) || cli.stderr().includes(secret), `${secret.slice(0, 6)}... not printed`);
   t.match(cli.stderr(), /valid \(2 upstreams\)/);
 
   const quiet = runCli(t, ['check', '--config', file], { NODE_KEY: KEY, NODE_PASS: 'x' });
@@ -51,7 +52,10 @@ t.test('a good file: exit 0; --print shows the effective config with secrets mas
 
 t.test('a bad file: every problem by key path, exit 2', async (t) => {
   const file = join(dir, 'bad.yaml');
-  writeFileSync(file, 'server: { prot: 1 }\nupstreams:\n  - { name: a, url: foo }\n  - { name: b, url: "http://x/${UNSET_VAR_FOR_TEST}" }\n');
+  writeFileSync(
+    file,
+    'server: { prot: 1 }\nupstreams:\n  - { name: a, url: foo }\n  - { name: b, url: "http://x/${UNSET_VAR_FOR_TEST}" }\n',
+  );
   const cli = runCli(t, ['check', '--config', file]);
   t.equal(await cli.exited, 2, 'exit 2');
   t.match(cli.stderr(), /environment variable UNSET_VAR_FOR_TEST is not set/);
@@ -61,12 +65,18 @@ t.test('a bad file: every problem by key path, exit 2', async (t) => {
   const cli3 = runCli(t, ['check', '--config', join(dir, 'bad3.yaml')]);
   t.equal(await cli3.exited, 2);
   t.match(cli3.stderr(), /server\.prot: unknown option/);
-  t.match(cli3.stderr(), /upstreams\[0\]\.url: expected an http\(s\) URL, got a value that is not a URL \(not shown: it may hold credentials\)/);
+  t.match(
+    cli3.stderr(),
+    /upstreams\[0\]\.url: expected an http\(s\) URL, got a value that is not a URL \(not shown: it may hold credentials\)/,
+  );
 });
 
 t.test('a bad URL holding credentials: check names the key path, never the secret', async (t) => {
   const file = join(dir, 'secret.yaml');
-  writeFileSync(file, 'upstreams:\n  - { name: a, url: "htps://user:pw@node.example/${NODE_KEY}", headers: { x-api-key: "${NODE_KEY}\\n" } }\n');
+  writeFileSync(
+    file,
+    'upstreams:\n  - { name: a, url: "htps://user:pw@node.example/${NODE_KEY}", headers: { x-api-key: "${NODE_KEY}\\n" } }\n',
+  );
   const cli = runCli(t, ['check', '--config', file], { NODE_KEY: KEY });
   t.equal(await cli.exited, 2, 'exit 2');
   t.match(cli.stderr(), /upstreams\[0\]\.url: expected an http\(s\) URL, got "htps:\/\/\*\*\*@node\.example\/\*\*\*"/);

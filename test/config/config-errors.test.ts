@@ -58,13 +58,18 @@ async function inPool<T>(tasks: (() => Promise<T>)[], width: number): Promise<T[
 }
 
 /** A long-running child we stop by its own pid; its JSON log lines are collected as they come. */
-function startChild(args: string[], env: NodeJS.ProcessEnv): { proc: ChildProcess; lines: () => any[]; exited: Promise<Exited> } {
+function startChild(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): { proc: ChildProcess; lines: () => any[]; exited: Promise<Exited> } {
   const proc = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<Exited>((resolve) => proc.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  const exited = new Promise<Exited>((resolve) =>
+    proc.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
   const lines = (): any[] =>
     stdout
       .split('\n')
@@ -85,8 +90,16 @@ t.test('bad files exit 2 and name the key path', async (t) => {
     ['unknown-top-level', `${PORTS}${GOOD_UPSTREAM}frobnicate: true\n`, '  frobnicate: unknown option'],
     ['unknown-nested', `server: { prot: 8545 }\n${GOOD_UPSTREAM}`, '  server.prot: unknown option'],
     ['wrong-type', `server: { port: "x" }\n${GOOD_UPSTREAM}`, '  server.port: expected number, got "x"'],
-    ['port-too-big', `server: { port: 70000 }\n${GOOD_UPSTREAM}`, '  server.port: expected number to be <=65535, got 70000'],
-    ['max-attempts-zero', `${PORTS}routing: { maxAttempts: 0 }\n${GOOD_UPSTREAM}`, '  routing.maxAttempts: expected number to be >0, got 0'],
+    [
+      'port-too-big',
+      `server: { port: 70000 }\n${GOOD_UPSTREAM}`,
+      '  server.port: expected number to be <=65535, got 70000',
+    ],
+    [
+      'max-attempts-zero',
+      `${PORTS}routing: { maxAttempts: 0 }\n${GOOD_UPSTREAM}`,
+      '  routing.maxAttempts: expected number to be >0, got 0',
+    ],
     [
       'bad-url',
       `${PORTS}${GOOD_UPSTREAM}  - name: b\n    url: foo\n`,
@@ -94,9 +107,21 @@ t.test('bad files exit 2 and name the key path', async (t) => {
     ],
     ['no-upstreams', PORTS, '  upstreams: expected array, got nothing'],
     ['empty-upstreams', `${PORTS}upstreams: []\n`, '  upstreams: expected at least one upstream, got a list'],
-    ['duplicate-names', `${PORTS}${GOOD_UPSTREAM}  - name: a\n    url: http://127.0.0.1:2\n`, '  upstreams[1].name: expected a unique name, got duplicate "a"'],
-    ['unset-variable', `${PORTS}upstreams:\n  - name: a\n    url: http://127.0.0.1:1/\${${UNSET}}\n`, `  upstreams[0].url: environment variable ${UNSET} is not set`],
-    ['invalid-yaml', `${PORTS}upstreams: [ { name: a\nserver: : :\n`, /^ {2}config is not valid YAML: .+ at line \d+, column \d+/m],
+    [
+      'duplicate-names',
+      `${PORTS}${GOOD_UPSTREAM}  - name: a\n    url: http://127.0.0.1:2\n`,
+      '  upstreams[1].name: expected a unique name, got duplicate "a"',
+    ],
+    [
+      'unset-variable',
+      `${PORTS}upstreams:\n  - name: a\n    url: http://127.0.0.1:1/\${${UNSET}}\n`,
+      `  upstreams[0].url: environment variable ${UNSET} is not set`,
+    ],
+    [
+      'invalid-yaml',
+      `${PORTS}upstreams: [ { name: a\nserver: : :\n`,
+      /^ {2}config is not valid YAML: .+ at line \d+, column \d+/m,
+    ],
   ];
   const dir = t.testdir(Object.fromEntries(cases.map(([name, yaml]) => [`${name}.yaml`, yaml])));
   const results = await inPool(
@@ -112,7 +137,11 @@ t.test('bad files exit 2 and name the key path', async (t) => {
     t.equal(r.code, 2, `${name}: exit code`);
     t.equal(r.stdout, '', `${name}: nothing on stdout`);
     t.match(r.stderr, /^invalid configuration in .+\.yaml:\n/, `${name}: headline`);
-    if (typeof expected === 'string') t.ok(r.stderr.split('\n').includes(expected), `${name}: stderr has ${JSON.stringify(expected)}; got ${JSON.stringify(r.stderr)}`);
+    if (typeof expected === 'string')
+      t.ok(
+        r.stderr.split('\n').includes(expected),
+        `${name}: stderr has ${JSON.stringify(expected)}; got ${JSON.stringify(r.stderr)}`,
+      );
     else t.match(r.stderr, expected, `${name}: stderr`);
   }
 });
@@ -133,7 +162,12 @@ t.test('a bad URL holding credentials: exit 2, the key path named, the secret ne
   t.equal(r.code, 2);
   const lines = r.stderr.split('\n');
   t.ok(lines.includes('  upstreams[0].url: expected an http(s) URL, got "htps://***@node.example/***"'), r.stderr);
-  t.ok(lines.includes('  upstreams[0].ws: expected a ws(s) URL, got a value that is not a URL (not shown: it may hold credentials)'), r.stderr);
+  t.ok(
+    lines.includes(
+      '  upstreams[0].ws: expected a ws(s) URL, got a value that is not a URL (not shown: it may hold credentials)',
+    ),
+    r.stderr,
+  );
   t.ok(lines.includes('  redis: expected a redis:// URL or null, got "rediz://***@127.0.0.1:6379"'), r.stderr);
   t.notOk(r.stderr.includes('SUPERSECRETKEY123'), 'the expanded secret is not printed');
   t.notOk(r.stderr.includes('user:pw'), 'nor the credentials written in the file');
@@ -172,7 +206,10 @@ t.test('${NODE_URL} is expanded; --config or SWITCHYARD_CONFIG starts it; SIGTER
   });
   const file = join(dir, 'env.yaml');
   // Both ways at once: each child is independent (ports 0), and node start-up is the slow part.
-  await Promise.all([startsAndStops(t, ['--config', file], {}, '--config'), startsAndStops(t, [], { SWITCHYARD_CONFIG: file }, 'SWITCHYARD_CONFIG')]);
+  await Promise.all([
+    startsAndStops(t, ['--config', file], {}, '--config'),
+    startsAndStops(t, [], { SWITCHYARD_CONFIG: file }, 'SWITCHYARD_CONFIG'),
+  ]);
 
   async function startsAndStops(t: Test, args: string[], extraEnv: Record<string, string>, how: string): Promise<void> {
     const child = startChild(args, childEnv({ NODE_URL: anvil.url, ...extraEnv }));
@@ -188,7 +225,10 @@ t.test('${NODE_URL} is expanded; --config or SWITCHYARD_CONFIG starts it; SIGTER
     t.strictSame(listening.upstreams, ['via-env'], `${how}: upstream names logged`);
     t.notOk(JSON.stringify(child.lines()).includes(anvil.url), `${how}: the upstream URL is never logged`);
     const url = `http://127.0.0.1:${listening.ports.http}`;
-    await waitFor(`${how}: ready`, async () => (await get(`http://127.0.0.1:${listening.ports.admin}/ready`)).status === 200);
+    await waitFor(
+      `${how}: ready`,
+      async () => (await get(`http://127.0.0.1:${listening.ports.admin}/ready`)).status === 200,
+    );
     // A forwarded call reaches the anvil the variable named.
     const want = await call(anvil.url, 'eth_getBalance', ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest']);
     const got = await call(url, 'eth_getBalance', ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest']);

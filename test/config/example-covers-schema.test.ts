@@ -18,7 +18,8 @@ function valuesAt(root: unknown, path: string): unknown[] {
     const [key, ...arrays] = part.split('[]');
     const next: unknown[] = [];
     for (const v of here) {
-      if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.hasOwn(v, key!)) next.push((v as Record<string, unknown>)[key!]);
+      if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.hasOwn(v, key!))
+        next.push((v as Record<string, unknown>)[key!]);
     }
     here = next;
     for (let i = 0; i < arrays.length; i++) here = here.flatMap((v) => (Array.isArray(v) ? v : []));
@@ -39,7 +40,8 @@ t.test('config/example.yaml documents every schema key', async (t) => {
     const parent = path.replace(/(\[\])?\.?[^.[\]]+$/, '');
     const parentValues = parent === '' ? [DOC] : valuesAt(DOC, parent.replace(/\[\]$/, ''));
     const leaf = path.slice(path.lastIndexOf('.') + 1);
-    const emptyParent = parentValues.length > 0 && parentValues.every((v) => v === null || (Array.isArray(v) && v.length === 0));
+    const emptyParent =
+      parentValues.length > 0 && parentValues.every((v) => v === null || (Array.isArray(v) && v.length === 0));
     if (emptyParent && commentedOut(leaf)) continue;
     missing.push(path);
   }
@@ -52,5 +54,13 @@ t.test('config/example.yaml documents every schema key', async (t) => {
 
 t.test('the walker sees nested, array and nullable keys', async (t) => {
   const paths = schemaKeyPaths();
-  for (const p of ['server.cors.origins', 'upstreams[].url', 'rateLimit.perIp.burst', 'rateLimit.apiKeys[].key', 'devnet.nodes', 'log.requests']) t.ok(paths.includes(p), p);
+  for (const p of [
+    'server.cors.origins',
+    'upstreams[].url',
+    'rateLimit.perIp.burst',
+    'rateLimit.apiKeys[].key',
+    'devnet.nodes',
+    'log.requests',
+  ])
+    t.ok(paths.includes(p), p);
 });

@@ -87,7 +87,10 @@ t.test('chain id: YAML 0xba, "0xba" and 186 are all 186', async (t) => {
 });
 
 t.test('the result is deeply frozen', async (t) => {
-  const c = parseConfigText(`methods: { allow: [foo_bar] }\n${MINIMAL}  - name: b\n    url: http://127.0.0.1:8546\n    tags: [archive]\n`, {});
+  const c = parseConfigText(
+    `methods: { allow: [foo_bar] }\n${MINIMAL}  - name: b\n    url: http://127.0.0.1:8546\n    tags: [archive]\n`,
+    {},
+  );
   const all = [...walk(c)];
   t.ok(all.length > 20, 'walked the whole tree');
   for (const [path, v] of all) t.ok(Object.isFrozen(v), `${path} is frozen`);
@@ -99,7 +102,10 @@ t.test('the result is deeply frozen', async (t) => {
 });
 
 t.test('${NAME} is expanded from the env given; unset names are errors', async (t) => {
-  const c = parseConfigText('upstreams:\n  - name: a\n    url: https://${HOST}/v1/${KEY}\n', { HOST: 'node.example', KEY: 's3cret' });
+  const c = parseConfigText('upstreams:\n  - name: a\n    url: https://${HOST}/v1/${KEY}\n', {
+    HOST: 'node.example',
+    KEY: 's3cret',
+  });
   t.equal(c.upstreams[0]!.url, 'https://node.example/v1/s3cret');
   t.strictSame(
     problemsOf(() => parseConfigText('upstreams:\n  - name: a\n    url: https://${HOST}/v1/${KEY}\n', { HOST: 'h' })),
@@ -177,11 +183,26 @@ t.test('a value that may hold credentials is never quoted in a problem', async (
   const env = { SY_KEY: 'SUPERSECRETKEY123' };
   const up = '  - name: a\n    url: http://127.0.0.1:8545\n';
   const cases: [yaml: string, problem: string][] = [
-    ['upstreams:\n  - name: a\n    url: "htps://user:pw@node.example/${SY_KEY}"\n', 'upstreams[0].url: expected an http(s) URL, got "htps://***@node.example/***"'],
-    ['upstreams:\n  - name: a\n    url: "${SY_KEY}"\n', 'upstreams[0].url: expected an http(s) URL, got a value that is not a URL (not shown: it may hold credentials)'],
-    [`upstreams:\n${up}    ws: "http://user:pw@h/\${SY_KEY}"\n`, 'upstreams[0].ws: expected a ws(s) URL, got "http://***@h/***"'],
-    [`redis: "redis:/:pw@h/\${SY_KEY}"\nupstreams:\n${up}`, 'redis: expected a redis:// URL or null, got a value that is not a URL (not shown: it may hold credentials)'],
-    [`cache: { redis: "rediz://:\${SY_KEY}@h:6379" }\nupstreams:\n${up}`, 'cache.redis: expected a redis:// URL or null, got "rediz://***@h:6379"'],
+    [
+      'upstreams:\n  - name: a\n    url: "htps://user:pw@node.example/${SY_KEY}"\n',
+      'upstreams[0].url: expected an http(s) URL, got "htps://***@node.example/***"',
+    ],
+    [
+      'upstreams:\n  - name: a\n    url: "${SY_KEY}"\n',
+      'upstreams[0].url: expected an http(s) URL, got a value that is not a URL (not shown: it may hold credentials)',
+    ],
+    [
+      `upstreams:\n${up}    ws: "http://user:pw@h/\${SY_KEY}"\n`,
+      'upstreams[0].ws: expected a ws(s) URL, got "http://***@h/***"',
+    ],
+    [
+      `redis: "redis:/:pw@h/\${SY_KEY}"\nupstreams:\n${up}`,
+      'redis: expected a redis:// URL or null, got a value that is not a URL (not shown: it may hold credentials)',
+    ],
+    [
+      `cache: { redis: "rediz://:\${SY_KEY}@h:6379" }\nupstreams:\n${up}`,
+      'cache.redis: expected a redis:// URL or null, got "rediz://***@h:6379"',
+    ],
     [
       `rateLimit: { redis: "\${SY_KEY}" }\nupstreams:\n${up}`,
       'rateLimit.redis: expected a redis:// URL or null, got a value that is not a URL (not shown: it may hold credentials)',
@@ -194,7 +215,8 @@ t.test('a value that may hold credentials is never quoted in a problem', async (
   for (const [yaml, problem] of cases) {
     const problems = problemsOf(() => parseConfigText(yaml, env));
     t.strictSame(problems, [problem]);
-    for (const secret of ['SUPERSECRETKEY123', 'SECRET', 'pw']) t.notOk(problems.join('\n').includes(secret), `${problem.split(':')[0]}: ${secret} not shown`);
+    for (const secret of ['SUPERSECRETKEY123', 'SECRET', 'pw'])
+      t.notOk(problems.join('\n').includes(secret), `${problem.split(':')[0]}: ${secret} not shown`);
   }
 });
 
@@ -206,23 +228,48 @@ t.test('a URL whose password holds / ? or # (so it does not parse) is masked up 
       'upstreams[0].url: expected an http(s) URL, got "https://***@rpc.example.com/***"',
       ['apikey', 's3cr', 't+tok'],
     ],
-    [{ upstreams: [{ name: 'a', url: 'https://user:pa?ss@h' }] }, 'upstreams[0].url: expected an http(s) URL, got "https://***@h"', ['user', 'pa', 'ss@']],
-    [{ upstreams: [{ name: 'a', url: 'https://user:pw7#zq@h/x' }] }, 'upstreams[0].url: expected an http(s) URL, got "https://***@h/***"', ['user', 'pw7', 'zq']],
-    [{ upstreams: [{ ...up, ws: 'wss://apikey:s3cr/t+tok@h:8546/v1' }] }, 'upstreams[0].ws: expected a ws(s) URL, got "wss://***@h:8546/***"', ['apikey', 's3cr', 't+tok']],
-    [{ redis: 'redis://:pw7/zq@h:6379', upstreams: [up] }, 'redis: expected a redis:// URL or null, got "redis://***@h:6379"', ['pw7', 'zq']],
-    [{ cache: { redis: 'rediss://user:pw7?zq@h:6380/0' }, upstreams: [up] }, 'cache.redis: expected a redis:// URL or null, got "rediss://***@h:6380/***"', ['user', 'pw7', 'zq']],
+    [
+      { upstreams: [{ name: 'a', url: 'https://user:pa?ss@h' }] },
+      'upstreams[0].url: expected an http(s) URL, got "https://***@h"',
+      ['user', 'pa', 'ss@'],
+    ],
+    [
+      { upstreams: [{ name: 'a', url: 'https://user:pw7#zq@h/x' }] },
+      'upstreams[0].url: expected an http(s) URL, got "https://***@h/***"',
+      ['user', 'pw7', 'zq'],
+    ],
+    [
+      { upstreams: [{ ...up, ws: 'wss://apikey:s3cr/t+tok@h:8546/v1' }] },
+      'upstreams[0].ws: expected a ws(s) URL, got "wss://***@h:8546/***"',
+      ['apikey', 's3cr', 't+tok'],
+    ],
+    [
+      { redis: 'redis://:pw7/zq@h:6379', upstreams: [up] },
+      'redis: expected a redis:// URL or null, got "redis://***@h:6379"',
+      ['pw7', 'zq'],
+    ],
+    [
+      { cache: { redis: 'rediss://user:pw7?zq@h:6380/0' }, upstreams: [up] },
+      'cache.redis: expected a redis:// URL or null, got "rediss://***@h:6380/***"',
+      ['user', 'pw7', 'zq'],
+    ],
   ];
   for (const [config, problem, secrets] of cases) {
     const problems = problemsOf(() => validateConfig(config));
     t.strictSame(problems, [problem]);
-    for (const secret of secrets) t.notOk(problems.join('\n').includes(secret), `${problem.split(':')[0]}: ${secret} not shown`);
+    for (const secret of secrets)
+      t.notOk(problems.join('\n').includes(secret), `${problem.split(':')[0]}: ${secret} not shown`);
   }
 });
 
 t.test('a secret that is a letter or a word of the message leaves the key path and wording intact', async (t) => {
   const up = { name: 'a', url: 'http://127.0.0.1:8545' };
-  const apiKey = (key: string): unknown => ({ rateLimit: { apiKeys: [{ name: 'p', key, ratePerSec: 1, burst: 1 }] }, upstreams: [up] });
-  const keyProblem = 'rateLimit.apiKeys[0].key: expected a key of at least 16 characters, got a value that is not shown (it is a secret)';
+  const apiKey = (key: string): unknown => ({
+    rateLimit: { apiKeys: [{ name: 'p', key, ratePerSec: 1, burst: 1 }] },
+    upstreams: [up],
+  });
+  const keyProblem =
+    'rateLimit.apiKeys[0].key: expected a key of at least 16 characters, got a value that is not shown (it is a secret)';
   t.strictSame(
     problemsOf(() => validateConfig(apiKey('s'))),
     [keyProblem],
@@ -250,7 +297,12 @@ t.test('a secret that is a letter or a word of the message leaves the key path a
 });
 
 t.test('every problem of a file is reported, not just the first', async (t) => {
-  const problems = problemsOf(() => parseConfigText('server: { prot: 1, port: "x" }\nrouting: { maxAttempts: 0 }\nupstreams:\n  - name: a\n    url: foo\n', {}));
+  const problems = problemsOf(() =>
+    parseConfigText(
+      'server: { prot: 1, port: "x" }\nrouting: { maxAttempts: 0 }\nupstreams:\n  - name: a\n    url: foo\n',
+      {},
+    ),
+  );
   t.strictSame(problems.slice().sort(), [
     'routing.maxAttempts: expected number to be >0, got 0',
     'server.port: expected number, got "x"',
@@ -288,11 +340,18 @@ t.test('config/example.yaml parses with NODE_B_KEY set', async (t) => {
 });
 
 t.test("top-level redis is the default for cache.redis and rateLimit.redis; a section's own URL wins", async (t) => {
-  t.has(parseConfigText(MINIMAL, {}), { redis: null, cache: { redis: null }, rateLimit: { redis: null } }, 'none by default');
+  t.has(
+    parseConfigText(MINIMAL, {}),
+    { redis: null, cache: { redis: null }, rateLimit: { redis: null } },
+    'none by default',
+  );
   const shared = parseConfigText(`${MINIMAL}redis: redis://shared:6379\n`, {});
   t.equal(shared.cache.redis, 'redis://shared:6379', 'cache inherits');
   t.equal(shared.rateLimit.redis, 'redis://shared:6379', 'rateLimit inherits');
-  const own = parseConfigText(`${MINIMAL}redis: redis://shared:6379\ncache: { redis: "redis://cache:6379" }\nrateLimit: { redis: null }\n`, {});
+  const own = parseConfigText(
+    `${MINIMAL}redis: redis://shared:6379\ncache: { redis: "redis://cache:6379" }\nrateLimit: { redis: null }\n`,
+    {},
+  );
   t.equal(own.cache.redis, 'redis://cache:6379', "the section's own URL wins");
   t.equal(own.rateLimit.redis, 'redis://shared:6379', "the section's null inherits");
   t.match(

@@ -14,7 +14,9 @@ import { parseConfigText } from '../../src/config/load.js';
 
 const root = (p: string): string => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 const dockerfile = readFileSync(root('Dockerfile'), 'utf8');
-const compose = parse(readFileSync(root('compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, { build?: { target?: string }; image?: string }> };
+const compose = parse(readFileSync(root('compose.yaml'), 'utf8'), { merge: true }) as {
+  services: Record<string, { build?: { target?: string }; image?: string }>;
+};
 const pkg = JSON.parse(readFileSync(root('package.json'), 'utf8')) as { version: string };
 
 /** Each stage's name and its lines. */
@@ -33,14 +35,21 @@ t.test('the version label defaults to package.json version', async (t) => {
 
 t.test('the last stage is the runtime image, and only the devnet stage copies anvil in', async (t) => {
   t.equal([...stages.keys()].at(-1), 'runtime', 'a plain docker build makes the runtime image');
-  const withAnvil = [...stages].filter(([, lines]) => lines.some((l) => /^COPY .*foundry-rs/.test(l))).map(([name]) => name);
+  const withAnvil = [...stages]
+    .filter(([, lines]) => lines.some((l) => /^COPY .*foundry-rs/.test(l)))
+    .map(([name]) => name);
   t.same(withAnvil, ['devnet']);
-  t.match(stages.get('build')!.join('\n'), /npm prune --omit=dev --omit=optional/, 'anvil (optional) is pruned from what the app stage copies');
+  t.match(
+    stages.get('build')!.join('\n'),
+    /npm prune --omit=dev --omit=optional/,
+    'anvil (optional) is pruned from what the app stage copies',
+  );
 });
 
 t.test('compose builds targets the Dockerfile has, and its config is valid', async (t) => {
   for (const [name, svc] of Object.entries(compose.services)) {
-    if (svc.build?.target !== undefined) t.ok(stages.has(svc.build.target), `${name} builds target ${svc.build.target}`);
+    if (svc.build?.target !== undefined)
+      t.ok(stages.has(svc.build.target), `${name} builds target ${svc.build.target}`);
   }
   t.equal(compose.services.devnet?.build?.target, 'devnet');
   t.equal(compose.services['switchyard-1']?.build?.target, 'runtime');
@@ -56,5 +65,8 @@ t.test('the compose balancer config is valid HAProxy and checks /ready on the ad
     t.equal(Number(m[1]), config.server.port, 'traffic goes to the JSON-RPC port');
     t.equal(Number(m[2]), config.admin.port, 'the health check goes to the admin port');
   }
-  t.doesNotThrow(() => execFileSync('/usr/sbin/haproxy', ['-c', '-q', '-f', root('config/haproxy.cfg')], { stdio: 'pipe' }), 'haproxy -c accepts it');
+  t.doesNotThrow(
+    () => execFileSync('/usr/sbin/haproxy', ['-c', '-q', '-f', root('config/haproxy.cfg')], { stdio: 'pipe' }),
+    'haproxy -c accepts it',
+  );
 });

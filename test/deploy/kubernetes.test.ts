@@ -38,8 +38,14 @@ t.test('the manifests agree with the configuration they ship', async (t) => {
   t.equal(config.admin.host, '0.0.0.0', 'the admin port is reachable by the kubelet and Prometheus');
   t.same(c.livenessProbe.httpGet, { path: '/health', port: 'admin' });
   t.same(c.readinessProbe.httpGet, { path: '/ready', port: 'admin' });
-  t.ok(pod.terminationGracePeriodSeconds * 1000 > config.server.shutdownDelayMs + config.server.shutdownGraceMs, 'delay + grace < termination period');
-  t.ok(c.readinessProbe.periodSeconds * 1000 * c.readinessProbe.failureThreshold < config.server.shutdownDelayMs, 'the readiness probe fails within the shutdown delay');
+  t.ok(
+    pod.terminationGracePeriodSeconds * 1000 > config.server.shutdownDelayMs + config.server.shutdownGraceMs,
+    'delay + grace < termination period',
+  );
+  t.ok(
+    c.readinessProbe.periodSeconds * 1000 * c.readinessProbe.failureThreshold < config.server.shutdownDelayMs,
+    'the readiness probe fails within the shutdown delay',
+  );
   const configArg = c.args[c.args.indexOf('--config') + 1];
   const mount = c.volumeMounts.find((m: any) => m.name === 'config');
   t.equal(configArg, `${mount.mountPath}/config.yaml`, 'the config path is the mounted ConfigMap');
@@ -61,51 +67,69 @@ t.test('the manifests agree with the configuration they ship', async (t) => {
   t.has(labels, find('PodDisruptionBudget', 'switchyard').spec.selector.matchLabels, 'the PDB selects the pods');
 
   const redisSvc = find('Service', 'switchyard-redis');
-  t.equal(config.redis, `redis://${redisSvc.metadata.name}:${redisSvc.spec.ports[0].port}`, 'redis is the example Redis Service');
-  t.has(find('Deployment', 'switchyard-redis').spec.template.metadata.labels, redisSvc.spec.selector, 'the Redis Service selects Redis');
-});
-
-t.test('the Prometheus scrape job is the one config/alerts.yml selects, on the admin port of the Switchyard pods', async (t) => {
-  // The job name the alerts select, read from the rules (SwitchyardDown: up{job="..."} == 0).
-  const alerts = parse(readFileSync(fileURLToPath(new URL('../../config/alerts.yml', import.meta.url)), 'utf8')) as { groups: { rules: { alert?: string; expr: string }[] }[] };
-  const rules = alerts.groups.flatMap((g) => g.rules);
-  const jobs = new Set(rules.flatMap((r) => [...r.expr.matchAll(/\bup\{job="([^"]+)"\}/g)].map((m) => m[1]!)));
-  t.same([...jobs].length, 1, `the rules select one job: ${[...jobs].join(', ')}`);
-  const job = [...jobs][0]!;
-  t.ok(
-    rules.some((r) => r.alert === 'SwitchyardTargetAbsent' && r.expr.includes(`job="${job}"`)),
-    'SwitchyardTargetAbsent watches that job',
+  t.equal(
+    config.redis,
+    `redis://${redisSvc.metadata.name}:${redisSvc.spec.ports[0].port}`,
+    'redis is the example Redis Service',
   );
-
-  const cm = find('ConfigMap', 'switchyard-prometheus');
-  t.ok(cm, 'a ConfigMap with the scrape config ships');
-  const prom = parse(cm.data['prometheus.yml']) as { scrape_configs: any[] };
-  t.equal(prom.scrape_configs.length, 1, 'one scrape job');
-  const sc = prom.scrape_configs[0];
-  t.equal(sc.job_name, job, `its job_name is ${job}, what the alerts select`);
-  t.equal(sc.metrics_path, '/metrics');
-  t.same(
-    sc.kubernetes_sd_configs.map((c: any) => c.role),
-    ['pod'],
-    'pods are discovered',
-  );
-
-  const dep = find('Deployment', 'switchyard');
-  const config = parseConfigText(find('ConfigMap', 'switchyard-config').data['config.yaml'], {});
-  const keep = (label: string): RegExp => {
-    const r = sc.relabel_configs.find((c: any) => c.action === 'keep' && c.source_labels.length === 1 && c.source_labels[0] === label);
-    t.ok(r, `a keep rule on ${label}`);
-    // Prometheus anchors relabel regexes at both ends.
-    return new RegExp(`^(?:${r?.regex ?? '(?!)'})$`);
-  };
-  const podLabel = keep('__meta_kubernetes_pod_label_app_kubernetes_io_name');
-  t.ok(podLabel.test(dep.spec.template.metadata.labels['app.kubernetes.io/name']), 'it keeps the Deployment pods');
-  t.notOk(podLabel.test(find('Deployment', 'switchyard-redis').spec.template.metadata.labels['app.kubernetes.io/name']), 'and not the Redis pod');
-  const portName = keep('__meta_kubernetes_pod_container_port_name');
-  const ports = dep.spec.template.spec.containers[0].ports as { name: string; containerPort: number }[];
-  t.same(
-    ports.filter((p) => portName.test(p.name)).map((p) => p.containerPort),
-    [config.admin.port],
-    'of each pod only the admin port (admin.port)',
+  t.has(
+    find('Deployment', 'switchyard-redis').spec.template.metadata.labels,
+    redisSvc.spec.selector,
+    'the Redis Service selects Redis',
   );
 });
+
+t.test(
+  'the Prometheus scrape job is the one config/alerts.yml selects, on the admin port of the Switchyard pods',
+  async (t) => {
+    // The job name the alerts select, read from the rules (SwitchyardDown: up{job="..."} == 0).
+    const alerts = parse(readFileSync(fileURLToPath(new URL('../../config/alerts.yml', import.meta.url)), 'utf8')) as {
+      groups: { rules: { alert?: string; expr: string }[] }[];
+    };
+    const rules = alerts.groups.flatMap((g) => g.rules);
+    const jobs = new Set(rules.flatMap((r) => [...r.expr.matchAll(/\bup\{job="([^"]+)"\}/g)].map((m) => m[1]!)));
+    t.same([...jobs].length, 1, `the rules select one job: ${[...jobs].join(', ')}`);
+    const job = [...jobs][0]!;
+    t.ok(
+      rules.some((r) => r.alert === 'SwitchyardTargetAbsent' && r.expr.includes(`job="${job}"`)),
+      'SwitchyardTargetAbsent watches that job',
+    );
+
+    const cm = find('ConfigMap', 'switchyard-prometheus');
+    t.ok(cm, 'a ConfigMap with the scrape config ships');
+    const prom = parse(cm.data['prometheus.yml']) as { scrape_configs: any[] };
+    t.equal(prom.scrape_configs.length, 1, 'one scrape job');
+    const sc = prom.scrape_configs[0];
+    t.equal(sc.job_name, job, `its job_name is ${job}, what the alerts select`);
+    t.equal(sc.metrics_path, '/metrics');
+    t.same(
+      sc.kubernetes_sd_configs.map((c: any) => c.role),
+      ['pod'],
+      'pods are discovered',
+    );
+
+    const dep = find('Deployment', 'switchyard');
+    const config = parseConfigText(find('ConfigMap', 'switchyard-config').data['config.yaml'], {});
+    const keep = (label: string): RegExp => {
+      const r = sc.relabel_configs.find(
+        (c: any) => c.action === 'keep' && c.source_labels.length === 1 && c.source_labels[0] === label,
+      );
+      t.ok(r, `a keep rule on ${label}`);
+      // Prometheus anchors relabel regexes at both ends.
+      return new RegExp(`^(?:${r?.regex ?? '(?!)'})$`);
+    };
+    const podLabel = keep('__meta_kubernetes_pod_label_app_kubernetes_io_name');
+    t.ok(podLabel.test(dep.spec.template.metadata.labels['app.kubernetes.io/name']), 'it keeps the Deployment pods');
+    t.notOk(
+      podLabel.test(find('Deployment', 'switchyard-redis').spec.template.metadata.labels['app.kubernetes.io/name']),
+      'and not the Redis pod',
+    );
+    const portName = keep('__meta_kubernetes_pod_container_port_name');
+    const ports = dep.spec.template.spec.containers[0].ports as { name: string; containerPort: number }[];
+    t.same(
+      ports.filter((p) => portName.test(p.name)).map((p) => p.containerPort),
+      [config.admin.port],
+      'of each pod only the admin port (admin.port)',
+    );
+  },
+);

@@ -8,7 +8,24 @@ import { headOf } from './fixtures/chain.js';
 t.test('flags start the devnet and apply faults', async (t) => {
   const lines: string[] = [];
   const devnet = await runDevnetCommand(
-    ['--nodes', '3', '--chain-id', '1337', '--block-time', '0', '--base-port', '0', '--control-port', '0', '--lag', '1:2', '--stall', '2', '--slots-in-an-epoch', '2'],
+    [
+      '--nodes',
+      '3',
+      '--chain-id',
+      '1337',
+      '--block-time',
+      '0',
+      '--base-port',
+      '0',
+      '--control-port',
+      '0',
+      '--lag',
+      '1:2',
+      '--stall',
+      '2',
+      '--slots-in-an-epoch',
+      '2',
+    ],
     { print: (l) => lines.push(l) },
   );
   t.teardown(() => devnet.stop());
@@ -42,5 +59,6 @@ t.test('bad flags are refused before anything starts', async (t) => {
     [['--chain-id', '-1'], /--chain-id/],
     [['--unknown'], /unknown/i],
   ];
-  for (const [argv, message] of bad) await t.rejects(runDevnetCommand(argv, { print: () => undefined }), message, argv.join(' '));
+  for (const [argv, message] of bad)
+    await t.rejects(runDevnetCommand(argv, { print: () => undefined }), message, argv.join(' '));
 });

@@ -20,7 +20,16 @@ t.test('control API', async (t) => {
 
   const list = await nodes();
   t.equal(list.length, 3);
-  t.match(list[0], { index: 0, name: 'node-0', url: /^http:\/\/127\.0\.0\.1:\d+$/, wsUrl: /^ws:/, pid: Number, state: 'running', head: 0, lag: 0 });
+  t.match(list[0], {
+    index: 0,
+    name: 'node-0',
+    url: /^http:\/\/127\.0\.0\.1:\d+$/,
+    wsUrl: /^ws:/,
+    pid: Number,
+    state: 'running',
+    head: 0,
+    lag: 0,
+  });
   t.notMatch(JSON.stringify(list), /0xac0974|private|mnemonic/i, 'no secrets in the node list');
 
   t.same(await call(base, 'POST', '/mine?count=2'), { status: 200, body: { head: 2 } });

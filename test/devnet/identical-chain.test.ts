@@ -36,7 +36,9 @@ t.test('transfers sent to random nodes are mined into the same block on every no
   for (let i = 0; i < 12; i++) {
     const sender = wallets[i % 2]!;
     const url = urls[pick()]!;
-    const tx = await sender.connect(provider(url)).sendTransaction({ to: BURN, value: 1000n + BigInt(i), nonce: Math.floor(i / 2) });
+    const tx = await sender
+      .connect(provider(url))
+      .sendTransaction({ to: BURN, value: 1000n + BigInt(i), nonce: Math.floor(i / 2) });
     hashes.push(tx.hash);
   }
   await devnet.mine();
@@ -74,7 +76,8 @@ t.test('with the block timer running, transactions sent meanwhile still end up i
     });
     hashes.push(await rpc<string>(urls[pick()]!, 'eth_sendRawTransaction', [signed]));
     // Spread over several blocks so some transactions arrive while a block is being replicated.
-    if (nonce % 4 === 3) await waitFor('a new block', async () => Number(await rpc(urls[0]!, 'eth_blockNumber')) > nonce / 4);
+    if (nonce % 4 === 3)
+      await waitFor('a new block', async () => Number(await rpc(urls[0]!, 'eth_blockNumber')) > nonce / 4);
   }
   await waitFor('every transaction mined on every node', async () => {
     for (const h of hashes) if ((await receiptsEverywhere(urls, h)).some((r) => r === null)) return false;
@@ -88,7 +91,9 @@ t.test('with the block timer running, transactions sent meanwhile still end up i
   }
   t.ok(last > 2, `the transactions were spread over several blocks (last in ${last})`);
   // Blocks keep coming, so compare the prefix every node is known to have.
-  await waitFor(`every node at block ${last}`, async () => (await Promise.all(urls.map(headOf))).every((h) => h >= last));
+  await waitFor(`every node at block ${last}`, async () =>
+    (await Promise.all(urls.map(headOf))).every((h) => h >= last),
+  );
   const [first, ...rest] = await Promise.all(urls.map((u) => hashesOf(u, last)));
   for (const hs of rest) t.same(hs, first, `same hashes at heights 0..${last}`);
 });

@@ -72,7 +72,9 @@ t.test('with the block timer, killing node 0 does not stop the chain', async (t)
   const target = (await headOf(url1)) + 2;
   await waitFor('node 0 following again', async () => (await headOf(url0)) >= target);
   const h = Math.min(await headOf(url0), await headOf(url1));
-  const [a, b] = await Promise.all([url0, url1].map((u) => rpc<{ hash: string }>(u, 'eth_getBlockByNumber', [`0x${h.toString(16)}`, false])));
+  const [a, b] = await Promise.all(
+    [url0, url1].map((u) => rpc<{ hash: string }>(u, 'eth_getBlockByNumber', [`0x${h.toString(16)}`, false])),
+  );
   t.equal(a!.hash, b!.hash, `same hash at block ${h}`);
 });
 

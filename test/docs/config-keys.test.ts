@@ -12,7 +12,8 @@ t.test('docs/configuration.md names every schema option', async (t) => {
   const paths = schemaKeyPaths();
   t.ok(paths.length > 50, `${paths.length} option paths in the schema`);
   const missing = paths.filter((p) => !PAGE.includes(`\`${p}\``));
-  for (const p of missing) t.fail(`docs/configuration.md does not document \`${p}\`: add a row for it under "Every option"`);
+  for (const p of missing)
+    t.fail(`docs/configuration.md does not document \`${p}\`: add a row for it under "Every option"`);
   t.same(missing, [], 'no schema option missing from docs/configuration.md');
 });
 

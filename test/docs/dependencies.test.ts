@@ -4,7 +4,10 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as Record<string, Record<string, string> | undefined>;
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as Record<
+  string,
+  Record<string, string> | undefined
+>;
 const page = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
 const table = page.slice(page.indexOf('## Dependencies'));
 
@@ -14,6 +17,9 @@ t.test('docs/operations.md records every dependency', async (t) => {
   t.ok(names.length > 10, `${names.length} packages`);
   for (const name of names.filter((n) => !n.startsWith('@types/'))) {
     const row = table.split('\n').find((l) => l.startsWith('|') && l.includes(`\`${name}\``));
-    t.ok(row !== undefined && row.split('|').length >= 4 && row.split('|')[2]!.trim() !== '', `${name}: a row saying why`);
+    t.ok(
+      row !== undefined && row.split('|').length >= 4 && row.split('|')[2]!.trim() !== '',
+      `${name}: a row saying why`,
+    );
   }
 });

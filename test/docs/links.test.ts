@@ -11,7 +11,18 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DOCS = join(ROOT, 'docs');
 
 /** The pages SPEC 1 asks for, one per concern. */
-const PAGES = ['configuration.md', 'routing.md', 'cache.md', 'limits.md', 'websocket.md', 'operations.md', 'observability.md', 'uptime-page.md', 'errors.md', 'benchmarks.md'];
+const PAGES = [
+  'configuration.md',
+  'routing.md',
+  'cache.md',
+  'limits.md',
+  'websocket.md',
+  'operations.md',
+  'observability.md',
+  'uptime-page.md',
+  'errors.md',
+  'benchmarks.md',
+];
 
 const files = [
   join(ROOT, 'README.md'),
@@ -22,7 +33,9 @@ const files = [
 
 /** The text outside fenced code blocks and inline code spans: links and headings there are not markdown. */
 function prose(markdown: string): string {
-  return markdown.replace(/^[ \t]*```[^\n]*\n[\s\S]*?^[ \t]*```[^\n]*$/gm, '').replace(/`[^`\n]*`/g, (code) => (code.includes('](') ? '' : code));
+  return markdown
+    .replace(/^[ \t]*```[^\n]*\n[\s\S]*?^[ \t]*```[^\n]*$/gm, '')
+    .replace(/`[^`\n]*`/g, (code) => (code.includes('](') ? '' : code));
 }
 
 /** GitHub's heading anchors: markup dropped, lower case, punctuation dropped, spaces to dashes, repeats numbered. */
@@ -51,7 +64,17 @@ t.test('anchors follow GitHub rules', async (t) => {
   const a = anchors(
     "# Limits and hostile input\n## `logs` subscriptions\n### eth_getLogs ranges and large answers\n## A node's head\n## Metrics\n## Metrics\n```\n# not a heading\n```\n",
   );
-  t.strictSame([...a], ['limits-and-hostile-input', 'logs-subscriptions', 'eth_getlogs-ranges-and-large-answers', 'a-nodes-head', 'metrics', 'metrics-1']);
+  t.strictSame(
+    [...a],
+    [
+      'limits-and-hostile-input',
+      'logs-subscriptions',
+      'eth_getlogs-ranges-and-large-answers',
+      'a-nodes-head',
+      'metrics',
+      'metrics-1',
+    ],
+  );
 });
 
 t.test('every relative link reaches a file and, with an anchor, a heading', async (t) => {
@@ -67,7 +90,10 @@ t.test('every relative link reaches a file and, with an anchor, a heading', asyn
         continue;
       }
       if (anchor === undefined) continue;
-      t.ok(dest.endsWith('.md') && anchors(readFileSync(dest, 'utf8')).has(anchor), `${name}: link ${target} names a heading of ${relative(ROOT, dest)}`);
+      t.ok(
+        dest.endsWith('.md') && anchors(readFileSync(dest, 'utf8')).has(anchor),
+        `${name}: link ${target} names a heading of ${relative(ROOT, dest)}`,
+      );
     }
   }
 });
@@ -77,7 +103,8 @@ t.test('README.md is a five-minute door: under 200 lines, a link to every page',
   const lines = readme.split('\n').length - (readme.endsWith('\n') ? 1 : 0);
   t.ok(lines < 200, `README.md has ${lines} lines`);
   const targets = new Set(links(readme).map((l) => l.split('#')[0]));
-  for (const f of readdirSync(DOCS).filter((f) => f.endsWith('.md'))) t.ok(targets.has(`docs/${f}`), `README.md links docs/${f}`);
+  for (const f of readdirSync(DOCS).filter((f) => f.endsWith('.md')))
+    t.ok(targets.has(`docs/${f}`), `README.md links docs/${f}`);
 });
 
 t.test('docs/ has one page per concern of SPEC 1, each opening with what it covers', async (t) => {
@@ -89,6 +116,9 @@ t.test('docs/ has one page per concern of SPEC 1, each opening with what it cove
     }
     const [title, blank, first] = readFileSync(path, 'utf8').split('\n');
     t.match(title, /^# \S/, `docs/${page} starts with a title`);
-    t.ok(blank === '' && first !== undefined && first.trim() !== '' && !first.startsWith('#'), `docs/${page}: a paragraph on what it covers follows the title`);
+    t.ok(
+      blank === '' && first !== undefined && first.trim() !== '' && !first.startsWith('#'),
+      `docs/${page}: a paragraph on what it covers follows the title`,
+    );
   }
 });

@@ -27,7 +27,15 @@ process.on('exit', () => {
 });
 
 export async function startAnvil(opts: { chainId?: number; port?: number; args?: string[] } = {}): Promise<AnvilNode> {
-  const args = ['--port', String(opts.port ?? 0), '--host', '127.0.0.1', '--chain-id', String(opts.chainId ?? 186), ...(opts.args ?? [])];
+  const args = [
+    '--port',
+    String(opts.port ?? 0),
+    '--host',
+    '127.0.0.1',
+    '--chain-id',
+    String(opts.chainId ?? 186),
+    ...(opts.args ?? []),
+  ];
   const proc = spawn(ANVIL_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(proc);
   const port = await new Promise<number>((resolve, reject) => {

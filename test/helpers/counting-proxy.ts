@@ -76,7 +76,11 @@ function record(calls: ProxiedCall[], body: Buffer): ProxiedCall[] {
   }
   for (const el of Array.isArray(parsed) ? parsed : [parsed]) {
     const o = (el ?? {}) as { method?: unknown; params?: unknown };
-    calls.push({ method: typeof o.method === 'string' ? o.method : '(none)', params: Array.isArray(o.params) ? o.params : [], seq: calls.length });
+    calls.push({
+      method: typeof o.method === 'string' ? o.method : '(none)',
+      params: Array.isArray(o.params) ? o.params : [],
+      seq: calls.length,
+    });
   }
   return calls.slice(start);
 }
@@ -119,7 +123,10 @@ export async function startCountingProxy(t: Test, target: string): Promise<Count
           const bytes = Buffer.from(await up.body.arrayBuffer());
           await Promise.all(gatesFor(these, true));
           const type = up.headers['content-type'];
-          res.writeHead(up.statusCode, { 'content-type': typeof type === 'string' ? type : 'application/json', 'content-length': bytes.length });
+          res.writeHead(up.statusCode, {
+            'content-type': typeof type === 'string' ? type : 'application/json',
+            'content-length': bytes.length,
+          });
           res.end(bytes);
         })
         .catch(() => {

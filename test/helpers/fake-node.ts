@@ -46,7 +46,11 @@ async function settle(a: FakeAnswer): Promise<FakeAnswer> {
  * call with the size of its batch; without it a batch gets one error object, as a node that does
  * not take batches answers.
  */
-export async function startFakeNode(t: Test, script: Script = () => undefined, opts: { batches?: boolean } = {}): Promise<FakeNode> {
+export async function startFakeNode(
+  t: Test,
+  script: Script = () => undefined,
+  opts: { batches?: boolean } = {},
+): Promise<FakeNode> {
   const sockets = new Set<import('node:net').Socket>();
   const node: FakeNode = { url: '', calls: [], head: 1, chainId: 186, script, close: async () => undefined };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -60,7 +64,11 @@ export async function startFakeNode(t: Test, script: Script = () => undefined, o
           const a = node.script(call.method, call.params) ?? { error: { code: -32601, message: 'Method not found' } };
           return 'result' in a
             ? { jsonrpc: '2.0', id: call.id, result: a.result }
-            : { jsonrpc: '2.0', id: call.id, error: 'error' in a ? a.error : { code: -32603, message: 'not scriptable in a batch' } };
+            : {
+                jsonrpc: '2.0',
+                id: call.id,
+                error: 'error' in a ? a.error : { code: -32603, message: 'not scriptable in a batch' },
+              };
         });
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(answers));
@@ -98,7 +106,10 @@ export async function startFakeNode(t: Test, script: Script = () => undefined, o
             res.end(answer.body);
             return;
           }
-          const payload = 'result' in answer ? { jsonrpc: '2.0', id: body.id, result: answer.result } : { jsonrpc: '2.0', id: body.id, error: answer.error };
+          const payload =
+            'result' in answer
+              ? { jsonrpc: '2.0', id: body.id, result: answer.result }
+              : { jsonrpc: '2.0', id: body.id, error: answer.error };
           res.writeHead(200, { 'content-type': 'application/json' });
           res.end(JSON.stringify(payload));
         };

@@ -87,9 +87,28 @@ const methodText = fc.oneof(
   { arbitrary: fc.constantFrom('1', 'null', 'true', '[]', '{}', '""', '["eth_chainId"]'), weight: 1 },
 );
 const hexish = fc.oneof(
-  fc.constantFrom('"latest"', '"pending"', '"earliest"', '"finalized"', '"safe"', '"0x0"', '"0x1"', '"0xffffffffffffffffffff"', '"0x"', '"0xzz"', '"-0x1"', '1e400', '-1', '0'),
+  fc.constantFrom(
+    '"latest"',
+    '"pending"',
+    '"earliest"',
+    '"finalized"',
+    '"safe"',
+    '"0x0"',
+    '"0x1"',
+    '"0xffffffffffffffffffff"',
+    '"0x"',
+    '"0xzz"',
+    '"-0x1"',
+    '1e400',
+    '-1',
+    '0',
+  ),
   fc.bigInt({ min: 0n, max: 2n ** 80n }).map((n) => q(`0x${n.toString(16)}`)),
-  fc.constantFrom('"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"', '"0x0000000000000000000000000000000000000000"', `"0x${'ab'.repeat(32)}"`),
+  fc.constantFrom(
+    '"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"',
+    '"0x0000000000000000000000000000000000000000"',
+    `"0x${'ab'.repeat(32)}"`,
+  ),
 );
 const jsonText = fc.json({ maxDepth: 4 });
 const paramsText = fc.oneof(
@@ -108,7 +127,10 @@ const paramsText = fc.oneof(
   // Not arrays: -32602.
   { arbitrary: fc.constantFrom('{}', '{"0":"latest"}', '"latest"', '1', 'null', 'true'), weight: 1 },
 );
-const jsonrpcText = fc.oneof({ arbitrary: fc.constant('"2.0"'), weight: 10 }, { arbitrary: fc.constantFrom('2.0', '2', '"2"', '"1.0"', 'null', '"2.0 "', '["2.0"]'), weight: 1 });
+const jsonrpcText = fc.oneof(
+  { arbitrary: fc.constant('"2.0"'), weight: 10 },
+  { arbitrary: fc.constantFrom('2.0', '2', '"2"', '"1.0"', 'null', '"2.0 "', '["2.0"]'), weight: 1 },
+);
 
 /** A request object, with any member possibly missing or mistyped, members in any order. */
 const element = fc
@@ -133,11 +155,19 @@ const goodCall = fc
     method: fc.constantFrom(...METHODS.slice(0, 20)),
     params: paramsText,
   })
-  .map(({ id, method, params }) => `{"jsonrpc":"2.0",${id === undefined ? '' : `"id":${id},`}"method":${q(method)},"params":${params}}`);
-const anyElement = fc.oneof({ arbitrary: goodCall, weight: 4 }, { arbitrary: element, weight: 4 }, { arbitrary: jsonText, weight: 1 });
+  .map(
+    ({ id, method, params }) =>
+      `{"jsonrpc":"2.0",${id === undefined ? '' : `"id":${id},`}"method":${q(method)},"params":${params}}`,
+  );
+const anyElement = fc.oneof(
+  { arbitrary: goodCall, weight: 4 },
+  { arbitrary: element, weight: 4 },
+  { arbitrary: jsonText, weight: 1 },
+);
 const batchText = (max: number) => fc.array(anyElement, { maxLength: max }).map((a) => `[${a.join(',')}]`);
 
-const nested = (depth: number, open: string, close: string, inner = '1'): string => open.repeat(depth) + inner + close.repeat(depth);
+const nested = (depth: number, open: string, close: string, inner = '1'): string =>
+  open.repeat(depth) + inner + close.repeat(depth);
 
 export const shapes: fc.Arbitrary<Input>[] = [
   goodCall.map((s) => ({ kind: 'valid call', body: enc(s) })),
@@ -152,11 +182,15 @@ export const shapes: fc.Arbitrary<Input>[] = [
     .map((a) => ({ kind: 'notifications only', body: enc(`[${a.join(',')}]`) })),
   fc.jsonValue().map((v) => ({ kind: 'any JSON', body: enc(JSON.stringify(v) ?? 'null') })),
   // Broken JSON: a valid body cut short, a byte replaced, garbage, JSON5-isms.
-  fc.tuple(batchText(5), fc.nat()).map(([s, n]) => ({ kind: 'truncated', body: enc(s.slice(0, n % Math.max(1, s.length))) })),
-  fc.tuple(goodCall, fc.nat(), fc.constantFrom('{', '}', '[', ']', ',', ':', '"', '\\', "'", ' ', '\u0000', '\n')).map(([s, n, c]) => {
-    const k = n % s.length;
-    return { kind: 'one byte changed', body: enc(s.slice(0, k) + c + s.slice(k + 1)) };
-  }),
+  fc
+    .tuple(batchText(5), fc.nat())
+    .map(([s, n]) => ({ kind: 'truncated', body: enc(s.slice(0, n % Math.max(1, s.length))) })),
+  fc
+    .tuple(goodCall, fc.nat(), fc.constantFrom('{', '}', '[', ']', ',', ':', '"', '\\', "'", ' ', '\u0000', '\n'))
+    .map(([s, n, c]) => {
+      const k = n % s.length;
+      return { kind: 'one byte changed', body: enc(s.slice(0, k) + c + s.slice(k + 1)) };
+    }),
   fc.string({ unit: 'binary', maxLength: 200 }).map((s) => ({ kind: 'random text', body: enc(s) })),
   fc
     .constantFrom(
@@ -189,11 +223,25 @@ export const shapes: fc.Arbitrary<Input>[] = [
     .map((s) => ({ kind: 'edge text', body: enc(s) })),
   fc.uint8Array({ maxLength: 300 }).map((b) => ({ kind: 'random bytes', body: Buffer.from(b) })),
   // Invalid UTF-8 inside an otherwise valid request.
-  fc.tuple(goodCall, fc.nat(), fc.constantFrom([0xff], [0xc0, 0x80], [0x80], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xfe, 0xff])).map(([s, n, bad]) => {
-    const b = enc(s);
-    const k = n % b.length;
-    return { kind: 'invalid UTF-8', body: Buffer.concat([b.subarray(0, k), Buffer.from(bad), b.subarray(k)]) };
-  }),
+  fc
+    .tuple(
+      goodCall,
+      fc.nat(),
+      fc.constantFrom(
+        [0xff],
+        [0xc0, 0x80],
+        [0x80],
+        [0xe2, 0x82],
+        [0xed, 0xa0, 0x80],
+        [0xf4, 0x90, 0x80, 0x80],
+        [0xfe, 0xff],
+      ),
+    )
+    .map(([s, n, bad]) => {
+      const b = enc(s);
+      const k = n % b.length;
+      return { kind: 'invalid UTF-8', body: Buffer.concat([b.subarray(0, k), Buffer.from(bad), b.subarray(k)]) };
+    }),
   goodCall.map((s) => ({ kind: 'BOM', body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), enc(s)]) })),
   // Deep nesting, as the body and inside params.
   fc
@@ -202,18 +250,38 @@ export const shapes: fc.Arbitrary<Input>[] = [
       fc.constantFrom(
         { kind: `nested ${d} arrays`, body: enc(nested(d, '[', ']')) },
         { kind: `nested ${d} objects`, body: enc(nested(d, '{"a":', '}')) },
-        { kind: `params nested ${d}`, body: enc(`{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":${nested(Math.max(1, d - 1), '[', ']', '"latest"')}}`) },
+        {
+          kind: `params nested ${d}`,
+          body: enc(
+            `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":${nested(Math.max(1, d - 1), '[', ']', '"latest"')}}`,
+          ),
+        },
         { kind: `nested ${d}, unclosed`, body: enc('['.repeat(d)) },
       ),
     ),
   // Huge numbers.
   fc
-    .constantFrom('1e400', '-1e400', '1'.repeat(300), `0.${'0'.repeat(500)}1`, `1${'0'.repeat(5000)}`, '123456789012345678901234567890e-999999')
+    .constantFrom(
+      '1e400',
+      '-1e400',
+      '1'.repeat(300),
+      `0.${'0'.repeat(500)}1`,
+      `1${'0'.repeat(5000)}`,
+      '123456789012345678901234567890e-999999',
+    )
     .chain((n) =>
       fc.constantFrom(
         { kind: 'huge number id', body: enc(`{"jsonrpc":"2.0","id":${n},"method":"eth_chainId"}`) },
-        { kind: 'huge number param', body: enc(`{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000000",${n}]}`) },
-        { kind: 'huge number param', body: enc(`{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":[${n},false]}`) },
+        {
+          kind: 'huge number param',
+          body: enc(
+            `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000000",${n}]}`,
+          ),
+        },
+        {
+          kind: 'huge number param',
+          body: enc(`{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":[${n},false]}`),
+        },
         { kind: 'huge number method', body: enc(`{"jsonrpc":"2.0","id":1,"method":${n}}`) },
       ),
     ),
@@ -222,21 +290,36 @@ export const shapes: fc.Arbitrary<Input>[] = [
     fc.constantFrom(
       { kind: 'huge method', body: enc(`{"jsonrpc":"2.0","id":1,"method":${q('eth_'.padEnd(n, 'x'))}}`) },
       { kind: 'huge id', body: enc(`{"jsonrpc":"2.0","id":${q('i'.repeat(n))},"method":"eth_chainId"}`) },
-      { kind: 'huge param', body: enc(`{"jsonrpc":"2.0","id":1,"method":"web3_sha3","params":[${q(`0x${'ab'.repeat(n / 2)}`)}]}`) },
       {
         kind: 'huge param',
-        body: enc(`{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"0x0000000000000000000000000000000000000000","data":${q(`0x${'00'.repeat(n / 2)}`)}},"latest"]}`),
+        body: enc(`{"jsonrpc":"2.0","id":1,"method":"web3_sha3","params":[${q(`0x${'ab'.repeat(n / 2)}`)}]}`),
+      },
+      {
+        kind: 'huge param',
+        body: enc(
+          `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"0x0000000000000000000000000000000000000000","data":${q(`0x${'00'.repeat(n / 2)}`)}},"latest"]}`,
+        ),
       },
     ),
   ),
   // 10,000-element batches: valid calls, garbage, notifications.
   fc
-    .constantFrom('{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}', '{"jsonrpc":"2.0","method":"eth_chainId"}', '1', '{}')
+    .constantFrom(
+      '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}',
+      '{"jsonrpc":"2.0","method":"eth_chainId"}',
+      '1',
+      '{}',
+    )
     .map((el) => ({ kind: '10,000-element batch', body: enc(`[${Array(10_000).fill(el).join(',')}]`) })),
   // Over maxBodyBytes (rare: each is 5 MiB).
-  fc.constant({ kind: 'body over 5 MiB', body: enc(`{"jsonrpc":"2.0","id":1,"method":"web3_sha3","params":["0x${'a'.repeat(MAX_BODY)}"]}`) }),
+  fc.constant({
+    kind: 'body over 5 MiB',
+    body: enc(`{"jsonrpc":"2.0","id":1,"method":"web3_sha3","params":["0x${'a'.repeat(MAX_BODY)}"]}`),
+  }),
 ];
 export const WEIGHTS = [10, 10, 10, 3, 3, 4, 4, 4, 3, 3, 3, 3, 1, 2, 2, 2, 1, 0.05];
 
 /** One body of any shape, weighted as the HTTP fuzzer weighs them. */
-export const bodies: fc.Arbitrary<Input> = fc.oneof(...shapes.map((arbitrary, i) => ({ arbitrary, weight: Math.max(1, Math.round(WEIGHTS[i]! * 20)) })));
+export const bodies: fc.Arbitrary<Input> = fc.oneof(
+  ...shapes.map((arbitrary, i) => ({ arbitrary, weight: Math.max(1, Math.round(WEIGHTS[i]! * 20)) })),
+);

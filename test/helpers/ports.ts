@@ -17,7 +17,10 @@ export function freePort(): Promise<number> {
  * Listens on a free port of 127.0.0.1 and, at the test's end, destroys the connections still open
  * (kept-alive ones too) and closes the server. Resolves to the port.
  */
-export async function listenUntilTeardown(t: { teardown(fn: () => unknown): void }, server: HttpServer): Promise<number> {
+export async function listenUntilTeardown(
+  t: { teardown(fn: () => unknown): void },
+  server: HttpServer,
+): Promise<number> {
   const sockets = new Set<Socket>();
   server.on('connection', (s: Socket) => {
     sockets.add(s);

@@ -27,14 +27,20 @@ export async function startRedis(t: Test): Promise<RedisServer> {
   const port = await freePort();
   let proc: ChildProcess | null = null;
   const start = async (): Promise<void> => {
-    const p = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(
+      '/usr/bin/redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     proc = p;
     let out = '';
     p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     p.stderr!.resume();
     await waitFor(
       'redis-server ready',
-      () => out.includes('Ready to accept connections') || (p.exitCode !== null ? Promise.reject(new Error(`redis exited: ${out.slice(-300)}`)) : false),
+      () =>
+        out.includes('Ready to accept connections') ||
+        (p.exitCode !== null ? Promise.reject(new Error(`redis exited: ${out.slice(-300)}`)) : false),
       { timeoutMs: 20_000 },
     );
   };
@@ -50,5 +56,13 @@ export async function startRedis(t: Test): Promise<RedisServer> {
   };
   await start();
   t.teardown(kill);
-  return { url: `redis://127.0.0.1:${port}`, port, kill, start, pause: () => signal('SIGSTOP'), resume: () => signal('SIGCONT'), pid: () => proc?.pid };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    kill,
+    start,
+    pause: () => signal('SIGSTOP'),
+    resume: () => signal('SIGCONT'),
+    pid: () => proc?.pid,
+  };
 }

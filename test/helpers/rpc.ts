@@ -8,7 +8,11 @@ export interface RawResponse {
   json(): any;
 }
 
-export async function post(url: string, body: string | object, headers: Record<string, string> = {}): Promise<RawResponse> {
+export async function post(
+  url: string,
+  body: string | object,
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
   const res = await request(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },

@@ -12,8 +12,16 @@ export interface Stack {
   sy: RunningSwitchyard;
 }
 
-export async function startStack(t: Test, opts: { nodes?: number; blockTimeMs?: number; config?: Partial<ConfigInput> } = {}): Promise<Stack> {
-  const devnet = await startDevnet({ nodes: opts.nodes ?? 3, chainId: 186, blockTimeMs: opts.blockTimeMs ?? 0, basePort: 0 });
+export async function startStack(
+  t: Test,
+  opts: { nodes?: number; blockTimeMs?: number; config?: Partial<ConfigInput> } = {},
+): Promise<Stack> {
+  const devnet = await startDevnet({
+    nodes: opts.nodes ?? 3,
+    chainId: 186,
+    blockTimeMs: opts.blockTimeMs ?? 0,
+    basePort: 0,
+  });
   t.teardown(() => devnet.stop());
   const upstreams = devnet.nodes().map((n) => ({ name: n.name, url: n.url }));
   const sy = await startSwitchyard(t, { upstreams, ...opts.config });

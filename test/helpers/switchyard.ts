@@ -39,7 +39,12 @@ export async function startSwitchyard(
   // `logger`: a test that reads the log lines passes its own (e.g. createLogger('info', destination)).
   // `configFile`: the file POST /-/reload reads (the test writes it).
   // `now`: the routing clock (breaker cooldowns, head times, call deadlines), for tests that move time themselves.
-  const app = await App.start(config, { logger: opts.logger ?? createLogger(config.log.level), processMetrics: false, configFile: opts.configFile, now: opts.now });
+  const app = await App.start(config, {
+    logger: opts.logger ?? createLogger(config.log.level),
+    processMetrics: false,
+    configFile: opts.configFile,
+    now: opts.now,
+  });
   const { http, admin } = app.ports;
   const sy: RunningSwitchyard = {
     app,
@@ -48,6 +53,7 @@ export async function startSwitchyard(
     close: () => app.close(),
   };
   t.teardown(() => app.close());
-  if (opts.waitReady !== false) await waitFor('switchyard ready', async () => (await get(`${sy.adminUrl}/ready`)).status === 200);
+  if (opts.waitReady !== false)
+    await waitFor('switchyard ready', async () => (await get(`${sy.adminUrl}/ready`)).status === 200);
   return sy;
 }

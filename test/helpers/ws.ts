@@ -25,7 +25,9 @@ export async function openSocket(t: Test, url: string, opts: WebSocket.ClientOpt
   let taken = 0;
   socket.on('message', (data) => messages.push(JSON.parse(data.toString()) as Msg));
   socket.on('error', () => undefined);
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());
     socket.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
@@ -62,7 +64,11 @@ export function rawUpgrade(port: number, headers: string[], opts: { hangUp?: boo
     socket.on('error', () => undefined);
     socket.on('close', () => resolve(text.split('\r\n')[0] ?? ''));
     socket.on('connect', () => {
-      socket.write(['GET / HTTP/1.1', 'Host: 127.0.0.1', 'Upgrade: websocket', 'Connection: Upgrade', ...headers, '', ''].join('\r\n'));
+      socket.write(
+        ['GET / HTTP/1.1', 'Host: 127.0.0.1', 'Upgrade: websocket', 'Connection: Upgrade', ...headers, '', ''].join(
+          '\r\n',
+        ),
+      );
       if (opts.hangUp) socket.end();
     });
   });

@@ -22,7 +22,10 @@ for (const [i, a] of addresses.entries()) {
 await call(anvil.url, 'anvil_mine', [`0x${HEAD.toString(16)}`]);
 
 const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }] });
-await waitFor('switchyard at the node head', async () => (await call(sy.url, 'eth_blockNumber')).result === `0x${HEAD.toString(16)}`);
+await waitFor(
+  'switchyard at the node head',
+  async () => (await call(sy.url, 'eth_blockNumber')).result === `0x${HEAD.toString(16)}`,
+);
 
 type Element =
   | { kind: 'call'; method: string; params: unknown[] }
@@ -39,20 +42,31 @@ function element(i: number): Element {
     case 1:
       return { kind: 'call', method: 'eth_getBlockByNumber', params: [`0x${(i % (HEAD + 6)).toString(16)}`, false] };
     case 2:
-      return { kind: 'call', method: 'eth_getBlockByNumber', params: [`0x${((i * 7) % (HEAD + 1)).toString(16)}`, true] };
+      return {
+        kind: 'call',
+        method: 'eth_getBlockByNumber',
+        params: [`0x${((i * 7) % (HEAD + 1)).toString(16)}`, true],
+      };
     case 3:
       return { kind: 'call', method: 'eth_chainId', params: [] };
     case 4:
       return { kind: 'unknown', method: `nope_${i}` };
     case 6:
       if (i % 30 === 6) return { kind: 'invalid', raw: i, echo: null };
-      if (i % 30 === 16) return { kind: 'invalid', raw: { jsonrpc: '2.0', id: { slot: i }, method: 'eth_chainId' }, echo: null };
+      if (i % 30 === 16)
+        return { kind: 'invalid', raw: { jsonrpc: '2.0', id: { slot: i }, method: 'eth_chainId' }, echo: null };
       // A readable id on an otherwise bad request is echoed (JSON-RPC 2.0: null only when the id can't be read).
       return { kind: 'invalid', raw: { jsonrpc: '1.0', id: i, method: 'eth_chainId' }, echo: i };
     case 7:
-      return { kind: 'call', method: 'eth_getBlockByNumber', params: [['latest', 'earliest', `0x${(HEAD + 3).toString(16)}`][i % 3], false] };
+      return {
+        kind: 'call',
+        method: 'eth_getBlockByNumber',
+        params: [['latest', 'earliest', `0x${(HEAD + 3).toString(16)}`][i % 3], false],
+      };
     case 8:
-      return i === 18 ? { kind: 'notification', method: 'eth_blockNumber', params: [] } : { kind: 'call', method: 'eth_blockNumber', params: [] };
+      return i === 18
+        ? { kind: 'notification', method: 'eth_blockNumber', params: [] }
+        : { kind: 'call', method: 'eth_blockNumber', params: [] };
     default:
       return { kind: 'call', method: 'eth_getTransactionCount', params: [addresses[i % addresses.length], 'latest'] };
   }
@@ -96,5 +110,9 @@ t.test('50 mixed calls: each answered in its slot, equal to the node direct', as
     if (direct.result === null) nulls.seen++;
   }
   t.ok(nulls.seen > 0, 'some blocks beyond the head answered null, as the node does');
-  t.equal(new Set(answers.filter((a) => a.result?.hash).map((a) => a.result.hash)).size > 5, true, 'several different blocks were read');
+  t.equal(
+    new Set(answers.filter((a) => a.result?.hash).map((a) => a.result.hash)).size > 5,
+    true,
+    'several different blocks were read',
+  );
 });

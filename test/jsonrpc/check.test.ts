@@ -69,7 +69,11 @@ t.test('property: agrees with JSON.parse', async (t) => {
   );
   const unit = fc.constantFrom(...'{}[]":,0123456789-.eEtrufalsn \\u'.split(''));
   fc.assert(
-    fc.property(fc.string({ unit, maxLength: 30 }), fc.array(fc.nat(30)), (s, cuts) => (check(s, cuts) !== null) === parses(s)),
+    fc.property(
+      fc.string({ unit, maxLength: 30 }),
+      fc.array(fc.nat(30)),
+      (s, cuts) => (check(s, cuts) !== null) === parses(s),
+    ),
     { numRuns: 20000 },
   );
   t.pass('20,000 texts of JSON characters and 2,000 JSON values');
@@ -79,13 +83,21 @@ t.test('spans of an answer and of a batch answer', async (t) => {
   const one = '{"jsonrpc":"2.0","id":7,"result":[1,{"x":2}], "error" : {"code":1}}';
   const a = check(one, [5, 40]);
   t.equal(a?.kind, 'object');
-  if (a?.kind === 'object') t.same(Object.fromEntries([...a.members].map(([k, v]) => [k, one.slice(v.start, v.end)])), { id: '7', result: '[1,{"x":2}]', error: '{"code":1}' });
+  if (a?.kind === 'object')
+    t.same(Object.fromEntries([...a.members].map(([k, v]) => [k, one.slice(v.start, v.end)])), {
+      id: '7',
+      result: '[1,{"x":2}]',
+      error: '{"code":1}',
+    });
   const batch = '[{"id":1,"result":"0x1"} , {"error":{"code":-1},"id":2}, 5]';
   const b = check(batch, [3, 17, 30]);
   t.equal(b?.kind, 'array');
   if (b?.kind === 'array') {
     t.same(
-      b.elements.map((e) => [batch.slice(e.span.start, e.span.end), Object.fromEntries([...e.members].map(([k, v]) => [k, batch.slice(v.start, v.end)]))]),
+      b.elements.map((e) => [
+        batch.slice(e.span.start, e.span.end),
+        Object.fromEntries([...e.members].map(([k, v]) => [k, batch.slice(v.start, v.end)])),
+      ]),
       [
         ['{"id":1,"result":"0x1"}', { id: '1', result: '"0x1"' }],
         ['{"error":{"code":-1},"id":2}', { error: '{"code":-1}', id: '2' }],

@@ -4,7 +4,8 @@ import t from 'tap';
 import { DEPTH_PRESCAN_MIN_LENGTH, MAX_NESTING, parseBody, type Slot } from '../../src/jsonrpc/parse.js';
 
 const deep = (n: number, inner = '1'): string => '['.repeat(n) + inner + ']'.repeat(n);
-const request = (id: string, params: string): string => `{"jsonrpc":"2.0","id":${id},"method":"eth_call","params":${params}}`;
+const request = (id: string, params: string): string =>
+  `{"jsonrpc":"2.0","id":${id},"method":"eth_call","params":${params}}`;
 
 /** Each slot with the id its answer will carry (a call's own id, or the id decided for an error). */
 function slots(text: string): (Slot & { id?: string })[] {
@@ -135,7 +136,12 @@ t.test('a long too-deep batch over maxBatchSize: 413 batch too large, as for any
 t.test('the pre-scan ignores brackets inside strings, escaped quotes included', async (t) => {
   const brackets = '['.repeat(DEPTH_PRESCAN_MIN_LENGTH);
   // \" does not end a string; \\ before a quote does.
-  for (const param of [`"${brackets}"`, `"\\"${brackets}"`, `"\\\\\\"${brackets}\\\\"`, `{"\\"${brackets}":"${']'.repeat(100)}"}`]) {
+  for (const param of [
+    `"${brackets}"`,
+    `"\\"${brackets}"`,
+    `"\\\\\\"${brackets}\\\\"`,
+    `{"\\"${brackets}":"${']'.repeat(100)}"}`,
+  ]) {
     const [s] = slots(request('1', `[${param}]`));
     t.ok(s?.call, `a long string of brackets is no nesting: ${param.slice(0, 12)}`);
   }

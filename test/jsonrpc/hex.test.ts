@@ -5,7 +5,16 @@
  * one quantity formatter, whose output every parser reads back.
  */
 import t from 'tap';
-import { blockNumberOf, heightInText, heightOf, isAddress, isHash, isHexText, parseQuantity, toQuantity } from '../../src/jsonrpc/hex.js';
+import {
+  blockNumberOf,
+  heightInText,
+  heightOf,
+  isAddress,
+  isHash,
+  isHexText,
+  parseQuantity,
+  toQuantity,
+} from '../../src/jsonrpc/hex.js';
 
 const H64 = `0x${'ab'.repeat(32)}`;
 const A40 = `0x${'Cd'.repeat(20)}`;
@@ -68,13 +77,16 @@ t.test('heightInText: the block an answer belongs to, from its raw text', async 
   t.equal(heightInText('{"blockNumber":"0x10000000000000"}'), null, 'too large to be a height');
 });
 
-t.test('toQuantity: lowercase digits, no leading zeros, numbers and bigints alike, read back by every parser', async (t) => {
-  t.equal(toQuantity(0), '0x0');
-  t.equal(toQuantity(26), '0x1a');
-  t.equal(toQuantity(2 ** 52 - 1), '0xfffffffffffff');
-  t.equal(toQuantity(10n ** 18n), '0xde0b6b3a7640000', 'a wei amount as a bigint');
-  for (const n of [0, 1, 26, 255, 4096, 2 ** 52 - 1]) {
-    t.equal(heightOf(toQuantity(n)), n, `heightOf reads ${n} back`);
-    t.equal(blockNumberOf(toQuantity(n)), n, `blockNumberOf reads ${n} back`);
-  }
-});
+t.test(
+  'toQuantity: lowercase digits, no leading zeros, numbers and bigints alike, read back by every parser',
+  async (t) => {
+    t.equal(toQuantity(0), '0x0');
+    t.equal(toQuantity(26), '0x1a');
+    t.equal(toQuantity(2 ** 52 - 1), '0xfffffffffffff');
+    t.equal(toQuantity(10n ** 18n), '0xde0b6b3a7640000', 'a wei amount as a bigint');
+    for (const n of [0, 1, 26, 255, 4096, 2 ** 52 - 1]) {
+      t.equal(heightOf(toQuantity(n)), n, `heightOf reads ${n} back`);
+      t.equal(blockNumberOf(toQuantity(n)), n, `blockNumberOf reads ${n} back`);
+    }
+  },
+);

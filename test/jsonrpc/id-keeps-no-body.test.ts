@@ -18,10 +18,20 @@ const heapMb = (): number => {
 const pad = (): string => 'x'.repeat(1024 * 1024);
 const SHAPES: [string, (k: number) => string][] = [
   ['a plain call', (k) => `{"jsonrpc":"2.0","id":"request-number-${k}","method":"eth_chainId","params":["${pad()}"]}`],
-  ['members in another order', (k) => `{"params":["${pad()}"],"method":"eth_chainId","id":"request-number-${k}","jsonrpc":"2.0"}`],
+  [
+    'members in another order',
+    (k) => `{"params":["${pad()}"],"method":"eth_chainId","id":"request-number-${k}","jsonrpc":"2.0"}`,
+  ],
   ['a batch', (k) => `[{"jsonrpc":"2.0","id":"request-number-${k}","method":"eth_chainId","params":["${pad()}"]}]`],
-  ['an invalid request', (k) => `{"jsonrpc":"1.0","id":"request-number-${k}","method":"eth_chainId","params":["${pad()}"]}`],
-  ['a too-deep request', (k) => `{"jsonrpc":"2.0","id":"request-number-${k}","method":"eth_chainId","params":["${pad()}",${'['.repeat(70)}${']'.repeat(70)}]}`],
+  [
+    'an invalid request',
+    (k) => `{"jsonrpc":"1.0","id":"request-number-${k}","method":"eth_chainId","params":["${pad()}"]}`,
+  ],
+  [
+    'a too-deep request',
+    (k) =>
+      `{"jsonrpc":"2.0","id":"request-number-${k}","method":"eth_chainId","params":["${pad()}",${'['.repeat(70)}${']'.repeat(70)}]}`,
+  ],
 ];
 
 for (const [name, body] of SHAPES) {

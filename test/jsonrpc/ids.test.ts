@@ -38,7 +38,10 @@ t.test('single calls echo the id text exactly', async (t) => {
 });
 
 t.test('ids survive whitespace around them and any member order', async (t) => {
-  const r = await post(sy.url, '{ "method" : "net_version" , "id" :  12345678901234567890 ,"params":[], "jsonrpc":"2.0" }');
+  const r = await post(
+    sy.url,
+    '{ "method" : "net_version" , "id" :  12345678901234567890 ,"params":[], "jsonrpc":"2.0" }',
+  );
   t.equal(r.text, '{"jsonrpc":"2.0","id":12345678901234567890,"result":"186"}');
 });
 
@@ -65,7 +68,10 @@ t.test('an object or array id gets -32600 with id null', async (t) => {
     t.equal(body.error.code, -32600, `id ${id}`);
     t.notOk('result' in body);
   }
-  const b = await post(sy.url, '[{"jsonrpc":"2.0","id":{"x":1},"method":"eth_chainId"},{"jsonrpc":"2.0","id":"ok","method":"eth_chainId"}]');
+  const b = await post(
+    sy.url,
+    '[{"jsonrpc":"2.0","id":{"x":1},"method":"eth_chainId"},{"jsonrpc":"2.0","id":"ok","method":"eth_chainId"}]',
+  );
   t.equal(b.text.slice(0, 25), '[{"jsonrpc":"2.0","id":nu');
   const arr = b.json();
   t.equal(arr.length, 2);
@@ -88,9 +94,18 @@ t.test('duplicate ids: answers follow request order, not ids', async (t) => {
 });
 
 t.test('duplicate ids across forwarded calls keep each slot its own answer', async (t) => {
-  const addrs = ['0x0000000000000000000000000000000000000001', '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'];
-  const want = await Promise.all(addrs.map(async (a) => (await call(anvil.url, 'eth_getBalance', [a, 'latest'])).result as string));
+  const addrs = [
+    '0x0000000000000000000000000000000000000001',
+    '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+    '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+  ];
+  const want = await Promise.all(
+    addrs.map(async (a) => (await call(anvil.url, 'eth_getBalance', [a, 'latest'])).result as string),
+  );
   t.not(want[0], want[1], 'the answers differ, so a swap would show');
-  const r = await post(sy.url, JSON.stringify(addrs.map((a) => ({ jsonrpc: '2.0', id: 'same', method: 'eth_getBalance', params: [a, 'latest'] }))));
+  const r = await post(
+    sy.url,
+    JSON.stringify(addrs.map((a) => ({ jsonrpc: '2.0', id: 'same', method: 'eth_getBalance', params: [a, 'latest'] }))),
+  );
   t.equal(r.text, `[${want.map((w) => `{"jsonrpc":"2.0","id":"same","result":"${w}"}`).join(',')}]`);
 });

@@ -16,7 +16,10 @@ const direct = (method: string, params: unknown[]) => call(anvil.url, method, pa
 
 t.test('rpc call with positional parameters', async (t) => {
   const want = await direct('eth_getBalance', ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest']);
-  const r = await post(sy.url, '{"jsonrpc":"2.0","method":"eth_getBalance","params":["0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266","latest"],"id":1}');
+  const r = await post(
+    sy.url,
+    '{"jsonrpc":"2.0","method":"eth_getBalance","params":["0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266","latest"],"id":1}',
+  );
   t.equal(r.status, 200);
   t.equal(r.text, `{"jsonrpc":"2.0","id":1,"result":${JSON.stringify(want.result)}}`);
   t.equal(want.result, '0x21e19e0c9bab2400000', 'anvil dev account holds 10000 ETH');
@@ -63,7 +66,10 @@ t.test('rpc call with invalid request object', async (t) => {
 });
 
 t.test('rpc call batch with invalid JSON: one error object, not an array', async (t) => {
-  const r = await post(sy.url, '[{"jsonrpc":"2.0","method":"eth_chainId","params":[],"id":"1"},{"jsonrpc":"2.0","method"]');
+  const r = await post(
+    sy.url,
+    '[{"jsonrpc":"2.0","method":"eth_chainId","params":[],"id":"1"},{"jsonrpc":"2.0","method"]',
+  );
   t.equal(r.status, 200);
   const body = r.json();
   t.notOk(Array.isArray(body));
@@ -127,12 +133,19 @@ t.test('mixed batch: one answer per non-notification, in request order', async (
   t.equal(body[2].error.code, -32600);
   t.equal(body[3].id, '5');
   t.equal(body[3].error.code, -32601);
-  t.equal(body[3].error.message, 'the method foo.get does not exist/is not available', 'unknown method reported before its (object) params are judged');
+  t.equal(
+    body[3].error.message,
+    'the method foo.get does not exist/is not available',
+    'unknown method reported before its (object) params are judged',
+  );
   t.strictSame(body[4], { jsonrpc: '2.0', id: '9', result: balance.result });
 });
 
 t.test('batch of notifications only: HTTP 200, empty body', async (t) => {
-  const r = await post(sy.url, '[{"jsonrpc":"2.0","method":"eth_chainId","params":[]},{"jsonrpc":"2.0","method":"net_version"},{"jsonrpc":"2.0","method":"no_such_method"}]');
+  const r = await post(
+    sy.url,
+    '[{"jsonrpc":"2.0","method":"eth_chainId","params":[]},{"jsonrpc":"2.0","method":"net_version"},{"jsonrpc":"2.0","method":"no_such_method"}]',
+  );
   t.equal(r.status, 200);
   t.equal(r.text, '');
 });

@@ -37,5 +37,7 @@ t.test('cidrList and inList', async (t) => {
   t.equal(inList(list, '192.0.2.8'), false);
   t.equal(inList(list, 'fd12::1'), true, 'in a v6 subnet');
   t.equal(inList(list, 'not-an-ip'), false, 'anything not an IP is not in a list');
-  t.throws(() => cidrList('rateLimit.exempt', ['10.0.0.0/33']), { message: 'rateLimit.exempt: expected an IP or CIDR, got "10.0.0.0/33"' });
+  t.throws(() => cidrList('rateLimit.exempt', ['10.0.0.0/33']), {
+    message: 'rateLimit.exempt: expected an IP or CIDR, got "10.0.0.0/33"',
+  });
 });

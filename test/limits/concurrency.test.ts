@@ -19,7 +19,8 @@ const address = (i: number): string => `0x${(0x1000 + i).toString(16).padStart(4
 /** Distinct addresses: identical reads in flight would share one node call, and this is about calls. */
 const balance = (i: number): object => rpc('eth_getBalance', [address(i), 'latest']);
 /** The node holds balance calls of addresses 0..29; 30 and up answer at once. */
-const HELD = (params: unknown[]): boolean => typeof params[0] === 'string' && Number.parseInt(params[0], 16) - 0x1000 < 30;
+const HELD = (params: unknown[]): boolean =>
+  typeof params[0] === 'string' && Number.parseInt(params[0], 16) - 0x1000 < 30;
 
 interface Tracked {
   reply: Reply | undefined;
@@ -33,13 +34,17 @@ function track(p: Promise<Reply>): Tracked {
 
 async function setup(t: Test, server: Record<string, unknown>) {
   const proxy = await startCountingProxy(t, anvil.url);
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: proxy.url }], server: { trustedProxies: ['127.0.0.1/32'], ...server } });
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'a', url: proxy.url }],
+    server: { trustedProxies: ['127.0.0.1/32'], ...server },
+  });
   const client = new Client(t, sy.url);
   await client.warm(20);
   return { proxy, sy, client };
 }
 
-const isBalance = (r: Reply | undefined): boolean => r?.status === 200 && typeof r.json?.result === 'string' && r.json.result.startsWith('0x');
+const isBalance = (r: Reply | undefined): boolean =>
+  r?.status === 200 && typeof r.json?.result === 'string' && r.json.result.startsWith('0x');
 
 t.test('per-IP in-flight bound: 10 concurrent calls with maxInFlightPerIp 5', async (t) => {
   const { proxy, sy, client } = await setup(t, { maxInFlightPerIp: 5, maxInFlight: 1000 });
@@ -47,11 +52,19 @@ t.test('per-IP in-flight bound: 10 concurrent calls with maxInFlightPerIp 5', as
   // Counted per call as they arrive (Switchyard may send several in one upstream batch).
   const atNode = (): number => proxy.count('eth_getBalance', HELD);
   const calls = Array.from({ length: 10 }, (_, i) => track(client.post(balance(i))));
-  await waitFor('5 calls at the node and 5 answered', () => atNode() === 5 && calls.filter((c) => c.reply !== undefined).length === 5);
+  await waitFor(
+    '5 calls at the node and 5 answered',
+    () => atNode() === 5 && calls.filter((c) => c.reply !== undefined).length === 5,
+  );
   const shed = calls.filter((c) => c.reply !== undefined).map((c) => c.reply!);
   t.equal(shed.length, 5, '5 calls shed while the other 5 are still at the node');
   t.ok(
-    shed.every((r) => r.status === 429 && r.json.error?.code === -32005 && r.json.error.message === 'too many concurrent calls from this client'),
+    shed.every(
+      (r) =>
+        r.status === 429 &&
+        r.json.error?.code === -32005 &&
+        r.json.error.message === 'too many concurrent calls from this client',
+    ),
     'each: HTTP 429, -32005 "too many concurrent calls from this client"',
   );
   t.ok(
@@ -66,7 +79,10 @@ t.test('per-IP in-flight bound: 10 concurrent calls with maxInFlightPerIp 5', as
   // One more slot taken leaves none: a batch of 2 needs 2 slots and is shed whole, each call its own -32005.
   const batch = await client.post([balance(20), balance(21)]);
   t.equal(batch.status, 429, 'a batch needing more slots than are free: 429');
-  t.ok(Array.isArray(batch.json) && batch.json.length === 2 && batch.json.every((o: any) => o.error?.code === -32005), 'one -32005 per call');
+  t.ok(
+    Array.isArray(batch.json) && batch.json.length === 2 && batch.json.every((o: any) => o.error?.code === -32005),
+    'one -32005 per call',
+  );
 
   // Another client (X-Forwarded-For from the trusted proxy 127.0.0.1) has slots of its own.
   const other = await client.post(balance(30), { 'x-forwarded-for': '10.0.0.9' });
@@ -104,10 +120,17 @@ t.test('global in-flight bound: maxInFlight 6 sheds a 7th call with 503 at once'
     'shed at once: before any of the slow calls finished',
   );
   t.equal(atNode(), 6, 'and it never reached the node');
-  const notification = await client.post({ jsonrpc: '2.0', method: 'eth_getBalance', params: [address(21), 'latest'] }, { 'x-forwarded-for': '10.0.0.3' });
+  const notification = await client.post(
+    { jsonrpc: '2.0', method: 'eth_getBalance', params: [address(21), 'latest'] },
+    { 'x-forwarded-for': '10.0.0.3' },
+  );
   t.equal(notification.status, 503, 'a notification needs a slot too: 503');
   t.equal(notification.json?.error?.code, -32005, 'and the refusal still has a body');
-  t.equal(await metric(sy, 'switchyard_rate_limited_calls_total', { reason: 'overloaded' }), 2, 'switchyard_rate_limited_calls_total{reason="overloaded"}');
+  t.equal(
+    await metric(sy, 'switchyard_rate_limited_calls_total', { reason: 'overloaded' }),
+    2,
+    'switchyard_rate_limited_calls_total{reason="overloaded"}',
+  );
   hold.release();
   t.ok((await Promise.all([...a, ...b].map((x) => x.done))).every(isBalance), 'the 6 slow calls are answered');
   t.ok(isBalance(await client.post(balance(32), { 'x-forwarded-for': '10.0.0.3' })), 'service is back');

@@ -27,9 +27,21 @@ t.test('parseFdLimit and fdBudget', async (t) => {
   t.equal(parseFdLimit(LIMITS), 1024, 'the soft limit');
   t.equal(parseFdLimit(LIMITS.replace('1024   ', 'unlimited')), null, 'unlimited: nothing to check');
   t.equal(parseFdLimit('garbage'), null);
-  t.same(fdBudget(10_000, [128, 128], null), { needed: 10_000 + 256 + FD_RESERVE, maxConnections: 10_000, short: false }, 'unknown limit: the configured cap');
-  t.same(fdBudget(10_000, [128], 65_536), { needed: 10_000 + 128 + FD_RESERVE, maxConnections: 10_000, short: false }, 'enough descriptors');
-  t.same(fdBudget(10_000, [128, 128, 128], 1024), { needed: 10_000 + 384 + FD_RESERVE, maxConnections: 1024 - 384 - FD_RESERVE, short: true }, 'too few: the cap fits the limit');
+  t.same(
+    fdBudget(10_000, [128, 128], null),
+    { needed: 10_000 + 256 + FD_RESERVE, maxConnections: 10_000, short: false },
+    'unknown limit: the configured cap',
+  );
+  t.same(
+    fdBudget(10_000, [128], 65_536),
+    { needed: 10_000 + 128 + FD_RESERVE, maxConnections: 10_000, short: false },
+    'enough descriptors',
+  );
+  t.same(
+    fdBudget(10_000, [128, 128, 128], 1024),
+    { needed: 10_000 + 384 + FD_RESERVE, maxConnections: 1024 - 384 - FD_RESERVE, short: true },
+    'too few: the cap fits the limit',
+  );
 });
 
 t.test('started under a 256-descriptor limit: warned, capped, and still serving', async (t) => {
@@ -46,7 +58,9 @@ uptime: { store: null }
 log: { level: info, requests: 'off' }
 `,
   );
-  const proc = spawn('prlimit', ['--nofile=256:256', process.execPath, MAIN, '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn('prlimit', ['--nofile=256:256', process.execPath, MAIN, '--config', file], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   t.teardown(() => stopProcess(proc));
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -55,7 +69,10 @@ log: { level: info, requests: 'off' }
   const warning = out
     .split('\n')
     .filter((l) => l.includes('open-file limit'))
-    .map((l) => JSON.parse(l) as { level: string; fdLimit: number; needed: number; maxConnections: number; cappedAt: number });
+    .map(
+      (l) =>
+        JSON.parse(l) as { level: string; fdLimit: number; needed: number; maxConnections: number; cappedAt: number },
+    );
   t.equal(warning.length, 1, 'one warning at start');
   const cap = 256 - 128 - FD_RESERVE;
   t.match(
@@ -88,7 +105,11 @@ log: { level: info, requests: 'off' }
   t.equal(proc.exitCode, null, 'the process runs on');
   for (const s of held) s.destroy();
   const answered = await waitFor('another client served once they are gone', async () => {
-    const r = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}' });
+    const r = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}',
+    });
     const text = await r.body.text();
     return text.includes('"result"') ? text : undefined;
   });

@@ -30,7 +30,11 @@ interface Fresh {
 
 async function fresh(t: Test, trustedProxies: string[]): Promise<Fresh> {
   const logs = memoryLogger('info');
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], server: { trustedProxies }, rateLimit: ONE_CALL }, { logger: logs.logger });
+  const sy = await startSwitchyard(
+    t,
+    { upstreams: [{ name: 'a', url: anvil.url }], server: { trustedProxies }, rateLimit: ONE_CALL },
+    { logger: logs.logger },
+  );
   const client = new Client(t, sy.url);
   await client.warm(40);
   const requests = (): any[] => logs.lines().filter((l) => l.msg === 'request' && l.calls > 0);
@@ -47,8 +51,16 @@ t.test('untrusted peer: a forged X-Forwarded-For changes nothing, every request 
   const replies = await client.burst(30, chainId, (i) => ({ 'x-forwarded-for': `198.51.100.${i + 1}` }));
   t.equal(replies.filter(ok).length, BUDGET, 'thirty different forged addresses share one budget of one call');
   const lines = requests();
-  t.equal(lines.filter((l) => l.status === 429 && l.errors === 1).length, 29, 'the log line of each refused request: status 429, errors 1');
-  t.equal(lines.filter((l) => l.status === 200 && l.errors === 0).length, 1, 'of the admitted one: status 200, errors 0');
+  t.equal(
+    lines.filter((l) => l.status === 429 && l.errors === 1).length,
+    29,
+    'the log line of each refused request: status 429, errors 1',
+  );
+  t.equal(
+    lines.filter((l) => l.status === 200 && l.errors === 0).length,
+    1,
+    'of the admitted one: status 200, errors 0',
+  );
   t.equal(replies.filter(refused).length, 30 - BUDGET, 'the rest are refused');
   const ips = loggedIps();
   t.equal(ips.length, 30);
@@ -56,7 +68,9 @@ t.test('untrusted peer: a forged X-Forwarded-For changes nothing, every request 
     ips.every((ip) => ip === '127.0.0.1'),
     'every request is logged as the socket peer 127.0.0.1',
   );
-  const chained = await (await fresh(t, [])).client.burst(30, chainId, (i) => ({ 'x-forwarded-for': `203.0.113.${i}, 127.0.0.1` }));
+  const chained = await (await fresh(t, [])).client.burst(30, chainId, (i) => ({
+    'x-forwarded-for': `203.0.113.${i}, 127.0.0.1`,
+  }));
   t.equal(chained.filter(ok).length, BUDGET, 'nor does a forged chain of hops ending in a "trusted" address');
 });
 
@@ -78,7 +92,9 @@ t.test('trusted proxy 127.0.0.1/32: X-Forwarded-For names the client, each with 
 
 t.test('IPv6 clients are limited by their /64: addresses of one allocation share a budget', async (t) => {
   const { client, loggedIps } = await fresh(t, ['127.0.0.1/32']);
-  const sameNet = await client.burst(15, chainId, (i) => ({ 'x-forwarded-for': `2001:db8:1:2::${(i + 1).toString(16)}` }));
+  const sameNet = await client.burst(15, chainId, (i) => ({
+    'x-forwarded-for': `2001:db8:1:2::${(i + 1).toString(16)}`,
+  }));
   t.equal(sameNet.filter(ok).length, BUDGET, '15 addresses of 2001:db8:1:2::/64 share one budget');
   t.equal(sameNet.filter(refused).length, 14);
   const otherNet = await client.burst(3, chainId, () => ({ 'x-forwarded-for': '2001:db8:1:3::1' }));
@@ -109,7 +125,11 @@ t.test('ClientIp', async (t) => {
   t.equal(none.resolve('10.1.2.3', '1.2.3.4'), '10.1.2.3', 'no trusted proxies: the header is ignored');
   t.equal(none.resolve('::ffff:10.1.2.3', undefined), '10.1.2.3', '::ffff:a.b.c.d is the IPv4 client a.b.c.d');
   t.equal(none.resolve('::1', '1.2.3.4'), '::1');
-  t.equal(none.resolve(undefined, '1.2.3.4'), 'unknown', 'a socket already gone: one shared "unknown" client, never the header');
+  t.equal(
+    none.resolve(undefined, '1.2.3.4'),
+    'unknown',
+    'a socket already gone: one shared "unknown" client, never the header',
+  );
 
   const lb = new ClientIp(['10.0.0.0/8', '192.168.1.7', '2001:db8::/32']);
   t.equal(lb.resolve('172.16.0.1', '1.2.3.4'), '172.16.0.1', 'an untrusted peer: its own address');
@@ -117,27 +137,47 @@ t.test('ClientIp', async (t) => {
   t.equal(lb.resolve('10.9.9.9', ''), '10.9.9.9', 'an empty header: the peer');
   t.equal(lb.resolve('10.9.9.9', '1.2.3.4'), '1.2.3.4', 'a trusted peer: the right-most untrusted hop');
   t.equal(lb.resolve('::ffff:10.9.9.9', '1.2.3.4'), '1.2.3.4', 'a trusted peer seen as ::ffff:10.9.9.9');
-  t.equal(lb.resolve('192.168.1.7', '6.6.6.6, 1.2.3.4, 10.0.0.2, 192.168.1.7'), '1.2.3.4', 'walked right to left past every trusted hop');
+  t.equal(
+    lb.resolve('192.168.1.7', '6.6.6.6, 1.2.3.4, 10.0.0.2, 192.168.1.7'),
+    '1.2.3.4',
+    'walked right to left past every trusted hop',
+  );
   t.equal(lb.resolve('10.9.9.9', '6.6.6.6,1.2.3.4'), '1.2.3.4', 'no spaces');
   t.equal(lb.resolve('10.9.9.9', ['6.6.6.6', '1.2.3.4']), '1.2.3.4', 'repeated headers are one list, in order');
   t.equal(lb.resolve('10.9.9.9', '  1.2.3.4  '), '1.2.3.4', 'whitespace around a hop');
   t.equal(lb.resolve('10.9.9.9', '1.2.3.4, ::ffff:5.6.7.8'), '5.6.7.8', 'a mapped IPv4 hop is the IPv4 client');
   t.equal(lb.resolve('2001:db8::1', '2001:db9::5'), '2001:db9::5', 'IPv6 peer and hop');
   t.equal(lb.resolve('2001:db8::1', '2001:db9::5, 2001:db8:ffff::1'), '2001:db9::5', 'IPv6 trusted hop skipped');
-  t.equal(lb.resolve('10.9.9.9', 'not-an-ip'), '10.9.9.9', 'a garbage hop where the client should be: the peer, not the garbage');
-  t.equal(lb.resolve('10.9.9.9', '1.2.3.4, bogus'), '10.9.9.9', 'garbage right of the client: the peer (the proxy wrote something unreadable)');
+  t.equal(
+    lb.resolve('10.9.9.9', 'not-an-ip'),
+    '10.9.9.9',
+    'a garbage hop where the client should be: the peer, not the garbage',
+  );
+  t.equal(
+    lb.resolve('10.9.9.9', '1.2.3.4, bogus'),
+    '10.9.9.9',
+    'garbage right of the client: the peer (the proxy wrote something unreadable)',
+  );
   t.equal(lb.resolve('10.9.9.9', 'bogus, 1.2.3.4'), '1.2.3.4', 'garbage left of the client never matters');
   t.equal(lb.resolve('10.9.9.9', '10.0.0.1, 10.0.0.2'), '10.0.0.1', 'every hop trusted: the farthest one');
   t.equal(lb.resolve('10.9.9.9', '1.1.1.1:1234'), '1.1.1.1', 'an IPv4 hop with a port: the address');
   t.equal(lb.resolve('10.9.9.9', '[2001:db9::1]:443'), '2001:db9::1', 'a bracketed IPv6 hop with a port: the address');
   t.equal(lb.resolve('10.9.9.9', '[2001:db9::1]'), '2001:db9::1', 'a bracketed IPv6 hop without a port');
-  t.equal(lb.resolve('10.9.9.9', '2001:db9::1:443'), '2001:db9::1:443', 'a bare IPv6 hop has no port: all of it is the address');
+  t.equal(
+    lb.resolve('10.9.9.9', '2001:db9::1:443'),
+    '2001:db9::1:443',
+    'a bare IPv6 hop has no port: all of it is the address',
+  );
   t.equal(lb.resolve('10.9.9.9', '1.1.1.1:1234, 10.0.0.2:80'), '1.1.1.1', 'a trusted hop with a port is still trusted');
   t.equal(lb.resolve('10.9.9.9', '1.1.1.1:port'), '10.9.9.9', 'not a port: garbage, so the peer');
   t.equal(lb.resolve('10.9.9.9', '[not-an-ip]:80'), '10.9.9.9', 'brackets around garbage: the peer');
 
   t.throws(() => new ClientIp(['not-a-cidr']), /expected an IP or CIDR/, 'a bad CIDR is refused when built');
-  t.throws(() => new ClientIp(['10.0.0.0/33']), /expected an IP or CIDR/, 'an IPv4 prefix over 32 is refused with the same wording');
+  t.throws(
+    () => new ClientIp(['10.0.0.0/33']),
+    /expected an IP or CIDR/,
+    'an IPv4 prefix over 32 is refused with the same wording',
+  );
   t.throws(() => new ClientIp(['2001:db8::/129']), /expected an IP or CIDR/, 'an IPv6 prefix over 128 too');
 
   // The configuration should refuse such a prefix before anything is built (exit 2, key path named).

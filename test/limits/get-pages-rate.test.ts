@@ -40,11 +40,19 @@ t.test(`${FLOOD} GETs of /uptime from one IP: 429 past its budget, another IP se
   const seconds = (performance.now() - started) / 1000;
   const served = statuses.filter((s) => s === 200).length;
   const refused = statuses.filter((s) => s === 429).length;
-  t.equal(served + refused, FLOOD, `every GET got 200 or 429 (${served} 200, ${refused} 429 in ${seconds.toFixed(1)} s)`);
+  t.equal(
+    served + refused,
+    FLOOD,
+    `every GET got 200 or 429 (${served} 200, ${refused} 429 in ${seconds.toFixed(1)} s)`,
+  );
   // The budget: 10 in the first second (burst), 5 more each further second.
   t.ok(served <= 15 + 5 * Math.ceil(seconds), `200s bounded by the IP's budget (${served})`);
   t.ok(refused > 0, 'the flood is refused past it');
   t.ok(Number(limited?.retryAfter) >= 1, `429 carries Retry-After (${limited?.retryAfter})`);
-  t.match(JSON.parse(limited?.body ?? '{}'), { error: { code: -32005, data: { reason: 'RATE_LIMITED' } } }, 'and a -32005 body');
+  t.match(
+    JSON.parse(limited?.body ?? '{}'),
+    { error: { code: -32005, data: { reason: 'RATE_LIMITED' } } },
+    'and a -32005 body',
+  );
   t.ok(Math.max(...otherMs) < 2_000, `the other IP's slowest page: ${Math.round(Math.max(...otherMs))} ms`);
 });

@@ -21,7 +21,10 @@ t.test(`${GUESSES} unknown keys from one IP: 401 within its budget, then 429; ot
   t.teardown(() => anvil.stop());
   const sy = await startSwitchyard(t, {
     upstreams: [{ name: 'a', url: anvil.url }],
-    rateLimit: { perIp: { ratePerSec: 5, burst: 10, burstWindowSec: 60 }, apiKeys: [{ name: 'real', key: KEY, ratePerSec: 1000, burst: 1000 }] },
+    rateLimit: {
+      perIp: { ratePerSec: 5, burst: 10, burstWindowSec: 60 },
+      apiKeys: [{ name: 'real', key: KEY, ratePerSec: 1000, burst: 1000 }],
+    },
   });
   const other = new Agent({ localAddress: '127.0.0.2' });
   t.teardown(() => other.close());
@@ -34,8 +37,16 @@ t.test(`${GUESSES} unknown keys from one IP: 401 within its budget, then 429; ot
     const guess = `guess-${i}-0123456789abcdef`;
     const r =
       i % 2 === 0
-        ? await request(sy.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': guess }, body: CALL })
-        : await request(`${sy.url}/key/${guess}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CALL });
+        ? await request(sy.url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': guess },
+            body: CALL,
+          })
+        : await request(`${sy.url}/key/${guess}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: CALL,
+          });
     const text = await r.body.text();
     statuses.push(r.statusCode);
     if (r.statusCode === 429) {
@@ -46,19 +57,52 @@ t.test(`${GUESSES} unknown keys from one IP: 401 within its budget, then 429; ot
   const seconds = (performance.now() - started) / 1000;
   const refused = statuses.filter((s) => s === 429).length;
   const unknown = statuses.filter((s) => s === 401).length;
-  t.equal(unknown + refused, GUESSES, `every guess got 401 or 429 (${unknown} 401, ${refused} 429 in ${seconds.toFixed(1)} s)`);
+  t.equal(
+    unknown + refused,
+    GUESSES,
+    `every guess got 401 or 429 (${unknown} 401, ${refused} 429 in ${seconds.toFixed(1)} s)`,
+  );
   // The budget: 10 in the first second (burst), 5 more each further second, so at most 10 + 5 x ceil(seconds) + 5.
   t.ok(unknown <= 15 + 5 * Math.ceil(seconds), `401s bounded by the IP's budget (${unknown})`);
   t.ok(refused >= GUESSES - 15 - 5 * Math.ceil(seconds), `the rest 429 (${refused})`);
   t.ok(Number(retryAfter) >= 1, `429 carries Retry-After (${retryAfter})`);
-  t.match(JSON.parse(body), { id: null, error: { code: -32005, data: { reason: 'RATE_LIMITED' } } }, 'and a -32005 body');
+  t.match(
+    JSON.parse(body),
+    { id: null, error: { code: -32005, data: { reason: 'RATE_LIMITED' } } },
+    'and a -32005 body',
+  );
 
-  const upgrade = await rawUpgrade(sy.app.ports.http, ['Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13', 'X-Api-Key: guess-ws-0123456789abcdef']);
+  const upgrade = await rawUpgrade(sy.app.ports.http, [
+    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+    'Sec-WebSocket-Version: 13',
+    'X-Api-Key: guess-ws-0123456789abcdef',
+  ]);
   t.match(upgrade, /^HTTP\/1\.1 429/, `a WebSocket upgrade with an unknown key from that IP: 429 too (${upgrade})`);
-  const fromOther = await request(sy.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: CALL, dispatcher: other });
-  t.equal(await fromOther.body.text(), '{"jsonrpc":"2.0","id":1,"result":"0xba"}', 'a client on another IP is answered');
-  const holder = await request(sy.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': KEY }, body: CALL });
-  t.equal(await holder.body.text(), '{"jsonrpc":"2.0","id":1,"result":"0xba"}', "the real key's holder on the guessing IP is answered (its own budget)");
+  const fromOther = await request(sy.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: CALL,
+    dispatcher: other,
+  });
+  t.equal(
+    await fromOther.body.text(),
+    '{"jsonrpc":"2.0","id":1,"result":"0xba"}',
+    'a client on another IP is answered',
+  );
+  const holder = await request(sy.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+    body: CALL,
+  });
+  t.equal(
+    await holder.body.text(),
+    '{"jsonrpc":"2.0","id":1,"result":"0xba"}',
+    "the real key's holder on the guessing IP is answered (its own budget)",
+  );
   const m = (await get(`${sy.adminUrl}/metrics`)).text;
-  t.same(metricSamples(m, 'switchyard_calls_total', { method: 'invalid', reason: 'RATE_LIMITED' }), [refused], 'each refused guess counts as one call of method invalid');
+  t.same(
+    metricSamples(m, 'switchyard_calls_total', { method: 'invalid', reason: 'RATE_LIMITED' }),
+    [refused],
+    'each refused guess counts as one call of method invalid',
+  );
 });

@@ -12,7 +12,16 @@ import { Redis } from 'ioredis';
 import { startAnvil } from '../helpers/anvil.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
-import { Client, isRateLimited, memoryLogger, metric, ONE_CALL, rpc, startRedis, type Reply } from './fixtures/tools.js';
+import {
+  Client,
+  isRateLimited,
+  memoryLogger,
+  metric,
+  ONE_CALL,
+  rpc,
+  startRedis,
+  type Reply,
+} from './fixtures/tools.js';
 
 const BUDGET = 1;
 const anvil = await startAnvil();
@@ -29,7 +38,11 @@ async function replica(t: Test): Promise<Replica> {
   const logs = memoryLogger('info');
   const sy = await startSwitchyard(
     t,
-    { upstreams: [{ name: 'a', url: anvil.url }], server: { trustedProxies: ['127.0.0.1/32'] }, rateLimit: { ...ONE_CALL, redis: redis.url } },
+    {
+      upstreams: [{ name: 'a', url: anvil.url }],
+      server: { trustedProxies: ['127.0.0.1/32'] },
+      rateLimit: { ...ONE_CALL, redis: redis.url },
+    },
     { logger: logs.logger },
   );
   const client = new Client(t, sy.url);
@@ -45,7 +58,9 @@ t.teardown(() => probe.disconnect());
 
 let clients = 0;
 /** A client address no one has charged yet. */
-const newClient = (): Record<string, string> => ({ 'x-forwarded-for': `10.1.${Math.floor(++clients / 250)}.${clients % 250}` });
+const newClient = (): Record<string, string> => ({
+  'x-forwarded-for': `10.1.${Math.floor(++clients / 250)}.${clients % 250}`,
+});
 
 const ok = (r: Reply): boolean => r.status === 200 && r.json?.result === '0xba';
 const fallbacks = (r: Replica): Promise<number> => metric(r.sy, 'switchyard_rate_limit_fallback_total');
@@ -103,7 +118,10 @@ t.test('redis hung (SIGSTOP): calls go to local memory at once, not one command 
   const ms = performance.now() - started;
   t.equal(first.status, 200);
   // One redis command timeout per call would be 50 x 200 ms = 10 s per batch; the bound is generous.
-  t.ok(firstMs < 5_000, `a batch of 50 answered in ${Math.round(firstMs)} ms: at most one redis timeout (200 ms), not 50`);
+  t.ok(
+    firstMs < 5_000,
+    `a batch of 50 answered in ${Math.round(firstMs)} ms: at most one redis timeout (200 ms), not 50`,
+  );
   t.ok(ms < 5_000, `and the next batch too (${Math.round(ms)} ms for both)`);
   const all = [...first.json, ...second.json];
   t.equal(all.filter((o: any) => o.result === '0xba').length, BUDGET, 'still limited from memory: one of 100 admitted');
@@ -155,7 +173,11 @@ t.test('redis SIGKILLed: both keep serving with local limits, counted and logged
   );
   t.equal(viaA.filter(ok).length, BUDGET, 'A still limits the client: one of 15 admitted (never "allow all")');
   t.equal(viaA.filter((r) => r.status === 429 && isRateLimited(r.json)).length, 14, 'A refuses 14 with 429 -32005');
-  t.equal(viaB.filter(ok).length, BUDGET, 'B limits it too, from its own memory (budgets are per replica while redis is down)');
+  t.equal(
+    viaB.filter(ok).length,
+    BUDGET,
+    'B limits it too, from its own memory (budgets are per replica while redis is down)',
+  );
   t.equal(viaB.filter((r) => r.status === 429 && isRateLimited(r.json)).length, 14, 'B refuses 14');
   for (const [name, r, mark] of [
     ['A', a, marks[0]!],

@@ -13,8 +13,14 @@ import { Client, hourWait, isRateLimited, metric, ONE_CALL, rpc, type Reply } fr
 const anvil = await startAnvil();
 t.teardown(() => anvil.stop());
 
-async function fresh(t: Test, rateLimit: Record<string, unknown> = {}): Promise<{ sy: RunningSwitchyard; client: Client }> {
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], rateLimit: { ...ONE_CALL, ...rateLimit } });
+async function fresh(
+  t: Test,
+  rateLimit: Record<string, unknown> = {},
+): Promise<{ sy: RunningSwitchyard; client: Client }> {
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'a', url: anvil.url }],
+    rateLimit: { ...ONE_CALL, ...rateLimit },
+  });
   return { sy, client: new Client(t, sy.url) };
 }
 
@@ -30,39 +36,50 @@ t.test('a burst of 50 single calls: one admitted, 49 get 429 + Retry-After + -32
     'each refusal is one -32005 "rate limit exceeded" object with data.retryAfterSeconds',
   );
   t.ok(
-    refused.every((r) => hourWait(r.json.error.data.retryAfterSeconds) && r.headers['retry-after'] === String(r.json.error.data.retryAfterSeconds)),
+    refused.every(
+      (r) =>
+        hourWait(r.json.error.data.retryAfterSeconds) &&
+        r.headers['retry-after'] === String(r.json.error.data.retryAfterSeconds),
+    ),
     'Retry-After points at the burst window end (about an hour), the same in the header and in data',
   );
   t.ok(
     refused.every((r) => r.json.id !== null && r.json.error.data.reason === 'RATE_LIMITED'),
     'ids echoed, reason RATE_LIMITED',
   );
-  t.equal(await metric(sy, 'switchyard_rate_limited_calls_total', { reason: 'rate' }), 49, 'switchyard_rate_limited_calls_total{reason="rate"} counts the 49');
+  t.equal(
+    await metric(sy, 'switchyard_rate_limited_calls_total', { reason: 'rate' }),
+    49,
+    'switchyard_rate_limited_calls_total{reason="rate"} counts the 49',
+  );
 });
 
-t.test('batch partial admission: answers and -32005 in their slots, in order; a batch wholly over gets 429', async (t) => {
-  const { client: c } = await fresh(t);
-  const forty = await c.post(Array.from({ length: 40 }, (_, i) => rpc('eth_chainId', [], i + 1)));
-  t.equal(forty.status, 200, 'partly admitted: HTTP 200');
-  t.equal(forty.headers['retry-after'], undefined, 'no Retry-After on a partly admitted batch');
-  t.same(
-    forty.json.map((o: any) => o.id),
-    Array.from({ length: 40 }, (_, i) => i + 1),
-    'one answer per call, in request order',
-  );
-  t.equal(forty.json[0].result, '0xba', 'the first call answered');
-  t.ok(forty.json.slice(1).every(isRateLimited), 'the other 39 get -32005 in their slots');
-  const five = await c.post(Array.from({ length: 5 }, (_, i) => rpc('eth_chainId', [], 100 + i)));
-  t.equal(five.status, 429, 'every call of a batch over: HTTP 429');
-  t.ok(hourWait(Number(five.headers['retry-after'])), `with Retry-After (${five.headers['retry-after']})`);
-  t.ok(Array.isArray(five.json) && five.json.length === 5, 'the body is still one answer per call');
-  t.ok(five.json.every(isRateLimited), 'each -32005');
-  t.same(
-    five.json.map((o: any) => o.id),
-    [100, 101, 102, 103, 104],
-    'ids echoed in order',
-  );
-});
+t.test(
+  'batch partial admission: answers and -32005 in their slots, in order; a batch wholly over gets 429',
+  async (t) => {
+    const { client: c } = await fresh(t);
+    const forty = await c.post(Array.from({ length: 40 }, (_, i) => rpc('eth_chainId', [], i + 1)));
+    t.equal(forty.status, 200, 'partly admitted: HTTP 200');
+    t.equal(forty.headers['retry-after'], undefined, 'no Retry-After on a partly admitted batch');
+    t.same(
+      forty.json.map((o: any) => o.id),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+      'one answer per call, in request order',
+    );
+    t.equal(forty.json[0].result, '0xba', 'the first call answered');
+    t.ok(forty.json.slice(1).every(isRateLimited), 'the other 39 get -32005 in their slots');
+    const five = await c.post(Array.from({ length: 5 }, (_, i) => rpc('eth_chainId', [], 100 + i)));
+    t.equal(five.status, 429, 'every call of a batch over: HTTP 429');
+    t.ok(hourWait(Number(five.headers['retry-after'])), `with Retry-After (${five.headers['retry-after']})`);
+    t.ok(Array.isArray(five.json) && five.json.length === 5, 'the body is still one answer per call');
+    t.ok(five.json.every(isRateLimited), 'each -32005');
+    t.same(
+      five.json.map((o: any) => o.id),
+      [100, 101, 102, 103, 104],
+      'ids echoed in order',
+    );
+  },
+);
 
 t.test('a notification over the limit: 429 still carries a -32005 body, id null', async (t) => {
   const { client } = await fresh(t);
@@ -82,24 +99,45 @@ t.test('a notification over the limit: 429 still carries a -32005 body, id null'
   }
 });
 
-t.test('a call costing more than the limits ever admit: -32005 COST_OVER_LIMIT, HTTP 200, no retry promised', async (t) => {
-  // ONE_CALL: ratePerSec 1, an allowance of 2; eth_getLogs costs 3, more than either.
-  const { sy, client } = await fresh(t, { methodCost: { ...ONE_CALL.methodCost, eth_getLogs: 3 } });
-  const alone = await client.post(rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }], 7));
-  t.equal(alone.status, 200, 'HTTP 200: a 429 would tell the client to retry');
-  t.equal(alone.headers['retry-after'], undefined, 'no Retry-After');
-  t.same(alone.json, { jsonrpc: '2.0', id: 7, error: { code: -32005, message: 'call costs more than the rate limit ever admits', data: { reason: 'COST_OVER_LIMIT' } } });
-  const batch = await client.post([rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }], 8), rpc('eth_chainId', [], 9)]);
-  t.equal(batch.status, 200);
-  t.equal(batch.json[0].error.data.reason, 'COST_OVER_LIMIT', 'in its slot');
-  t.equal(batch.json[1].result, '0xba', 'charged nothing: the one call the limits admit still fits');
-  const over = await client.post([rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }], 10), rpc('eth_chainId', [], 11)]);
-  t.equal(over.status, 429, 'with a call a wait would admit, the batch is a 429 as before');
-  t.ok(hourWait(Number(over.headers['retry-after'])), "its Retry-After is that call's");
-  t.equal(over.json[0].error.data.reason, 'COST_OVER_LIMIT');
-  t.ok(isRateLimited(over.json[1]));
-  t.equal(await metric(sy, 'switchyard_calls_total', { reason: 'COST_OVER_LIMIT' }), 3, 'counted by reason in calls by outcome');
-});
+t.test(
+  'a call costing more than the limits ever admit: -32005 COST_OVER_LIMIT, HTTP 200, no retry promised',
+  async (t) => {
+    // ONE_CALL: ratePerSec 1, an allowance of 2; eth_getLogs costs 3, more than either.
+    const { sy, client } = await fresh(t, { methodCost: { ...ONE_CALL.methodCost, eth_getLogs: 3 } });
+    const alone = await client.post(rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }], 7));
+    t.equal(alone.status, 200, 'HTTP 200: a 429 would tell the client to retry');
+    t.equal(alone.headers['retry-after'], undefined, 'no Retry-After');
+    t.same(alone.json, {
+      jsonrpc: '2.0',
+      id: 7,
+      error: {
+        code: -32005,
+        message: 'call costs more than the rate limit ever admits',
+        data: { reason: 'COST_OVER_LIMIT' },
+      },
+    });
+    const batch = await client.post([
+      rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }], 8),
+      rpc('eth_chainId', [], 9),
+    ]);
+    t.equal(batch.status, 200);
+    t.equal(batch.json[0].error.data.reason, 'COST_OVER_LIMIT', 'in its slot');
+    t.equal(batch.json[1].result, '0xba', 'charged nothing: the one call the limits admit still fits');
+    const over = await client.post([
+      rpc('eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }], 10),
+      rpc('eth_chainId', [], 11),
+    ]);
+    t.equal(over.status, 429, 'with a call a wait would admit, the batch is a 429 as before');
+    t.ok(hourWait(Number(over.headers['retry-after'])), "its Retry-After is that call's");
+    t.equal(over.json[0].error.data.reason, 'COST_OVER_LIMIT');
+    t.ok(isRateLimited(over.json[1]));
+    t.equal(
+      await metric(sy, 'switchyard_calls_total', { reason: 'COST_OVER_LIMIT' }),
+      3,
+      'counted by reason in calls by outcome',
+    );
+  },
+);
 
 t.test('perIp: null turns the per-IP limit off', async (t) => {
   const { client } = await fresh(t, { perIp: null });
@@ -123,14 +161,23 @@ t.test('API keys: their own budget, by header or by path; an unknown key is refu
   );
   const byPath = await Promise.all(
     Array.from({ length: 4 }, async () => {
-      const r = await client.pool.request({ path: `/key/${KEY}`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rpc('eth_chainId')) });
+      const r = await client.pool.request({
+        path: `/key/${KEY}`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(rpc('eth_chainId')),
+      });
       return { status: r.statusCode, json: (await r.body.json()) as any };
     }),
   );
   const ip = await client.burst(5, () => rpc('eth_chainId'));
   const unknown = await client.post(rpc('eth_chainId'), { 'x-api-key': 'not-a-key-of-this-config' });
   const keyed = [...byHeader, ...byPath];
-  t.equal(keyed.filter((r) => r.status === 200 && r.json.result === '0xba').length, 1, "header and /key/<key> share the key's budget of one call");
+  t.equal(
+    keyed.filter((r) => r.status === 200 && r.json.result === '0xba').length,
+    1,
+    "header and /key/<key> share the key's budget of one call",
+  );
   t.equal(keyed.filter((r) => r.status === 429 && isRateLimited(r.json)).length, 7, 'the other 7 refused');
   t.equal(ip.filter(admitted).length, 1, "the client's own IP budget (one call) was not touched by its keyed calls");
   t.equal(unknown.status, 401, 'an unknown key: 401');

@@ -58,7 +58,11 @@ t.test('a listen failure names the listener and its address', async (t) => {
       .split('\n')
       .find((l) => l.includes('could not start'));
     t.ok(fatal, `${listener}: a fatal line`);
-    t.match(JSON.parse(fatal!).err.message, `${listener} listener could not listen on 127.0.0.1 port ${port}: EADDRINUSE`, `${listener}: names the listener and address`);
+    t.match(
+      JSON.parse(fatal!).err.message,
+      `${listener} listener could not listen on 127.0.0.1 port ${port}: EADDRINUSE`,
+      `${listener}: names the listener and address`,
+    );
     t.notMatch(cli.stdout(), /s3cret/, 'no upstream URL in the log');
   }
 });

@@ -26,11 +26,14 @@ function capture(): { text: () => string; stream: Writable } {
 t.test('the err serializer scrubs URLs from message and stack', async (t) => {
   const log = capture();
   const logger = createLogger('debug', log.stream);
-  const err = new Error('connect ECONNREFUSED https://alice:s3cret-key@rpc.example.com:8545/v2/APIKEY123 and 10.1.2.3:8545');
+  const err = new Error(
+    'connect ECONNREFUSED https://alice:s3cret-key@rpc.example.com:8545/v2/APIKEY123 and 10.1.2.3:8545',
+  );
   logger.error({ err }, 'failed');
   logger.warn({ err: new TypeError('fetch failed for wss://bob:pw@node.example/ws') }, 'failed');
   const text = log.text();
-  for (const secret of ['s3cret', 'alice', 'APIKEY123', 'rpc.example.com', '10.1.2.3', 'bob:pw', 'node.example']) t.notOk(text.includes(secret), `no ${secret}`);
+  for (const secret of ['s3cret', 'alice', 'APIKEY123', 'rpc.example.com', '10.1.2.3', 'bob:pw', 'node.example'])
+    t.notOk(text.includes(secret), `no ${secret}`);
   t.match(text, /\[url\]/);
   t.match(text, /"type":"TypeError"/, 'the error type is kept');
   t.equal(redactUrls('see http://a:b@h:1/p?q=1 now'), 'see [url] now');
@@ -40,17 +43,26 @@ t.test('an unreachable upstream with credentials in its URL leaves no trace of t
   const log = capture();
   const port = await freePort();
   const url = `http://operator:VerySecretToken@127.0.0.1:${port}/rpc/KEY-42`;
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'hidden', url }], log: { level: 'debug' } }, { logger: createLogger('debug', log.stream), waitReady: false });
+  const sy = await startSwitchyard(
+    t,
+    { upstreams: [{ name: 'hidden', url }], log: { level: 'debug' } },
+    { logger: createLogger('debug', log.stream), waitReady: false },
+  );
   const answer = await call(sy.url, 'eth_getBalance', ['0x0000000000000000000000000000000000000000', 'latest']);
   t.ok(answer.error, 'no node: an error answer');
   await waitFor('the probe logged the node down', () => log.text().includes('"upstream":"hidden"'));
   const text = log.text();
-  for (const secret of ['VerySecretToken', 'operator', 'KEY-42', `127.0.0.1:${port}`]) t.notOk(text.includes(secret), `no ${secret} in ${text.split('\n').length} lines`);
+  for (const secret of ['VerySecretToken', 'operator', 'KEY-42', `127.0.0.1:${port}`])
+    t.notOk(text.includes(secret), `no ${secret} in ${text.split('\n').length} lines`);
   const line = await waitFor('the state change logged', () =>
     log
       .text()
       .split('\n')
       .find((l) => l.includes('upstream state changed') && l.includes('"to":"down"')),
   );
-  t.match(JSON.parse(line), { upstream: 'hidden', from: 'connecting', to: 'down', why: 'eth_chainId: transport' }, 'it says why, without the address');
+  t.match(
+    JSON.parse(line),
+    { upstream: 'hidden', from: 'connecting', to: 'down', why: 'eth_chainId: transport' },
+    'it says why, without the address',
+  );
 });

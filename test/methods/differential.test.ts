@@ -131,7 +131,10 @@ t.test('Switchyard answers as the node does for every block-parameter form', asy
     ['{blockNumber}', { fromBlock: { blockNumber: '0x1' } }],
   ];
   for (const [form, filter] of filters) {
-    const [viaSy, direct] = await Promise.all([call(sy.url, 'eth_getLogs', [filter]), call(anvil.url, 'eth_getLogs', [filter])]);
+    const [viaSy, direct] = await Promise.all([
+      call(sy.url, 'eth_getLogs', [filter]),
+      call(anvil.url, 'eth_getLogs', [filter]),
+    ]);
     t.same(strip(viaSy), strip(direct), `eth_getLogs with ${form}`);
   }
 });

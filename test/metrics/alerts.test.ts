@@ -35,7 +35,9 @@ interface UnitTest {
   alert_rule_test: { alertname: string; exp_alerts: unknown[] }[];
 }
 
-const rules = (YAML.parse(readFileSync(ALERTS, 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+const rules = (YAML.parse(readFileSync(ALERTS, 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap(
+  (g) => g.rules,
+);
 const unit = YAML.parse(readFileSync(TESTS, 'utf8')) as { rule_files: string[]; tests: UnitTest[] };
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes. */
@@ -59,7 +61,10 @@ t.test('every rule has summary, description and a runbook_url to a runbook secti
     t.ok(r.annotations?.summary, `${r.alert}: summary`);
     t.ok(r.annotations?.description, `${r.alert}: description`);
     const m = /^docs\/observability\.md#(.+)$/.exec(r.annotations?.runbook_url ?? '');
-    t.ok(m && runbook.has(m[1]!), `${r.alert}: runbook_url ${r.annotations?.runbook_url} is a heading of docs/observability.md`);
+    t.ok(
+      m && runbook.has(m[1]!),
+      `${r.alert}: runbook_url ${r.annotations?.runbook_url} is a heading of docs/observability.md`,
+    );
   }
 });
 
@@ -112,11 +117,18 @@ t.test('the unit tests feed only series Switchyard emits', async (t) => {
         t.fail(`${name} is not a metric Switchyard exports`);
         continue;
       }
-      const declared = new Set<string>([...((metric as unknown as { labelNames: string[] }).labelNames ?? []), 'job', 'instance', ...(name.endsWith('_bucket') ? ['le'] : [])]);
+      const declared = new Set<string>([
+        ...((metric as unknown as { labelNames: string[] }).labelNames ?? []),
+        'job',
+        'instance',
+        ...(name.endsWith('_bucket') ? ['le'] : []),
+      ]);
       for (const [k, v] of Object.entries(labels)) {
         t.ok(declared.has(k), `${name}: label ${k} is declared`);
-        if (k === 'reason' && base === 'switchyard_calls_total') t.ok((CALL_REASONS as readonly string[]).includes(v), `${name}: reason ${v} is in the catalogue`);
-        else if (k !== 'job' && k !== 'instance' && k !== 'reason') t.ok(closed[k]?.(v), `${name}: ${k}="${v}" is a value the code emits`);
+        if (k === 'reason' && base === 'switchyard_calls_total')
+          t.ok((CALL_REASONS as readonly string[]).includes(v), `${name}: reason ${v} is in the catalogue`);
+        else if (k !== 'job' && k !== 'instance' && k !== 'reason')
+          t.ok(closed[k]?.(v), `${name}: ${k}="${v}" is a value the code emits`);
       }
     }
   }

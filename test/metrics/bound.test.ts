@@ -9,11 +9,21 @@ import { BoundCounter, BoundHistogram } from '../../src/metrics/bound.js';
 
 const BUCKETS = [0.001, 0.01, 0.1, 1, 10];
 
-function pair(): { reg: Registry; plain: { c: Counter<string>; h: Histogram<string> }; bound: { c: Counter<string>; h: Histogram<string> } } {
+function pair(): {
+  reg: Registry;
+  plain: { c: Counter<string>; h: Histogram<string> };
+  bound: { c: Counter<string>; h: Histogram<string> };
+} {
   const reg = new Registry();
   const make = (prefix: string) => ({
     c: new Counter({ name: `${prefix}_calls_total`, help: 'h', labelNames: ['method', 'outcome'], registers: [reg] }),
-    h: new Histogram({ name: `${prefix}_seconds`, help: 'h', labelNames: ['method'], buckets: BUCKETS, registers: [reg] }),
+    h: new Histogram({
+      name: `${prefix}_seconds`,
+      help: 'h',
+      labelNames: ['method'],
+      buckets: BUCKETS,
+      registers: [reg],
+    }),
   });
   return { reg, plain: make('plain'), bound: make('bound') };
 }
@@ -40,7 +50,11 @@ t.test('bound children and the public API give the same exposition', async (t) =
       plain.c.inc({ method, outcome });
       plain.h.observe({ method }, v);
       const key = `${method}/${outcome}`;
-      if (!children.has(key)) children.set(key, { c: new BoundCounter(bound.c, { method, outcome }), h: new BoundHistogram(bound.h, { method }) });
+      if (!children.has(key))
+        children.set(key, {
+          c: new BoundCounter(bound.c, { method, outcome }),
+          h: new BoundHistogram(bound.h, { method }),
+        });
       children.get(key)!.c.inc();
       children.get(key)!.h.observe(v);
     }

@@ -35,9 +35,19 @@ t.test('calls_total counts every call once, refused ones included, for a mixed b
     42, // invalid element
     { jsonrpc: '1.0', id: 4, method: 'eth_chainId' }, // invalid element
     { jsonrpc: '2.0', method: 'eth_chainId' }, // notification: worked on, no answer
-    { jsonrpc: '2.0', id: 5, method: 'eth_call', params: [{ to: '0x0000000000000000000000000000000000000000', data: '0x' }, 'latest'] },
+    {
+      jsonrpc: '2.0',
+      id: 5,
+      method: 'eth_call',
+      params: [{ to: '0x0000000000000000000000000000000000000000', data: '0x' }, 'latest'],
+    },
     { jsonrpc: '2.0', id: 6, method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: '0x0' }] },
-    ...Array.from({ length: 12 }, (_, i) => ({ jsonrpc: '2.0', id: 100 + i, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000001', 'latest'] })),
+    ...Array.from({ length: 12 }, (_, i) => ({
+      jsonrpc: '2.0',
+      id: 100 + i,
+      method: 'eth_getBalance',
+      params: ['0x0000000000000000000000000000000000000001', 'latest'],
+    })),
   ];
   const res = await post(sy.url, batch);
   t.equal(res.status, 200);
@@ -58,16 +68,36 @@ t.test('calls_total counts every call once, refused ones included, for a mixed b
   const sent = batch.length + 2;
 
   const text = await metricsText(sy.adminUrl);
-  t.equal(sum(metricSamples(text, 'switchyard_calls_total')) - before, sent, `calls_total grew by exactly the ${sent} calls sent`);
+  t.equal(
+    sum(metricSamples(text, 'switchyard_calls_total')) - before,
+    sent,
+    `calls_total grew by exactly the ${sent} calls sent`,
+  );
   t.equal(
     sum(metricSamples(text, 'switchyard_calls_total', { reason: 'RATE_LIMITED', outcome: 'client_error' })),
     answers.filter((a) => a.error?.code === -32005).length + 1,
     'rate-limited calls are client errors with reason RATE_LIMITED',
   );
-  t.equal(sum(metricSamples(text, 'switchyard_calls_total', { method: 'invalid', reason: 'INVALID_REQUEST' })), 2, 'the two invalid elements');
-  t.equal(sum(metricSamples(text, 'switchyard_calls_total', { method: 'invalid', reason: 'PARSE_ERROR' })), 1, 'the unparsable body');
-  t.equal(sum(metricSamples(text, 'switchyard_calls_total', { reason: 'METHOD_NOT_FOUND', outcome: 'client_error' })), 1, 'the unknown method');
-  t.equal(sum(metricSamples(text, 'switchyard_calls_total', { outcome: 'service_error' })), 0, 'no service-caused error');
+  t.equal(
+    sum(metricSamples(text, 'switchyard_calls_total', { method: 'invalid', reason: 'INVALID_REQUEST' })),
+    2,
+    'the two invalid elements',
+  );
+  t.equal(
+    sum(metricSamples(text, 'switchyard_calls_total', { method: 'invalid', reason: 'PARSE_ERROR' })),
+    1,
+    'the unparsable body',
+  );
+  t.equal(
+    sum(metricSamples(text, 'switchyard_calls_total', { reason: 'METHOD_NOT_FOUND', outcome: 'client_error' })),
+    1,
+    'the unknown method',
+  );
+  t.equal(
+    sum(metricSamples(text, 'switchyard_calls_total', { outcome: 'service_error' })),
+    0,
+    'no service-caused error',
+  );
 
   // Closed label sets: every series carries values the registry declares.
   for (const line of text.split('\n').filter((l) => l.startsWith('switchyard_calls_total{'))) {
@@ -82,15 +112,36 @@ t.test('build info, breaker state label, heights in block numbers, upstream late
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: anvil.url }], chainId: 186 });
-  await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000001', 'latest'] });
+  await post(sy.url, {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'eth_getBalance',
+    params: ['0x0000000000000000000000000000000000000001', 'latest'],
+  });
   const text = await metricsText(sy.adminUrl);
-  t.match(text, /^switchyard_build_info\{version="[^"]+",chain_id="0xba"\} 1$/m, 'build_info with version and chain id');
+  t.match(
+    text,
+    /^switchyard_build_info\{version="[^"]+",chain_id="0xba"\} 1$/m,
+    'build_info with version and chain id',
+  );
   for (const state of BREAKER_STATES) {
-    t.same(metricSamples(text, 'switchyard_upstream_breaker_state', { upstream: 'node-a', state }), [state === 'closed' ? 1 : 0], `breaker ${state}`);
+    t.same(
+      metricSamples(text, 'switchyard_upstream_breaker_state', { upstream: 'node-a', state }),
+      [state === 'closed' ? 1 : 0],
+      `breaker ${state}`,
+    );
   }
   t.same(metricSamples(text, 'switchyard_upstream_head_block_number', { upstream: 'node-a' }), [0]);
   t.same(metricSamples(text, 'switchyard_fleet_head_block_number'), [0]);
   t.same(metricSamples(text, 'switchyard_upstream_quarantined', { upstream: 'node-a' }), [0]);
-  t.ok(sum(metricSamples(text, 'switchyard_upstream_duration_seconds_count', { upstream: 'node-a', method: 'eth_getBalance' })) >= 1, 'upstream latency by method');
+  t.ok(
+    sum(
+      metricSamples(text, 'switchyard_upstream_duration_seconds_count', {
+        upstream: 'node-a',
+        method: 'eth_getBalance',
+      }),
+    ) >= 1,
+    'upstream latency by method',
+  );
   t.same(metricSamples(text, 'switchyard_config_last_reload_successful'), [1]);
 });

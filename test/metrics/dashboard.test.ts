@@ -32,7 +32,9 @@ walk(d.panels);
 
 /** The unit each target is drawn in: the panel's, or an override by refId. */
 function unitOf(p: Panel, target: Target): string | undefined {
-  const o = p.fieldConfig?.overrides?.find((x) => x.matcher.id === 'byFrameRefID' && x.matcher.options === target.refId);
+  const o = p.fieldConfig?.overrides?.find(
+    (x) => x.matcher.id === 'byFrameRefID' && x.matcher.options === target.refId,
+  );
   return (o?.properties.find((x) => x.id === 'unit')?.value as string | undefined) ?? p.fieldConfig?.defaults?.unit;
 }
 
@@ -41,7 +43,8 @@ t.test('series on a bytes axis are bytes; others are not drawn in bytes', async 
     for (const target of p.targets ?? []) {
       const bytes = /_bytes\b/.test(target.expr);
       if (unitOf(p, target) === 'bytes') t.ok(bytes, `${p.title} ${target.refId}: a bytes unit for a bytes metric`);
-      else if (/^switchyard_cache_entries/.test(target.expr)) t.not(unitOf(p, target), 'bytes', `${p.title}: entries are not bytes`);
+      else if (/^switchyard_cache_entries/.test(target.expr))
+        t.not(unitOf(p, target), 'bytes', `${p.title}: entries are not bytes`);
     }
   }
   const size = panels.find((p) => p.title === 'Cache size')!;
@@ -67,8 +70,13 @@ t.test('variables job, instance, upstream; panels filter on them; annotations fo
   for (const p of panels) {
     for (const target of p.targets ?? []) {
       if (!/switchyard_|process_|nodejs_/.test(target.expr)) continue;
-      t.match(target.expr, /job=~"\$job", instance=~"\$instance"/, `${p.title} ${target.refId} filters on job and instance`);
-      if (/switchyard_upstream_\w+\{/.test(target.expr)) t.match(target.expr, /upstream=~"\$upstream"/, `${p.title} ${target.refId} filters on upstream`);
+      t.match(
+        target.expr,
+        /job=~"\$job", instance=~"\$instance"/,
+        `${p.title} ${target.refId} filters on job and instance`,
+      );
+      if (/switchyard_upstream_\w+\{/.test(target.expr))
+        t.match(target.expr, /upstream=~"\$upstream"/, `${p.title} ${target.refId} filters on upstream`);
     }
   }
   for (const title of ['Upstreams quarantined', 'Redis', 'Config reloads'])

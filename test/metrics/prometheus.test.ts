@@ -111,7 +111,8 @@ function dashboardQueries(): { where: string; expr: string }[] {
   const out: { where: string; expr: string }[] = [];
   const walk = (panels: Panel[]): void => {
     for (const p of panels) {
-      for (const target of p.targets ?? []) if (target.expr) out.push({ where: `panel "${p.title}"`, expr: target.expr });
+      for (const target of p.targets ?? [])
+        if (target.expr) out.push({ where: `panel "${p.title}"`, expr: target.expr });
       walk(p.panels ?? []);
     }
   };
@@ -150,212 +151,276 @@ async function promApi<T>(base: string, path: string): Promise<T> {
 }
 
 type Vector = { metric: Record<string, string>; value: [number, string] }[];
-const query = (base: string, expr: string): Promise<Vector> => promApi<{ result: Vector }>(base, `/api/v1/query?query=${encodeURIComponent(expr)}`).then((d) => d.result);
+const query = (base: string, expr: string): Promise<Vector> =>
+  promApi<{ result: Vector }>(base, `/api/v1/query?query=${encodeURIComponent(expr)}`).then((d) => d.result);
 
 t.test('the name extractor reads PromQL the way Prometheus does', async (t) => {
-  t.same(metricNames('histogram_quantile(0.99, sum by (le, method) (rate(switchyard_call_duration_seconds_bucket{instance=~"$instance"}[$__rate_interval])))'), [
-    'switchyard_call_duration_seconds_bucket',
-  ]);
-  t.same(metricNames('sum by (instance) (rate(a_total{outcome="error"}[5m])) / sum by (instance) (rate(b_total[5m])) > 0.05'), ['a_total', 'b_total']);
+  t.same(
+    metricNames(
+      'histogram_quantile(0.99, sum by (le, method) (rate(switchyard_call_duration_seconds_bucket{instance=~"$instance"}[$__rate_interval])))',
+    ),
+    ['switchyard_call_duration_seconds_bucket'],
+  );
+  t.same(
+    metricNames(
+      'sum by (instance) (rate(a_total{outcome="error"}[5m])) / sum by (instance) (rate(b_total[5m])) > 0.05',
+    ),
+    ['a_total', 'b_total'],
+  );
   t.same(metricNames('(x > 0.1) and on (instance) sum without (reason) (y offset 5m) > 1'), ['x', 'y']);
   t.same(metricNames('up{job="switchyard"} == 0'), ['up']);
-  t.same(metricNames('label_values(switchyard_fleet_head_block_number, instance)'), ['switchyard_fleet_head_block_number']);
+  t.same(metricNames('label_values(switchyard_fleet_head_block_number, instance)'), [
+    'switchyard_fleet_head_block_number',
+  ]);
   t.same(metricNames('label_values(switchyard_build_info{job=~"$job"}, instance)'), ['switchyard_build_info']);
 });
 
 if (!existsSync(PROMETHEUS)) {
-  t.fail(`${PROMETHEUS} not found: the Debian package "prometheus" is required; .ci/run must \`apt-get install -y prometheus\` before running the tests`);
+  t.fail(
+    `${PROMETHEUS} not found: the Debian package "prometheus" is required; .ci/run must \`apt-get install -y prometheus\` before running the tests`,
+  );
 } else {
-  t.test('a real Prometheus scrapes Switchyard; the dashboard and alert rules query only exported metrics', async (t) => {
-    const anvil = await startAnvil();
-    t.teardown(() => anvil.stop());
-    // A Redis for the rate limits: switchyard_redis_up (RedisUnreachable, the Redis panel) exists
-    // only while some Redis is in use.
-    const redis = await startRedis(t);
+  t.test(
+    'a real Prometheus scrapes Switchyard; the dashboard and alert rules query only exported metrics',
+    async (t) => {
+      const anvil = await startAnvil();
+      t.teardown(() => anvil.stop());
+      // A Redis for the rate limits: switchyard_redis_up (RedisUnreachable, the Redis panel) exists
+      // only while some Redis is in use.
+      const redis = await startRedis(t);
 
-    // Process metrics on: the dashboard's process panels need them (startSwitchyard turns them off).
-    // Rate limits roomy enough for the traffic below, except eth_getLogs, which costs more than a
-    // second's budget and so fits only the hourly burst allowance, once: the second such call is
-    // refused deterministically (switchyard_rate_limited_calls_total).
-    const config = validateConfig(
-      testConfig({
-        upstreams: [{ name: 'node-a', url: anvil.url }],
-        rateLimit: { perIp: { ratePerSec: 10_000, burst: 30_000, burstWindowSec: 3600 }, methodCost: { eth_getLogs: 15_000 }, redis: redis.url },
-      }),
-    );
-    const app = await App.start(config, { logger: createLogger('silent'), processMetrics: true });
-    t.teardown(() => app.close());
-    const url = `http://127.0.0.1:${app.ports.http}`;
-    const adminUrl = `http://127.0.0.1:${app.ports.admin}`;
-    await waitFor('switchyard ready', async () => (await get(`${adminUrl}/ready`)).status === 200);
+      // Process metrics on: the dashboard's process panels need them (startSwitchyard turns them off).
+      // Rate limits roomy enough for the traffic below, except eth_getLogs, which costs more than a
+      // second's budget and so fits only the hourly burst allowance, once: the second such call is
+      // refused deterministically (switchyard_rate_limited_calls_total).
+      const config = validateConfig(
+        testConfig({
+          upstreams: [{ name: 'node-a', url: anvil.url }],
+          rateLimit: {
+            perIp: { ratePerSec: 10_000, burst: 30_000, burstWindowSec: 3600 },
+            methodCost: { eth_getLogs: 15_000 },
+            redis: redis.url,
+          },
+        }),
+      );
+      const app = await App.start(config, { logger: createLogger('silent'), processMetrics: true });
+      t.teardown(() => app.close());
+      const url = `http://127.0.0.1:${app.ports.http}`;
+      const adminUrl = `http://127.0.0.1:${app.ports.admin}`;
+      await waitFor('switchyard ready', async () => (await get(`${adminUrl}/ready`)).status === 200);
 
-    // The repository's scrape job and rules, pointed at this Switchyard and sped up to 1 s.
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-prom-'));
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const promConfig = YAML.parse(readFileSync(PROMETHEUS_YML, 'utf8'));
-    promConfig.global = { ...promConfig.global, scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' };
-    promConfig.rule_files = [ALERTS];
-    // compose's Alertmanager does not exist here: the rules are read from Prometheus' API instead.
-    delete promConfig.alerting;
-    t.equal(promConfig.scrape_configs.length, 1, 'config/prometheus.yml has one scrape job');
-    promConfig.scrape_configs[0].static_configs = [{ targets: [`127.0.0.1:${app.ports.admin}`], labels: { replica: '1' } }];
-    const configFile = join(dir, 'prometheus.yml');
-    writeFileSync(configFile, YAML.stringify(promConfig));
+      // The repository's scrape job and rules, pointed at this Switchyard and sped up to 1 s.
+      const dir = mkdtempSync(join(tmpdir(), 'switchyard-prom-'));
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+      const promConfig = YAML.parse(readFileSync(PROMETHEUS_YML, 'utf8'));
+      promConfig.global = {
+        ...promConfig.global,
+        scrape_interval: '1s',
+        scrape_timeout: '1s',
+        evaluation_interval: '1s',
+      };
+      promConfig.rule_files = [ALERTS];
+      // compose's Alertmanager does not exist here: the rules are read from Prometheus' API instead.
+      delete promConfig.alerting;
+      t.equal(promConfig.scrape_configs.length, 1, 'config/prometheus.yml has one scrape job');
+      promConfig.scrape_configs[0].static_configs = [
+        { targets: [`127.0.0.1:${app.ports.admin}`], labels: { replica: '1' } },
+      ];
+      const configFile = join(dir, 'prometheus.yml');
+      writeFileSync(configFile, YAML.stringify(promConfig));
 
-    if (existsSync(PROMTOOL)) {
-      await t.resolves(run(PROMTOOL, ['check', 'config', PROMETHEUS_YML]), 'promtool check config config/prometheus.yml');
-      await t.resolves(run(PROMTOOL, ['check', 'config', configFile]), 'promtool check config (test copy)');
-      await t.resolves(run(PROMTOOL, ['check', 'rules', ALERTS]), 'promtool check rules config/alerts.yml');
-    } else {
-      t.comment(`${PROMTOOL} not found; skipping promtool checks (the Debian prometheus package ships it)`);
-    }
-
-    const port = await freePort();
-    const prom = promBase(port);
-    const proc = startPrometheus(configFile, dir, port);
-    t.teardown(() => stopProcess(proc));
-
-    // Traffic that makes every family have samples: forwarded reads, local answers, a batch, an
-    // unknown method (outcome error), a 415, a rate-limited call, and a null hash lookup (retried
-    // once: a failover).
-    await post(anvil.url, { jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x3'] });
-    await waitFor('switchyard sees block 3', async () => (await call(url, 'eth_blockNumber')).result === '0x3');
-    t.equal((await call(url, 'eth_chainId')).result, '0xba');
-    t.match((await call(url, 'eth_getBalance', [DEV_ADDRESS, 'latest'])).result, /^0x[0-9a-f]+$/);
-    t.match((await call(url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest'])).result, /^0x[0-9a-f]+$/);
-    const batch = await post(
-      url,
-      [1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [DEV_ADDRESS, 'latest'] })),
-    );
-    t.equal(batch.json().length, 3);
-    t.equal((await call(url, 'foo_bar')).error?.code, -32601);
-    t.equal((await post(url, '{}', { 'content-type': 'text/plain' })).status, 415);
-    const getLogs = { jsonrpc: '2.0', id: 9, method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: '0x1' }] };
-    t.equal((await post(url, getLogs)).status, 200, 'the first eth_getLogs is paid from the burst allowance');
-    const limited = await post(url, getLogs);
-    t.equal(limited.status, 429, 'the second finds the allowance spent and is refused');
-    t.equal(limited.json().error?.code, -32005);
-    t.equal((await call(url, 'eth_getTransactionByHash', [`0x${'ab'.repeat(32)}`])).result, null);
-    // The sentinel: the last call, and the only eth_gasPrice. A scrape that has it has all the rest.
-    t.match((await call(url, 'eth_gasPrice')).result, /^0x[0-9a-f]+$/);
-
-    await waitFor('prometheus ready', async () => (await fetch(`${prom}/-/ready`)).ok, { timeoutMs: 20_000, intervalMs: 200 });
-    await waitFor(
-      'a scrape after the traffic',
-      async () => (await query(prom, 'switchyard_calls_total{method="eth_gasPrice"}')).length > 0 && (await query(prom, 'switchyard_fleet_head_block_number == 3')).length > 0,
-      { timeoutMs: 20_000, intervalMs: 250 },
-    );
-
-    await t.test('the metrics of SPEC section 8 reach Prometheus', async (t) => {
-      const up = await query(prom, 'up{job="switchyard"}');
-      t.equal(up[0]?.value[1], '1', 'the scrape job is up');
-      for (const name of [
-        'switchyard_calls_total',
-        'switchyard_call_duration_seconds_bucket',
-        'switchyard_http_requests_total',
-        'switchyard_batch_size_bucket',
-        'switchyard_upstream_calls_total',
-        'switchyard_upstream_duration_seconds_bucket',
-        'switchyard_upstream_head_block_number',
-        'switchyard_upstream_lag_blocks',
-        'switchyard_upstream_healthy',
-        'switchyard_upstream_in_flight',
-        'switchyard_upstream_breaker_state',
-        'switchyard_fleet_head_block_number',
-        'switchyard_fleet_finalized_block_number',
-        'switchyard_failovers_total',
-        'switchyard_in_flight_calls',
-        'switchyard_rate_limited_calls_total',
-        'process_resident_memory_bytes',
-        'nodejs_eventloop_lag_p99_seconds',
-        'switchyard_build_info',
-        'switchyard_config_last_reload_successful',
-        'switchyard_upstream_quarantined',
-        'switchyard_routing_max_lag_blocks',
-      ]) {
-        t.ok((await query(prom, name)).length > 0, `${name} has series`);
+      if (existsSync(PROMTOOL)) {
+        await t.resolves(
+          run(PROMTOOL, ['check', 'config', PROMETHEUS_YML]),
+          'promtool check config config/prometheus.yml',
+        );
+        await t.resolves(run(PROMTOOL, ['check', 'config', configFile]), 'promtool check config (test copy)');
+        await t.resolves(run(PROMTOOL, ['check', 'rules', ALERTS]), 'promtool check rules config/alerts.yml');
+      } else {
+        t.comment(`${PROMTOOL} not found; skipping promtool checks (the Debian prometheus package ships it)`);
       }
-      const value = async (expr: string): Promise<number> => Number((await query(prom, expr))[0]?.value[1] ?? NaN);
-      t.equal(await value('switchyard_upstream_healthy{upstream="node-a"}'), 1, 'node-a healthy');
-      t.equal(await value('switchyard_upstream_head_block_number{upstream="node-a"}'), 3, 'node-a head');
-      t.equal(await value('switchyard_upstream_lag_blocks{upstream="node-a"}'), 0, 'node-a lag');
-      t.equal(await value('switchyard_upstream_breaker_state{upstream="node-a",state="closed"}'), 1, 'breaker closed');
-      t.equal(await value('switchyard_upstream_breaker_state{upstream="node-a",state="open"}'), 0, 'breaker not open');
-      t.ok((await value('sum(switchyard_calls_total{method="eth_getBalance"})')) >= 4, 'eth_getBalance calls counted, batch elements included');
-      t.ok((await value('switchyard_calls_total{outcome="client_error",reason="METHOD_NOT_FOUND"}')) >= 1, 'the unknown method counted as a client error');
-      t.ok((await value('sum(switchyard_calls_total{reason="RATE_LIMITED"})')) >= 1, 'the rate-limited call counted in calls_total');
-      t.ok((await value('switchyard_http_requests_total{status="415"}')) >= 1, '415 counted');
-      t.ok((await value('switchyard_failovers_total{reason="null_answer"}')) >= 1, 'the null retry counted as a failover');
-      t.ok((await value('switchyard_batch_size_count')) >= 1, 'batch sizes observed');
-      t.ok((await value('switchyard_rate_limited_calls_total{reason="rate"}')) >= 1, 'the refused call counted');
-      t.notOk(JSON.stringify(await query(prom, '{__name__=~"switchyard_.+"}')).includes(anvil.url), 'no upstream URL in any label');
-    });
 
-    await t.test('every metric named by a dashboard panel or an alert rule exists', async (t) => {
-      const known = new Set(await promApi<string[]>(prom, '/api/v1/label/__name__/values'));
-      const uses = [...dashboardQueries(), ...alertRules().map((r) => ({ where: `alert ${r.alert ?? r.record}`, expr: r.expr }))];
-      t.ok(uses.length >= 30, `${uses.length} expressions read`);
-      const missing = new Map<string, string[]>();
-      for (const { where, expr } of uses) {
-        const names = metricNames(expr);
-        if (!/^\s*label_values\(/.test(expr)) t.ok(names.length > 0, `${where} names a metric: ${expr}`);
-        for (const n of names) if (!known.has(n)) missing.set(n, [...(missing.get(n) ?? []), where]);
-      }
-      for (const [name, where] of missing) t.comment(`not exported: ${name} (used by ${where.join(', ')})`);
-      t.same([...missing.keys()], [], 'every metric name used by a panel or rule is exported by Switchyard');
-    });
+      const port = await freePort();
+      const prom = promBase(port);
+      const proc = startPrometheus(configFile, dir, port);
+      t.teardown(() => stopProcess(proc));
 
-    await t.test('every dashboard expression is valid PromQL to Prometheus', async (t) => {
-      for (const { where, expr } of dashboardQueries()) {
-        const lv = /^\s*label_values\((.*),\s*(\w+)\s*\)\s*$/.exec(expr);
-        if (lv) {
-          // A variable: its selector must be valid and find the label it lists.
-          const found = await query(prom, expandGrafana(lv[1]!));
-          t.ok(
-            found.some((r) => r.metric[lv[2]!] !== undefined),
-            `${where}: ${expr} finds ${lv[2]} values`,
-          );
-          continue;
+      // Traffic that makes every family have samples: forwarded reads, local answers, a batch, an
+      // unknown method (outcome error), a 415, a rate-limited call, and a null hash lookup (retried
+      // once: a failover).
+      await post(anvil.url, { jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x3'] });
+      await waitFor('switchyard sees block 3', async () => (await call(url, 'eth_blockNumber')).result === '0x3');
+      t.equal((await call(url, 'eth_chainId')).result, '0xba');
+      t.match((await call(url, 'eth_getBalance', [DEV_ADDRESS, 'latest'])).result, /^0x[0-9a-f]+$/);
+      t.match((await call(url, 'eth_getTransactionCount', [DEV_ADDRESS, 'latest'])).result, /^0x[0-9a-f]+$/);
+      const batch = await post(
+        url,
+        [1, 2, 3].map((id) => ({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [DEV_ADDRESS, 'latest'] })),
+      );
+      t.equal(batch.json().length, 3);
+      t.equal((await call(url, 'foo_bar')).error?.code, -32601);
+      t.equal((await post(url, '{}', { 'content-type': 'text/plain' })).status, 415);
+      const getLogs = { jsonrpc: '2.0', id: 9, method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: '0x1' }] };
+      t.equal((await post(url, getLogs)).status, 200, 'the first eth_getLogs is paid from the burst allowance');
+      const limited = await post(url, getLogs);
+      t.equal(limited.status, 429, 'the second finds the allowance spent and is refused');
+      t.equal(limited.json().error?.code, -32005);
+      t.equal((await call(url, 'eth_getTransactionByHash', [`0x${'ab'.repeat(32)}`])).result, null);
+      // The sentinel: the last call, and the only eth_gasPrice. A scrape that has it has all the rest.
+      t.match((await call(url, 'eth_gasPrice')).result, /^0x[0-9a-f]+$/);
+
+      await waitFor('prometheus ready', async () => (await fetch(`${prom}/-/ready`)).ok, {
+        timeoutMs: 20_000,
+        intervalMs: 200,
+      });
+      await waitFor(
+        'a scrape after the traffic',
+        async () =>
+          (await query(prom, 'switchyard_calls_total{method="eth_gasPrice"}')).length > 0 &&
+          (await query(prom, 'switchyard_fleet_head_block_number == 3')).length > 0,
+        { timeoutMs: 20_000, intervalMs: 250 },
+      );
+
+      await t.test('the metrics of SPEC section 8 reach Prometheus', async (t) => {
+        const up = await query(prom, 'up{job="switchyard"}');
+        t.equal(up[0]?.value[1], '1', 'the scrape job is up');
+        for (const name of [
+          'switchyard_calls_total',
+          'switchyard_call_duration_seconds_bucket',
+          'switchyard_http_requests_total',
+          'switchyard_batch_size_bucket',
+          'switchyard_upstream_calls_total',
+          'switchyard_upstream_duration_seconds_bucket',
+          'switchyard_upstream_head_block_number',
+          'switchyard_upstream_lag_blocks',
+          'switchyard_upstream_healthy',
+          'switchyard_upstream_in_flight',
+          'switchyard_upstream_breaker_state',
+          'switchyard_fleet_head_block_number',
+          'switchyard_fleet_finalized_block_number',
+          'switchyard_failovers_total',
+          'switchyard_in_flight_calls',
+          'switchyard_rate_limited_calls_total',
+          'process_resident_memory_bytes',
+          'nodejs_eventloop_lag_p99_seconds',
+          'switchyard_build_info',
+          'switchyard_config_last_reload_successful',
+          'switchyard_upstream_quarantined',
+          'switchyard_routing_max_lag_blocks',
+        ]) {
+          t.ok((await query(prom, name)).length > 0, `${name} has series`);
         }
-        await t.resolves(query(prom, expandGrafana(expr)), `${where}: ${expr}`);
-      }
-    });
+        const value = async (expr: string): Promise<number> => Number((await query(prom, expr))[0]?.value[1] ?? NaN);
+        t.equal(await value('switchyard_upstream_healthy{upstream="node-a"}'), 1, 'node-a healthy');
+        t.equal(await value('switchyard_upstream_head_block_number{upstream="node-a"}'), 3, 'node-a head');
+        t.equal(await value('switchyard_upstream_lag_blocks{upstream="node-a"}'), 0, 'node-a lag');
+        t.equal(
+          await value('switchyard_upstream_breaker_state{upstream="node-a",state="closed"}'),
+          1,
+          'breaker closed',
+        );
+        t.equal(
+          await value('switchyard_upstream_breaker_state{upstream="node-a",state="open"}'),
+          0,
+          'breaker not open',
+        );
+        t.ok(
+          (await value('sum(switchyard_calls_total{method="eth_getBalance"})')) >= 4,
+          'eth_getBalance calls counted, batch elements included',
+        );
+        t.ok(
+          (await value('switchyard_calls_total{outcome="client_error",reason="METHOD_NOT_FOUND"}')) >= 1,
+          'the unknown method counted as a client error',
+        );
+        t.ok(
+          (await value('sum(switchyard_calls_total{reason="RATE_LIMITED"})')) >= 1,
+          'the rate-limited call counted in calls_total',
+        );
+        t.ok((await value('switchyard_http_requests_total{status="415"}')) >= 1, '415 counted');
+        t.ok(
+          (await value('switchyard_failovers_total{reason="null_answer"}')) >= 1,
+          'the null retry counted as a failover',
+        );
+        t.ok((await value('switchyard_batch_size_count')) >= 1, 'batch sizes observed');
+        t.ok((await value('switchyard_rate_limited_calls_total{reason="rate"}')) >= 1, 'the refused call counted');
+        t.notOk(
+          JSON.stringify(await query(prom, '{__name__=~"switchyard_.+"}')).includes(anvil.url),
+          'no upstream URL in any label',
+        );
+      });
 
-    await t.test('the alert rules loaded and evaluate without errors', async (t) => {
-      type RuleState = { name: string; type: string; health: string; lastError?: string; lastEvaluation?: string };
-      const rules = await waitFor(
-        'every rule evaluated once',
-        async () => {
-          const data = await promApi<{ groups: { file: string; rules: RuleState[] }[] }>(prom, '/api/v1/rules');
-          const all = data.groups.filter((g) => g.file === ALERTS).flatMap((g) => g.rules);
-          return all.length > 0 && all.every((r) => r.health !== 'unknown') ? all : undefined;
-        },
-        { timeoutMs: 15_000, intervalMs: 250 },
-      );
-      t.equal(rules.length, alertRules().length, 'every rule of config/alerts.yml is loaded');
-      for (const r of rules) t.equal(r.health, 'ok', `${r.name} evaluates${r.lastError ? `: ${r.lastError}` : ''}`);
-      const names = rules.map((r) => r.name);
-      for (const required of [
-        'NoHealthyUpstream',
-        'UpstreamLagging',
-        'HighErrorRatio',
-        'RateLimitingSurge',
-        'UpstreamRedundancyDegraded',
-        'UpstreamQuarantined',
-        'LoadShedding',
-        'HighCallLatency',
-        'SwitchyardTargetAbsent',
-        'ConfigReloadFailed',
-      ]) {
-        t.ok(names.includes(required), `${required} is defined`);
-      }
-      const alerts = await promApi<{ alerts: { labels: Record<string, string>; state: string }[] }>(prom, '/api/v1/alerts');
-      t.notOk(
-        alerts.alerts.some((a) => a.labels.alertname === 'NoHealthyUpstream'),
-        'NoHealthyUpstream quiet while node-a is healthy',
-      );
-    });
-  });
+      await t.test('every metric named by a dashboard panel or an alert rule exists', async (t) => {
+        const known = new Set(await promApi<string[]>(prom, '/api/v1/label/__name__/values'));
+        const uses = [
+          ...dashboardQueries(),
+          ...alertRules().map((r) => ({ where: `alert ${r.alert ?? r.record}`, expr: r.expr })),
+        ];
+        t.ok(uses.length >= 30, `${uses.length} expressions read`);
+        const missing = new Map<string, string[]>();
+        for (const { where, expr } of uses) {
+          const names = metricNames(expr);
+          if (!/^\s*label_values\(/.test(expr)) t.ok(names.length > 0, `${where} names a metric: ${expr}`);
+          for (const n of names) if (!known.has(n)) missing.set(n, [...(missing.get(n) ?? []), where]);
+        }
+        for (const [name, where] of missing) t.comment(`not exported: ${name} (used by ${where.join(', ')})`);
+        t.same([...missing.keys()], [], 'every metric name used by a panel or rule is exported by Switchyard');
+      });
+
+      await t.test('every dashboard expression is valid PromQL to Prometheus', async (t) => {
+        for (const { where, expr } of dashboardQueries()) {
+          const lv = /^\s*label_values\((.*),\s*(\w+)\s*\)\s*$/.exec(expr);
+          if (lv) {
+            // A variable: its selector must be valid and find the label it lists.
+            const found = await query(prom, expandGrafana(lv[1]!));
+            t.ok(
+              found.some((r) => r.metric[lv[2]!] !== undefined),
+              `${where}: ${expr} finds ${lv[2]} values`,
+            );
+            continue;
+          }
+          await t.resolves(query(prom, expandGrafana(expr)), `${where}: ${expr}`);
+        }
+      });
+
+      await t.test('the alert rules loaded and evaluate without errors', async (t) => {
+        type RuleState = { name: string; type: string; health: string; lastError?: string; lastEvaluation?: string };
+        const rules = await waitFor(
+          'every rule evaluated once',
+          async () => {
+            const data = await promApi<{ groups: { file: string; rules: RuleState[] }[] }>(prom, '/api/v1/rules');
+            const all = data.groups.filter((g) => g.file === ALERTS).flatMap((g) => g.rules);
+            return all.length > 0 && all.every((r) => r.health !== 'unknown') ? all : undefined;
+          },
+          { timeoutMs: 15_000, intervalMs: 250 },
+        );
+        t.equal(rules.length, alertRules().length, 'every rule of config/alerts.yml is loaded');
+        for (const r of rules) t.equal(r.health, 'ok', `${r.name} evaluates${r.lastError ? `: ${r.lastError}` : ''}`);
+        const names = rules.map((r) => r.name);
+        for (const required of [
+          'NoHealthyUpstream',
+          'UpstreamLagging',
+          'HighErrorRatio',
+          'RateLimitingSurge',
+          'UpstreamRedundancyDegraded',
+          'UpstreamQuarantined',
+          'LoadShedding',
+          'HighCallLatency',
+          'SwitchyardTargetAbsent',
+          'ConfigReloadFailed',
+        ]) {
+          t.ok(names.includes(required), `${required} is defined`);
+        }
+        const alerts = await promApi<{ alerts: { labels: Record<string, string>; state: string }[] }>(
+          prom,
+          '/api/v1/alerts',
+        );
+        t.notOk(
+          alerts.alerts.some((a) => a.labels.alertname === 'NoHealthyUpstream'),
+          'NoHealthyUpstream quiet while node-a is healthy',
+        );
+      });
+    },
+  );
 }
 
 function promBase(port: number): string {
@@ -363,9 +428,18 @@ function promBase(port: number): string {
 }
 
 function startPrometheus(configFile: string, dir: string, port: number): ChildProcess {
-  const proc = spawn(PROMETHEUS, [`--config.file=${configFile}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const proc = spawn(
+    PROMETHEUS,
+    [
+      `--config.file=${configFile}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);

@@ -49,7 +49,11 @@ t.test("series that read 0 from the start come from the producers' label lists",
     t.same(s.values, sorted(list), `${name}: one series per ${label} in the list`);
     t.ok(s.zero, `${name}: every series at 0`);
   }
-  t.same(series(text, 'switchyard_cache_lookups_total', 'class').values, sorted(CACHE_CLASSES.flatMap((c) => [c, c])), 'cache lookups: a hit and a miss series per class');
+  t.same(
+    series(text, 'switchyard_cache_lookups_total', 'class').values,
+    sorted(CACHE_CLASSES.flatMap((c) => [c, c])),
+    'cache lookups: a hit and a miss series per class',
+  );
   t.same(
     series(text, 'switchyard_uptime_probes_total', 'check').values,
     sorted(PROBE_CHECKS.flatMap((c) => PROBE_RESULTS.map(() => c))),
@@ -101,6 +105,9 @@ t.test('forgetUpstream drops every series of a removed upstream', async (t) => {
   metrics.forgetUpstream('gone');
   const left = (await metrics.registry.metrics())
     .split('\n')
-    .filter((l) => !l.startsWith('#') && l.includes('upstream="gone"') && !l.startsWith('switchyard_upstream_quarantined_total'));
+    .filter(
+      (l) =>
+        !l.startsWith('#') && l.includes('upstream="gone"') && !l.startsWith('switchyard_upstream_quarantined_total'),
+    );
   t.same(left, [], 'no gauge series left for it (the event counter keeps its count)');
 });

@@ -9,7 +9,12 @@ import { CHUNKS_AT_ONCE, fetchChunks } from '../../src/pipeline/logs.js';
 import type { BytePool } from '../../src/upstream/answer-bytes.js';
 
 /** Chunk k answers `answer(k)` after a delay that makes later chunks come back first. */
-function runner(answer: (k: number) => Outcome): { run: (params: unknown[], budget: BytePool) => Promise<Outcome>; asked: number[]; maxAtOnce: () => number; budgets: BytePool[] } {
+function runner(answer: (k: number) => Outcome): {
+  run: (params: unknown[], budget: BytePool) => Promise<Outcome>;
+  asked: number[];
+  maxAtOnce: () => number;
+  budgets: BytePool[];
+} {
   const asked: number[] = [];
   const budgets: BytePool[] = [];
   let now = 0;

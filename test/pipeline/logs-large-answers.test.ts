@@ -22,7 +22,8 @@ import { listenUntilTeardown } from '../helpers/ports.js';
 import { waitFor } from '../helpers/wait.js';
 
 const MB = 1024 * 1024;
-const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const rssMb = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 /**
  * A JSON array of plausible logs of about `bytes` bytes, as a Buffer (sent as it is, never copied):
@@ -57,22 +58,39 @@ const HUGE = '0x00000000000000000000000000000000000000ff';
  */
 async function startLogsNode(t: Test, real: string, big: Buffer, huge: Buffer): Promise<string> {
   const forward = async (text: string): Promise<Buffer> =>
-    Buffer.from(await (await request(real, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).body.text());
+    Buffer.from(
+      await (
+        await request(real, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })
+      ).body.text(),
+    );
   const answer = async (c: { id: unknown; method: string; params?: unknown[] }): Promise<Buffer[]> => {
     if (c.method !== 'eth_getLogs') return [await forward(JSON.stringify(c))];
     const filter = (c.params?.[0] ?? {}) as { address?: string };
-    return [Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(c.id)},"result":`), filter.address === HUGE ? huge : big, Buffer.from('}')];
+    return [
+      Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(c.id)},"result":`),
+      filter.address === HUGE ? huge : big,
+      Buffer.from('}'),
+    ];
   };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (d: Buffer) => chunks.push(d));
     req.on('end', () => {
       const parsed = JSON.parse(Buffer.concat(chunks).toString()) as unknown;
-      const calls = (Array.isArray(parsed) ? parsed : [parsed]) as { id: unknown; method: string; params?: unknown[] }[];
+      const calls = (Array.isArray(parsed) ? parsed : [parsed]) as {
+        id: unknown;
+        method: string;
+        params?: unknown[];
+      }[];
       void Promise.all(calls.map(answer)).then(
         (each) => {
-          const parts = Array.isArray(parsed) ? [Buffer.from('['), ...each.flatMap((b, i) => (i === 0 ? b : [Buffer.from(','), ...b])), Buffer.from(']')] : each[0]!;
-          res.writeHead(200, { 'content-type': 'application/json', 'content-length': parts.reduce((n, b) => n + b.length, 0) });
+          const parts = Array.isArray(parsed)
+            ? [Buffer.from('['), ...each.flatMap((b, i) => (i === 0 ? b : [Buffer.from(','), ...b])), Buffer.from(']')]
+            : each[0]!;
+          res.writeHead(200, {
+            'content-type': 'application/json',
+            'content-length': parts.reduce((n, b) => n + b.length, 0),
+          });
           for (const p of parts) res.write(p);
           res.end();
         },
@@ -84,7 +102,10 @@ async function startLogsNode(t: Test, real: string, big: Buffer, huge: Buffer): 
 }
 
 /** Another client: one eth_getBalance every 50 ms until stopped; its failures and slowest call. */
-function otherClient(url: string): { count: () => number; stop: () => Promise<{ calls: number; failures: number; maxMs: number; failed: string[] }> } {
+function otherClient(url: string): {
+  count: () => number;
+  stop: () => Promise<{ calls: number; failures: number; maxMs: number; failed: string[] }>;
+} {
   let stopped = false;
   let calls = 0;
   let failures = 0;
@@ -170,7 +191,9 @@ interface LogsAnswer {
 }
 
 async function attack(url: string, filters: object[], batch = false): Promise<LogsAnswer[]> {
-  const child = spawn(process.execPath, ['-e', ATTACKER, url, JSON.stringify(filters), batch ? 'batch' : 'each'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', ATTACKER, url, JSON.stringify(filters), batch ? 'batch' : 'each'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   await new Promise((r) => child.once('exit', r));
@@ -241,7 +264,12 @@ log: { level: info, requests: 'off' }
     // Four different filters: identical calls in flight would share one node answer.
     const all = await attack(
       url,
-      [0, 1, 2, 3].map((i) => ({ fromBlock: '0x0', toBlock: '0x9', address: HUGE, topics: [`0x${String(i).padStart(64, '0')}`] })),
+      [0, 1, 2, 3].map((i) => ({
+        fromBlock: '0x0',
+        toBlock: '0x9',
+        address: HUGE,
+        topics: [`0x${String(i).padStart(64, '0')}`],
+      })),
     );
     const after = other.count();
     await waitFor('the other client after the attack', () => other.count() >= after + 10);
@@ -265,7 +293,12 @@ log: { level: info, requests: 'off' }
     const rss = rssWatch(pid);
     const all = await attack(
       url,
-      [4, 5, 6, 7].map((i) => ({ fromBlock: '0x0', toBlock: '0x9', address: HUGE, topics: [`0x${String(i).padStart(64, '0')}`] })),
+      [4, 5, 6, 7].map((i) => ({
+        fromBlock: '0x0',
+        toBlock: '0x9',
+        address: HUGE,
+        topics: [`0x${String(i).padStart(64, '0')}`],
+      })),
       true,
     );
     const after = other.count();

@@ -31,9 +31,15 @@ t.test('a range over the cap is split and merged: the same answer as the node fo
   // anvil mines each sent transaction; the receipt is awaited so the next one lands in a later block.
   const mined = (hash: string): Promise<{ contractAddress: string | null }> =>
     waitFor(`receipt ${hash}`, () => rpc(anvil.url, 'eth_getTransactionReceipt', [hash]).then((r) => r ?? undefined));
-  const contract = (await mined(await rpc(anvil.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, data: pingBytecode() }]))).contractAddress!;
+  const contract = (
+    await mined(await rpc(anvil.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, data: pingBytecode() }]))
+  ).contractAddress!;
   for (let i = 0; i < 12; i++) {
-    await mined(await rpc(anvil.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: contract, data: PING + i.toString(16).padStart(64, '0') }]));
+    await mined(
+      await rpc(anvil.url, 'eth_sendTransaction', [
+        { from: DEV_ADDRESS, to: contract, data: PING + i.toString(16).padStart(64, '0') },
+      ]),
+    );
     if (i % 3 === 0) await rpc(anvil.url, 'anvil_mine', ['0x2']);
   }
   const head = Number.parseInt(await rpc(anvil.url, 'eth_blockNumber', []), 16);
@@ -41,8 +47,14 @@ t.test('a range over the cap is split and merged: the same answer as the node fo
   const direct = await post(anvil.url, { jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [filter] });
   t.equal((JSON.parse(direct.text).result as unknown[]).length, 12, 'the node has 12 logs in the range');
 
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: anvil.url }], routing: { maxLogsBlockRange: 4, maxLogsChunks: 50 } });
-  await waitFor('switchyard at the head', async () => (await rpc(sy.url, 'eth_blockNumber', [])) === `0x${head.toString(16)}`);
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'node-a', url: anvil.url }],
+    routing: { maxLogsBlockRange: 4, maxLogsChunks: 50 },
+  });
+  await waitFor(
+    'switchyard at the head',
+    async () => (await rpc(sy.url, 'eth_blockNumber', [])) === `0x${head.toString(16)}`,
+  );
   const via = await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [filter] });
   t.equal(resultText(via.text), resultText(direct.text), 'byte for byte what the node answers for the whole range');
   const chunks = Math.ceil((head + 1) / 4);
@@ -57,21 +69,37 @@ t.test('a range over the cap is split and merged: the same answer as the node fo
   // A sub-range inside the cap goes as it is.
   const small = { ...filter, fromBlock: '0x2', toBlock: '0x4' };
   const d2 = await post(anvil.url, { jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [small] });
-  t.equal(resultText((await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [small] })).text), resultText(d2.text));
+  t.equal(
+    resultText((await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [small] })).text),
+    resultText(d2.text),
+  );
 });
 
 t.test('splitting off, or too many chunks: -32602 naming the cap', async (t) => {
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
   await rpc(anvil.url, 'anvil_mine', ['0x20']);
-  const off = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: anvil.url }], routing: { maxLogsBlockRange: 10, splitLogsRange: false } });
+  const off = await startSwitchyard(t, {
+    upstreams: [{ name: 'node-a', url: anvil.url }],
+    routing: { maxLogsBlockRange: 10, splitLogsRange: false },
+  });
   const over = { fromBlock: '0x0', toBlock: '0x14' };
   const r1 = (await post(off.url, { jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [over] })).json();
   t.equal(r1.error?.code, -32602);
   t.match(r1.error?.message, /21 blocks, at most 10 allowed/);
-  const within = (await post(off.url, { jsonrpc: '2.0', id: 2, method: 'eth_getLogs', params: [{ fromBlock: '0x0', toBlock: '0x9' }] })).json();
+  const within = (
+    await post(off.url, {
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'eth_getLogs',
+      params: [{ fromBlock: '0x0', toBlock: '0x9' }],
+    })
+  ).json();
   t.same(within.result, [], 'within the cap: answered');
-  const few = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: anvil.url }], routing: { maxLogsBlockRange: 5, maxLogsChunks: 2 } });
+  const few = await startSwitchyard(t, {
+    upstreams: [{ name: 'node-a', url: anvil.url }],
+    routing: { maxLogsBlockRange: 5, maxLogsChunks: 2 },
+  });
   const r2 = (await post(few.url, { jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [over] })).json();
   t.equal(r2.error?.code, -32602);
   t.match(r2.error?.message, /at most 10 allowed/);

@@ -43,7 +43,8 @@ t.test('one connection per Redis URL, shared by cache, rate limits and shared he
     }
     return out;
   };
-  const redisUp = async (): Promise<number | undefined> => metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_redis_up')[0];
+  const redisUp = async (): Promise<number | undefined> =>
+    metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_redis_up')[0];
   /** The rate limits charge a call in Redis (the window is written before the answer). */
   const rateLimitsWrite = async (): Promise<boolean> => {
     const key = 'switchyard:rl:ip:sustained:127.0.0.1';
@@ -71,23 +72,36 @@ t.test('one connection per Redis URL, shared by cache, rate limits and shared he
 
   await waitFor('connected', async () => (await redisUp()) === 1);
   await everyUserWrites();
-  t.same(await connections(), { switchyard: 1, 'switchyard-sub': 1 }, 'one command connection and one pub/sub connection');
+  t.same(
+    await connections(),
+    { switchyard: 1, 'switchyard-sub': 1 },
+    'one command connection and one pub/sub connection',
+  );
 
   await sy.app.reload(validateConfig(testConfig(input(2_000))));
   await waitFor('the rate limits rebuilt by the reload charge in redis', rateLimitsWrite);
-  t.same(await connections(), { switchyard: 1, 'switchyard-sub': 1 }, 'after a reload that rebuilt the rate limits: still one of each');
+  t.same(
+    await connections(),
+    { switchyard: 1, 'switchyard-sub': 1 },
+    'after a reload that rebuilt the rate limits: still one of each',
+  );
 
   const mark = logs.lines().length;
   await redis.kill();
   await waitFor('switchyard_redis_up 0', async () => (await redisUp()) === 0);
-  for (let i = 0; i < 10; i++) t.match((await call(sy.url, 'eth_blockNumber')).result, /^0x/, `call ${i} answered with Redis down`);
+  for (let i = 0; i < 10; i++)
+    t.match((await call(sy.url, 'eth_blockNumber')).result, /^0x/, `call ${i} answered with Redis down`);
   const down = logs
     .lines()
     .slice(mark)
     .filter((l) => /redis unreachable/.test(l.msg));
   t.equal(down.length, 1, 'one line for the transition to down');
   t.equal(down[0]?.level, 'warn', 'a warning');
-  t.same([...(down[0]?.users ?? [])].sort(), ['cache', 'rate limits', 'shared heads'], 'naming every user of that Redis');
+  t.same(
+    [...(down[0]?.users ?? [])].sort(),
+    ['cache', 'rate limits', 'shared heads'],
+    'naming every user of that Redis',
+  );
   t.notMatch(JSON.stringify(down[0]), String(redis.port), 'and never its address');
 
   await redis.start();
@@ -112,7 +126,8 @@ t.test('switchyard_redis_up is absent while a reload leaves no Redis in use', as
     rateLimit: { perIp: { ratePerSec: 1_000, burst: 1_000 }, redis: redisUrl },
   });
   const sy = await startSwitchyard(t, input(redis.url));
-  const samples = async (): Promise<number[]> => metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_redis_up');
+  const samples = async (): Promise<number[]> =>
+    metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_redis_up');
   await waitFor('switchyard_redis_up 1 with rateLimit.redis', async () => (await samples())[0] === 1);
   await sy.app.reload(validateConfig(testConfig(input(null))));
   // A 0 here would fire RedisUnreachable for a replica that no longer uses any Redis.

@@ -32,7 +32,12 @@ interface Tally {
   failed: string[];
 }
 
-const tally = (): Tally => ({ calls: { shared: 0, outage: 0 }, decreases: { shared: 0, outage: 0 }, unreadable: { shared: [], outage: [] }, failed: [] });
+const tally = (): Tally => ({
+  calls: { shared: 0, outage: 0 },
+  decreases: { shared: 0, outage: 0 },
+  unreadable: { shared: [], outage: [] },
+  failed: [],
+});
 
 t.test('replicas share heads through Redis, across a Redis restart', async (t) => {
   const redis = await startRedis(t);
@@ -41,9 +46,12 @@ t.test('replicas share heads through Redis, across a Redis restart', async (t) =
   const upstreams = [{ name: 'anvil', url: anvil.url }];
   const a = await startSwitchyard(t, { upstreams, redis: redis.url, routing: { headPollMs: 250 } });
   const b = await startSwitchyard(t, { upstreams, redis: redis.url, routing: { headPollMs: 2_000 } });
-  const metric = async (sy: RunningSwitchyard, name: string): Promise<number | undefined> => metricSamples((await get(`${sy.adminUrl}/metrics`)).text, name)[0];
-  const taken = async (sy: RunningSwitchyard): Promise<number> => (await metric(sy, 'switchyard_shared_heads_taken_total')) ?? 0;
-  const bothRedisUp = async (v: number): Promise<boolean> => (await metric(a, 'switchyard_redis_up')) === v && (await metric(b, 'switchyard_redis_up')) === v;
+  const metric = async (sy: RunningSwitchyard, name: string): Promise<number | undefined> =>
+    metricSamples((await get(`${sy.adminUrl}/metrics`)).text, name)[0];
+  const taken = async (sy: RunningSwitchyard): Promise<number> =>
+    (await metric(sy, 'switchyard_shared_heads_taken_total')) ?? 0;
+  const bothRedisUp = async (v: number): Promise<boolean> =>
+    (await metric(a, 'switchyard_redis_up')) === v && (await metric(b, 'switchyard_redis_up')) === v;
   const anvilHead = async (): Promise<number> => Number.parseInt((await call(anvil.url, 'eth_blockNumber')).result, 16);
 
   await waitFor('both replicas on Redis', () => bothRedisUp(1));
@@ -78,7 +86,8 @@ t.test('replicas share heads through Redis, across a Redis restart', async (t) =
       tl.calls[p]++;
       if (n < last) tl.decreases[p]++;
       last = Math.max(last, n);
-      if (readThrough && block?.number !== hex(n)) tl.unreadable[p].push(`${names}: block ${n} read as ${JSON.stringify(block)}`);
+      if (readThrough && block?.number !== hex(n))
+        tl.unreadable[p].push(`${names}: block ${n} read as ${JSON.stringify(block)}`);
       // Paced a little: the machine running the test is shared by both replicas, anvil and Redis.
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -99,23 +108,49 @@ t.test('replicas share heads through Redis, across a Redis restart', async (t) =
     await redis.start();
     await waitFor('switchyard_redis_up 1 on both again', () => bothRedisUp(1), { timeoutMs: 30_000 });
     const before = await taken(b);
-    await waitFor('B takes a head A published after the restart', async () => (await taken(b)) > before, { timeoutMs: 30_000 });
+    await waitFor('B takes a head A published after the restart', async () => (await taken(b)) > before, {
+      timeoutMs: 30_000,
+    });
     phase = 'shared';
     const resumed = reading.calls.shared;
-    await waitFor('shared traffic after the restart, and the run at least 20 s long', () => reading.calls.shared >= resumed + 40 && Date.now() - started >= RUN_MS, {
-      timeoutMs: 60_000,
-    });
+    await waitFor(
+      'shared traffic after the restart, and the run at least 20 s long',
+      () => reading.calls.shared >= resumed + 40 && Date.now() - started >= RUN_MS,
+      {
+        timeoutMs: 60_000,
+      },
+    );
   } finally {
     stop = true;
     await running;
   }
 
   const total = (tl: Tally): number => tl.calls.shared + tl.calls.outage + tl.failed.length;
-  t.same(reading.failed.slice(0, 5), [], `reading client: every call answered (${reading.failed.length} of ${total(reading)} failed)`);
-  t.same(plain.failed.slice(0, 5), [], `eth_blockNumber client: every call answered (${plain.failed.length} of ${total(plain)} failed)`);
-  t.equal(reading.decreases.shared + reading.decreases.outage, 0, 'reading client: eth_blockNumber never decreased, Redis restart included');
-  t.equal(plain.decreases.shared, 0, `eth_blockNumber client: never decreased while Redis was shared (${plain.calls.shared} calls)`);
-  t.same(reading.unreadable.shared.slice(0, 5), [], 'Redis shared: each block announced by one replica read at once through the other');
+  t.same(
+    reading.failed.slice(0, 5),
+    [],
+    `reading client: every call answered (${reading.failed.length} of ${total(reading)} failed)`,
+  );
+  t.same(
+    plain.failed.slice(0, 5),
+    [],
+    `eth_blockNumber client: every call answered (${plain.failed.length} of ${total(plain)} failed)`,
+  );
+  t.equal(
+    reading.decreases.shared + reading.decreases.outage,
+    0,
+    'reading client: eth_blockNumber never decreased, Redis restart included',
+  );
+  t.equal(
+    plain.decreases.shared,
+    0,
+    `eth_blockNumber client: never decreased while Redis was shared (${plain.calls.shared} calls)`,
+  );
+  t.same(
+    reading.unreadable.shared.slice(0, 5),
+    [],
+    'Redis shared: each block announced by one replica read at once through the other',
+  );
   t.ok(reading.calls.outage >= 20, `calls made while Redis was down or catching up: ${reading.calls.outage}`);
   t.comment(
     `${Math.round((Date.now() - started) / 1000)} s; reading client: ${total(reading)} calls, ${reading.failed.length} failed, ` +

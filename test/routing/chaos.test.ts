@@ -49,7 +49,10 @@ t.test('kill, stop and restart nodes under load', async (t) => {
         return { method: 'eth_getBlockByNumber', params: [`0x${Math.max(0, head - (n % 5)).toString(16)}`, false] };
       case 4:
         // Many addresses: most of these miss the cache and reach a node.
-        return { method: 'eth_getBalance', params: [`0x${((n * 7919 + c0) % 1_000_003).toString(16).padStart(40, '0')}`, 'latest'] };
+        return {
+          method: 'eth_getBalance',
+          params: [`0x${((n * 7919 + c0) % 1_000_003).toString(16).padStart(40, '0')}`, 'latest'],
+        };
       case 5:
         return { method: 'eth_chainId', params: [] };
       case 6:
@@ -92,7 +95,12 @@ t.test('kill, stop and restart nodes under load', async (t) => {
         continue;
       }
       const answers = size === 0 ? [body as Answer] : (body as Answer[]);
-      if (res.status !== 200 || !Array.isArray(answers) || answers.length !== n || (size !== 0 && !Array.isArray(body))) {
+      if (
+        res.status !== 200 ||
+        !Array.isArray(answers) ||
+        answers.length !== n ||
+        (size !== 0 && !Array.isArray(body))
+      ) {
         problems.push(`client ${c}: status ${res.status}, ${res.text.slice(0, 200)}`);
         errors += n;
         continue;
@@ -124,7 +132,9 @@ t.test('kill, stop and restart nodes under load', async (t) => {
   const poller = (async () => {
     let last = -1;
     while (!stop) {
-      const r = (await post(sy.url, { jsonrpc: '2.0', id: 'poll', method: 'eth_blockNumber' }).catch(() => null))?.json() as Answer | undefined;
+      const r = (
+        await post(sy.url, { jsonrpc: '2.0', id: 'poll', method: 'eth_blockNumber' }).catch(() => null)
+      )?.json() as Answer | undefined;
       if (r?.result === undefined) pollerErrors++;
       else {
         const n = Number(r.result);
@@ -139,12 +149,17 @@ t.test('kill, stop and restart nodes under load', async (t) => {
   const started = Date.now();
   const clients = Array.from({ length: 20 }, (_, c) => client(c));
   const status = async (): Promise<{ name: string; state: string; lag: number | null }[]> =>
-    ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: { name: string; state: string; lag: number | null }[] }).upstreams;
+    (
+      (await get(`${sy.adminUrl}/status`)).json() as {
+        upstreams: { name: string; state: string; lag: number | null }[];
+      }
+    ).upstreams;
   const traffic = (n: number): Promise<boolean> => {
     const target = calls + n;
     return waitFor(`${n} more calls`, () => calls >= target, { timeoutMs: 30_000 });
   };
-  const devnetHead = async (url: string): Promise<number> => Number((await post(url, { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber' })).json().result);
+  const devnetHead = async (url: string): Promise<number> =>
+    Number((await post(url, { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber' })).json().result);
 
   let productionDuringStop = -1;
   try {
@@ -162,7 +177,11 @@ t.test('kill, stop and restart nodes under load', async (t) => {
       const stoppedAt = Date.now();
       // The devnet skips a node that does not answer: a block comes while node-2 is stopped. On a
       // loaded machine a tick can be slow, so this waits for it rather than counting a fixed window.
-      await waitFor('a devnet block while node-2 is stopped', async () => (await devnetHead(devnet.nodes()[1]!.url)) > headAtStop, { timeoutMs: 30_000 });
+      await waitFor(
+        'a devnet block while node-2 is stopped',
+        async () => (await devnetHead(devnet.nodes()[1]!.url)) > headAtStop,
+        { timeoutMs: 30_000 },
+      );
       // The fault lasts at least 5 s by design; this is its duration, not a wait for a condition.
       const rest = 5000 - (Date.now() - stoppedAt);
       if (rest > 0) await new Promise((r) => setTimeout(r, rest));
@@ -170,7 +189,9 @@ t.test('kill, stop and restart nodes under load', async (t) => {
     } finally {
       process.kill(stopped.pid!, 'SIGCONT');
     }
-    t.comment(`t+${Date.now() - started} ms: SIGCONT node-2; devnet produced ${productionDuringStop} blocks while it was stopped`);
+    t.comment(
+      `t+${Date.now() - started} ms: SIGCONT node-2; devnet produced ${productionDuringStop} blocks while it was stopped`,
+    );
     await waitFor('node-2 healthy again', async () => (await status())[2]!.state === 'healthy', { timeoutMs: 20_000 });
 
     t.comment(`t+${Date.now() - started} ms: restart node-0`);
@@ -199,19 +220,32 @@ t.test('kill, stop and restart nodes under load', async (t) => {
     .split('\n')
     .filter((l) => l.startsWith('switchyard_failovers_total{'))
     .map((l) => `${/reason="([^"]+)"/.exec(l)?.[1]}=${l.split(' ').pop()}`);
-  t.comment(`upstream calls ${upstreamCalls} (the rest answered locally or from the cache); failovers: ${failovers.join(', ') || 'none'}`);
+  t.comment(
+    `upstream calls ${upstreamCalls} (the rest answered locally or from the cache); failovers: ${failovers.join(', ') || 'none'}`,
+  );
   const ratio = errors / calls;
   t.comment(
     `calls ${calls}, errors ${errors}, error ratio ${(ratio * 100).toFixed(3)}%, -32603 ${internal}, max latency ${Math.round(maxLatency)} ms, ${Date.now() - started} ms in all`,
   );
   for (const [k, v] of errorSamples) t.comment(`  ${v} x ${k}`);
-  t.same(problems.slice(0, 10), [], `every call answered exactly once with its own id in its place (${problems.length} problems)`);
+  t.same(
+    problems.slice(0, 10),
+    [],
+    `every call answered exactly once with its own id in its place (${problems.length} problems)`,
+  );
   t.ok(calls > 3000, `${calls} calls`);
   t.ok(ratio < 0.01, `error ratio ${(ratio * 100).toFixed(3)}% < 1%`);
   t.equal(internal, 0, 'no -32603');
-  t.equal(decreases, 0, `eth_blockNumber never decreased over ${seen.length} polls (${seen[0]} -> ${seen[seen.length - 1]})`);
+  t.equal(
+    decreases,
+    0,
+    `eth_blockNumber never decreased over ${seen.length} polls (${seen[0]} -> ${seen[seen.length - 1]})`,
+  );
   t.equal(pollerErrors, 0, 'the poller always got a block number');
   t.ok(seen[seen.length - 1]! > seen[0]!, 'and it advanced');
   // The devnet skips a node that does not answer, so blocks keep coming while one is stopped.
-  t.ok(productionDuringStop > 0, `the devnet kept producing blocks while node-2 was stopped (${productionDuringStop} blocks)`);
+  t.ok(
+    productionDuringStop > 0,
+    `the devnet kept producing blocks while node-2 was stopped (${productionDuringStop} blocks)`,
+  );
 });

@@ -13,15 +13,37 @@ import type { Verdict } from '../../src/upstream/classify.js';
 import type { Requirement } from '../../src/routing/select.js';
 import { fakeFleet } from '../helpers/fake-client.js';
 
-const OPTS: FleetOptions = { chainId: 186, headPollMs: 1000, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
+const OPTS: FleetOptions = {
+  chainId: 186,
+  headPollMs: 1000,
+  chainIdCheckMs: 60_000,
+  upstreamTimeoutMs: 1000,
+  finalityDepth: 64,
+  maxHeadJumpBlocks: 1000,
+};
 const RAW = '0x02f8';
 const ok = (result: string): Verdict => ({ kind: 'result', result });
-const revert: Verdict = { kind: 'node-error', error: '{"code":3,"message":"execution reverted"}', code: 3, message: 'execution reverted' };
-const known: Verdict = { kind: 'node-error', error: '{"code":-32000,"message":"already known"}', code: -32000, message: 'already known' };
+const revert: Verdict = {
+  kind: 'node-error',
+  error: '{"code":3,"message":"execution reverted"}',
+  code: 3,
+  message: 'execution reverted',
+};
+const known: Verdict = {
+  kind: 'node-error',
+  error: '{"code":-32000,"message":"already known"}',
+  code: -32000,
+  message: 'already known',
+};
 const transport: Verdict = { kind: 'retry', reason: 'transport', health: true };
 const http5xx: Verdict = { kind: 'retry', reason: 'http_5xx', health: true };
 const tooLarge: Verdict = { kind: 'retry', reason: 'response_too_large', health: false };
-const missing: Verdict = { kind: 'retry', reason: 'node_missing_block', health: false, error: '{"code":-32000,"message":"header not found"}' };
+const missing: Verdict = {
+  kind: 'retry',
+  reason: 'node_missing_block',
+  health: false,
+  error: '{"code":-32000,"message":"header not found"}',
+};
 
 /** The fleet's clock, stopped: deadlines are judged against it, not against the wall clock. */
 const NOW = 1_000_000;
@@ -52,8 +74,20 @@ function summary(o: Outcome): string {
 const ROWS: Row[] = [
   { name: 'first answer returned', a: [ok('"0x1"')], b: [ok('"0x2"')], expect: 'result "0x1"', trail: ['a'] },
   { name: 'transport failure fails over', a: [transport], b: [ok('"0x2"')], expect: 'result "0x2"', trail: ['a', 'b'] },
-  { name: 'a revert is the answer, verbatim, no failover', a: [revert], b: [ok('"0x2"')], expect: `nodeError ${revert.kind === 'node-error' ? revert.error : ''}`, trail: ['a'] },
-  { name: 'every attempt failed: -32002 with the last reason', a: [transport], b: [http5xx], expect: 'error UPSTREAM_FAILED {"attempts":2,"last":"http_5xx"}', trail: ['a', 'b'] },
+  {
+    name: 'a revert is the answer, verbatim, no failover',
+    a: [revert],
+    b: [ok('"0x2"')],
+    expect: `nodeError ${revert.kind === 'node-error' ? revert.error : ''}`,
+    trail: ['a'],
+  },
+  {
+    name: 'every attempt failed: -32002 with the last reason',
+    a: [transport],
+    b: [http5xx],
+    expect: 'error UPSTREAM_FAILED {"attempts":2,"last":"http_5xx"}',
+    trail: ['a', 'b'],
+  },
   {
     name: 'a node error seen on the way is returned when no node answers',
     a: [missing],
@@ -61,12 +95,46 @@ const ROWS: Row[] = [
     expect: `nodeError ${missing.kind === 'retry' ? missing.error : ''}`,
     trail: ['a', 'b'],
   },
-  { name: 'too large: no failover', a: [tooLarge], b: [ok('"0x2"')], expect: 'error RESPONSE_TOO_LARGE {}', trail: ['a'] },
-  { name: 'null that may lag: asks another node', a: [ok('null')], b: [ok('"0x2"')], call: { nullMayLag: true }, expect: 'result "0x2"', trail: ['a', 'b'] },
-  { name: 'null from both: null', a: [ok('null')], b: [ok('null')], call: { nullMayLag: true }, expect: 'result null', trail: ['a', 'b'] },
-  { name: 'null then a node error: the null stands', a: [ok('null')], b: [revert], call: { nullMayLag: true }, expect: 'result null', trail: ['a', 'b'] },
+  {
+    name: 'too large: no failover',
+    a: [tooLarge],
+    b: [ok('"0x2"')],
+    expect: 'error RESPONSE_TOO_LARGE {}',
+    trail: ['a'],
+  },
+  {
+    name: 'null that may lag: asks another node',
+    a: [ok('null')],
+    b: [ok('"0x2"')],
+    call: { nullMayLag: true },
+    expect: 'result "0x2"',
+    trail: ['a', 'b'],
+  },
+  {
+    name: 'null from both: null',
+    a: [ok('null')],
+    b: [ok('null')],
+    call: { nullMayLag: true },
+    expect: 'result null',
+    trail: ['a', 'b'],
+  },
+  {
+    name: 'null then a node error: the null stands',
+    a: [ok('null')],
+    b: [revert],
+    call: { nullMayLag: true },
+    expect: 'result null',
+    trail: ['a', 'b'],
+  },
   { name: 'null where null is final', a: [ok('null')], b: [ok('"0x2"')], expect: 'result null', trail: ['a'] },
-  { name: 'no routable node', a: [], b: [], down: ['a', 'b'], expect: 'error NO_UPSTREAM {"why":"none healthy"}', trail: [] },
+  {
+    name: 'no routable node',
+    a: [],
+    b: [],
+    down: ['a', 'b'],
+    expect: 'error NO_UPSTREAM {"why":"none healthy"}',
+    trail: [],
+  },
   {
     name: 'the deadline has passed: no node asked, -32002 timeout',
     a: [ok('"0x1"')],
@@ -122,7 +190,13 @@ for (const row of ROWS) {
       { options: OPTS, now: NOW },
     );
     for (const u of fleet.upstreams) if (row.down?.includes(u.name as 'a' | 'b')) fleet.markDown(u);
-    const call: Sendable = { method: 'eth_call', label: 'eth_call', paramsJson: '[]', requirement: row.requirement ?? {}, ...row.call };
+    const call: Sendable = {
+      method: 'eth_call',
+      label: 'eth_call',
+      paramsJson: '[]',
+      requirement: row.requirement ?? {},
+      ...row.call,
+    };
     const ctx: DispatchContext = {
       routing: { fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 },
       deadline: row.deadline ?? NOW + 30_000,
@@ -133,7 +207,8 @@ for (const row of ROWS) {
     const [got] = await pending;
     t.equal(summary(got!.outcome), row.expect);
     t.same(ctx.trail, row.trail, 'nodes asked');
-    for (const [name, c] of clients) t.equal(c.sent.length, ctx.trail.filter((n) => n === name).length, `${name} got exactly the calls in the trail`);
+    for (const [name, c] of clients)
+      t.equal(c.sent.length, ctx.trail.filter((n) => n === name).length, `${name} got exactly the calls in the trail`);
   });
 }
 
@@ -155,7 +230,13 @@ t.test('a null is checked with a node at the request head, not one merely as far
   t.teardown(() => {
     Math.random = random;
   });
-  const call: Sendable = { method: 'eth_getTransactionReceipt', label: 'eth_getTransactionReceipt', paramsJson: '[]', requirement: { maxLag: 5 }, nullMayLag: true };
+  const call: Sendable = {
+    method: 'eth_getTransactionReceipt',
+    label: 'eth_getTransactionReceipt',
+    paramsJson: '[]',
+    requirement: { maxLag: 5 },
+    nullMayLag: true,
+  };
   const ctx: DispatchContext = {
     routing: { fleet, metrics: new Metrics({ processMetrics: false }), maxAttempts: 3, upstreamTimeoutMs: 1000 },
     deadline: NOW + 30_000,

@@ -19,16 +19,31 @@ import type { Verdict } from '../../src/upstream/classify.js';
 import type { FleetOptions } from '../../src/upstream/fleet.js';
 import { fakeFleet, type SentCall } from '../helpers/fake-client.js';
 
-const OPTS: FleetOptions = { chainId: 186, headPollMs: 1000, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
+const OPTS: FleetOptions = {
+  chainId: 186,
+  headPollMs: 1000,
+  chainIdCheckMs: 60_000,
+  upstreamTimeoutMs: 1000,
+  finalityDepth: 64,
+  maxHeadJumpBlocks: 1000,
+};
 const HEAD = 100;
 const NOW = 1_000_000;
 const log = createLogger('silent');
 
 const addr = (i: number): string => `0x${i.toString(16).padStart(40, '0')}`;
 /** The balance a node gives for an address: its number, so every answer is told apart. */
-const balanceOf = (c: SentCall): Verdict => ({ kind: 'result', result: JSON.stringify(`0x${BigInt(JSON.parse(c.paramsJson)[0] as string).toString(16)}`) });
+const balanceOf = (c: SentCall): Verdict => ({
+  kind: 'result',
+  result: JSON.stringify(`0x${BigInt(JSON.parse(c.paramsJson)[0] as string).toString(16)}`),
+});
 const transport: Verdict = { kind: 'retry', reason: 'transport', health: true };
-const revert: Verdict = { kind: 'node-error', error: '{"code":3,"message":"execution reverted"}', code: 3, message: 'execution reverted' };
+const revert: Verdict = {
+  kind: 'node-error',
+  error: '{"code":3,"message":"execution reverted"}',
+  code: 3,
+  message: 'execution reverted',
+};
 
 interface Node {
   config?: Partial<UpstreamConfig>;
@@ -47,7 +62,12 @@ function stack(t: Test, nodes: Record<string, Node>) {
   const metrics = new Metrics({ processMetrics: false });
   const { fleet, clients } = fakeFleet(
     t,
-    Object.fromEntries(Object.entries(nodes).map(([name, n]) => [name, { answers: [n.answer], latencyMs: n.latencyMs, head: HEAD, config: n.config }])),
+    Object.fromEntries(
+      Object.entries(nodes).map(([name, n]) => [
+        name,
+        { answers: [n.answer], latencyMs: n.latencyMs, head: HEAD, config: n.config },
+      ]),
+    ),
     { options: OPTS, now: NOW, metrics },
   );
   const cache = new ResponseCache({ maxBytes: 1_000_000, redis: null }, metrics, log);
@@ -71,15 +91,30 @@ function stack(t: Test, nodes: Record<string, Node>) {
     contexts.push(ctx);
     return ctx;
   };
-  const admitAll = { admit: (_who: unknown, methods: readonly string[]) => methods.map(() => null) } as unknown as RateLimits;
-  const front = new Front({ pipeline, concurrency: new Concurrency(1000, 1000), rateLimits: admitAll, metrics, maxBatchSize: 100, requestTimeoutMs: 30_000 });
+  const admitAll = {
+    admit: (_who: unknown, methods: readonly string[]) => methods.map(() => null),
+  } as unknown as RateLimits;
+  const front = new Front({
+    pipeline,
+    concurrency: new Concurrency(1000, 1000),
+    rateLimits: admitAll,
+    metrics,
+    maxBatchSize: 100,
+    requestTimeoutMs: 30_000,
+  });
   /** One request through the front: each slot's outcome in slot order (results and node errors as text), and the trail. */
   const request = async (calls: [string, unknown[]][] | string): Promise<{ outcomes: Answer[]; trail: string[] }> => {
-    const body = typeof calls === 'string' ? calls : JSON.stringify(calls.map(([method, params], id) => ({ jsonrpc: '2.0', id, method, params })));
+    const body =
+      typeof calls === 'string'
+        ? calls
+        : JSON.stringify(calls.map(([method, params], id) => ({ jsonrpc: '2.0', id, method, params })));
     const before = contexts.length;
     const answered = await front.process(body, { ip: '127.0.0.1' }, log);
     const ctx = contexts[before]!;
-    const slots = JSON.parse(answered.body) as { result?: unknown; error?: { code: number; data?: { reason?: string } } }[];
+    const slots = JSON.parse(answered.body) as {
+      result?: unknown;
+      error?: { code: number; data?: { reason?: string } };
+    }[];
     const outcomes = slots.map((r): Answer => {
       if ('result' in r) return { result: JSON.stringify(r.result) };
       if (r.error?.data?.reason !== undefined) return { error: { reason: r.error.data.reason } };
@@ -90,11 +125,16 @@ function stack(t: Test, nodes: Record<string, Node>) {
   return { clients, request, metrics };
 }
 
-const balances = (from: number, n: number): [string, unknown[]][] => Array.from({ length: n }, (_, i) => ['eth_getBalance', [addr(from + i), 'latest']]);
-const expected = (from: number, n: number): string[] => Array.from({ length: n }, (_, i) => `"0x${(from + i).toString(16)}"`);
+const balances = (from: number, n: number): [string, unknown[]][] =>
+  Array.from({ length: n }, (_, i) => ['eth_getBalance', [addr(from + i), 'latest']]);
+const expected = (from: number, n: number): string[] =>
+  Array.from({ length: n }, (_, i) => `"0x${(from + i).toString(16)}"`);
 
 t.test('a batch of reads leaves as one exchange, each answer in its own slot', async (t) => {
-  const { clients, request } = stack(t, { a: { latencyMs: 1, answer: balanceOf }, b: { latencyMs: 10, answer: balanceOf } });
+  const { clients, request } = stack(t, {
+    a: { latencyMs: 1, answer: balanceOf },
+    b: { latencyMs: 10, answer: balanceOf },
+  });
   const { outcomes, trail } = await request(balances(1, 10));
   t.same(
     outcomes.map((o) => o.result),
@@ -121,8 +161,12 @@ t.test("exchanges are cut at the node's batch size", async (t) => {
 
 t.test('a call the node could not answer fails over alone; the others keep their answers', async (t) => {
   // a fails the calls for odd addresses (a transport fault for those), b answers everything.
-  const failOdd = (c: SentCall): Verdict => (BigInt(JSON.parse(c.paramsJson)[0] as string) % 2n === 1n ? transport : balanceOf(c));
-  const { clients, request } = stack(t, { a: { latencyMs: 1, answer: failOdd }, b: { latencyMs: 10, answer: balanceOf } });
+  const failOdd = (c: SentCall): Verdict =>
+    BigInt(JSON.parse(c.paramsJson)[0] as string) % 2n === 1n ? transport : balanceOf(c);
+  const { clients, request } = stack(t, {
+    a: { latencyMs: 1, answer: failOdd },
+    b: { latencyMs: 10, answer: balanceOf },
+  });
   const { outcomes, trail } = await request(balances(1, 6));
   t.same(
     outcomes.map((o) => o.result),
@@ -145,7 +189,10 @@ t.test('a call the node could not answer fails over alone; the others keep their
 
 t.test('a node error is the answer: verbatim, no failover', async (t) => {
   const revertFirst = (c: SentCall): Verdict => (JSON.parse(c.paramsJson)[0] === addr(1) ? revert : balanceOf(c));
-  const { clients, request } = stack(t, { a: { latencyMs: 1, answer: revertFirst }, b: { latencyMs: 10, answer: balanceOf } });
+  const { clients, request } = stack(t, {
+    a: { latencyMs: 1, answer: revertFirst },
+    b: { latencyMs: 10, answer: balanceOf },
+  });
   const { outcomes } = await request(balances(1, 3));
   t.same(outcomes[0], { nodeError: '{"code":3,"message":"execution reverted"}' });
   t.same(
@@ -156,7 +203,10 @@ t.test('a node error is the answer: verbatim, no failover', async (t) => {
 });
 
 t.test('when every attempt fails, each call gets -32002 in its slot', async (t) => {
-  const { request } = stack(t, { a: { latencyMs: 1, answer: () => transport }, b: { latencyMs: 10, answer: () => transport } });
+  const { request } = stack(t, {
+    a: { latencyMs: 1, answer: () => transport },
+    b: { latencyMs: 10, answer: () => transport },
+  });
   const { outcomes } = await request(balances(1, 3));
   t.same(
     outcomes.map((o) => o.error?.reason),
@@ -188,7 +238,11 @@ t.test('identical calls share one upstream call, within a batch and across reque
     s.outcomes.map((o) => o.result),
     ['"0x7"'],
   );
-  t.equal(clients.get('a')!.sent.filter((c) => JSON.parse(c.paramsJson)[0] === addr(7)).length, 1, 'the node saw the shared call once');
+  t.equal(
+    clients.get('a')!.sent.filter((c) => JSON.parse(c.paramsJson)[0] === addr(7)).length,
+    1,
+    'the node saw the shared call once',
+  );
   const text = await metrics.registry.metrics();
   t.match(text, /switchyard_coalesced_calls_total 2\b/, 'two calls joined it');
 });

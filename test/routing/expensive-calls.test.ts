@@ -30,7 +30,8 @@ t.test('a trace and an eth_call over their timeouts: one node each, no node down
   const other = bystander(sy.url);
   await waitFor('the other client under way', () => other.latenciesMs.length >= 10);
 
-  const routable = async (): Promise<boolean> => ((await get(`${sy.adminUrl}/status`)).json().upstreams as { routable: boolean }[]).every((u) => u.routable);
+  const routable = async (): Promise<boolean> =>
+    ((await get(`${sy.adminUrl}/status`)).json().upstreams as { routable: boolean }[]).every((u) => u.routable);
   const heavy = [
     { jsonrpc: '2.0', id: 1, method: 'debug_traceCall', params: [{ data: LOOP, gas: TRACE_GAS }, 'latest', {}] },
     { jsonrpc: '2.0', id: 2, method: 'eth_call', params: [{ data: LOOP, gas: CALL_GAS }, 'latest'] },
@@ -49,12 +50,20 @@ t.test('a trace and an eth_call over their timeouts: one node each, no node down
   await watcher.stop();
   const after = processFigures();
 
-  const ran = (method: string, gas: string): number => nodes.reduce((n, node) => n + node.proxy.count(method, (p) => (p[0] as { gas?: string }).gas === gas), 0);
+  const ran = (method: string, gas: string): number =>
+    nodes.reduce((n, node) => n + node.proxy.count(method, (p) => (p[0] as { gas?: string }).gas === gas), 0);
   t.equal(ran('debug_traceCall', TRACE_GAS), 1, 'the trace reached one node');
   t.equal(ran('eth_call', CALL_GAS), 1, 'the heavy eth_call reached one node');
   t.same([...watcher.seen], [], 'no node marked down, no breaker opened');
-  t.same(other.failures.slice(0, 3), [], `the other client lost ${other.failures.length} of ${other.latenciesMs.length} calls`);
-  t.ok(p99(other.latenciesMs) < 6_000, `the other client's p99: ${Math.round(p99(other.latenciesMs))} ms, max ${Math.round(Math.max(...other.latenciesMs))} ms`);
+  t.same(
+    other.failures.slice(0, 3),
+    [],
+    `the other client lost ${other.failures.length} of ${other.latenciesMs.length} calls`,
+  );
+  t.ok(
+    p99(other.latenciesMs) < 6_000,
+    `the other client's p99: ${Math.round(p99(other.latenciesMs))} ms, max ${Math.round(Math.max(...other.latenciesMs))} ms`,
+  );
   t.ok(after.rssMb - before.rssMb < 150, `RSS ${Math.round(before.rssMb)} -> ${Math.round(after.rssMb)} MB`);
   t.ok(after.fds - before.fds < 64, `open descriptors ${before.fds} -> ${after.fds}`);
 });

@@ -15,7 +15,11 @@ import { waitFor } from '../helpers/wait.js';
 import { pingBytecode } from '../clients/fixtures/contract.js';
 
 let nextId = 1;
-async function rpc(url: string, method: string, params: unknown[] = []): Promise<{ result?: any; error?: { code: number; message: string } }> {
+async function rpc(
+  url: string,
+  method: string,
+  params: unknown[] = [],
+): Promise<{ result?: any; error?: { code: number; message: string } }> {
   return (await post(url, { jsonrpc: '2.0', id: nextId++, method, params })).json();
 }
 
@@ -29,9 +33,11 @@ t.test('filters made through one replica are polled through another', async (t) 
   const b = await startSwitchyard(t, { upstreams });
   const nodeUrl = devnet.nodes()[0]!.url;
   /** Which devnet node a Switchyard filter id names (its first 8 hex digits). */
-  const holder = (fid: string): number => devnet.nodes().findIndex((n) => hash(n.name).toString(16).padStart(8, '0') === fid.slice(2, 10));
+  const holder = (fid: string): number =>
+    devnet.nodes().findIndex((n) => hash(n.name).toString(16).padStart(8, '0') === fid.slice(2, 10));
   const headOf = async (url: string): Promise<number> => Number((await rpc(url, 'eth_blockNumber')).result);
-  const waitHead = (url: string, n: number): Promise<boolean> => waitFor(`head ${n} at ${url}`, async () => (await headOf(url)) >= n);
+  const waitHead = (url: string, n: number): Promise<boolean> =>
+    waitFor(`head ${n} at ${url}`, async () => (await headOf(url)) >= n);
 
   await t.test('block filter: new block hashes arrive through the other replica', async (t) => {
     const made = await rpc(a.url, 'eth_newBlockFilter');
@@ -40,16 +46,25 @@ t.test('filters made through one replica are polled through another', async (t) 
     t.ok(holder(fid) >= 0, `the id names node-${holder(fid)}`);
     const head = await devnet.mine(3);
     const hashes: string[] = [];
-    for (let n = head - 2; n <= head; n++) hashes.push((await rpc(nodeUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).result.hash);
+    for (let n = head - 2; n <= head; n++)
+      hashes.push((await rpc(nodeUrl, 'eth_getBlockByNumber', [`0x${n.toString(16)}`, false])).result.hash);
     const changes = await rpc(b.url, 'eth_getFilterChanges', [fid]);
     t.same(changes.result, hashes, 'the three new block hashes, in order, polled through replica b');
-    t.same((await rpc(a.url, 'eth_getFilterChanges', [fid])).result, [], 'nothing new through replica a: same node-side filter');
+    t.same(
+      (await rpc(a.url, 'eth_getFilterChanges', [fid])).result,
+      [],
+      'nothing new through replica a: same node-side filter',
+    );
     await devnet.mine(1);
     const one = (await rpc(a.url, 'eth_getFilterChanges', [fid])).result as string[];
     t.equal(one.length, 1, 'the next block through replica a');
     t.equal((await rpc(b.url, 'eth_uninstallFilter', [fid])).result, true, 'uninstalled through replica b');
     const gone = await rpc(a.url, 'eth_getFilterChanges', [fid]);
-    t.same(gone.error && { code: gone.error.code, message: gone.error.message }, { code: -32000, message: 'filter not found' }, 'then filter not found');
+    t.same(
+      gone.error && { code: gone.error.code, message: gone.error.message },
+      { code: -32000, message: 'filter not found' },
+      'then filter not found',
+    );
     t.equal((await rpc(a.url, 'eth_uninstallFilter', [fid])).result, false, 'a second uninstall answers false');
   });
 
@@ -57,7 +72,15 @@ t.test('filters made through one replica are polled through another', async (t) 
     const wallet = new Wallet(DEV_KEY);
     let nonce = Number((await rpc(a.url, 'eth_getTransactionCount', [wallet.address, 'pending'])).result);
     const send = async (tx: { to?: string; data: string }): Promise<string> => {
-      const raw = await wallet.signTransaction({ ...tx, nonce: nonce++, gasLimit: 200_000n, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1n, chainId: 186n, type: 2 });
+      const raw = await wallet.signTransaction({
+        ...tx,
+        nonce: nonce++,
+        gasLimit: 200_000n,
+        maxFeePerGas: 10_000_000_000n,
+        maxPriorityFeePerGas: 1n,
+        chainId: 186n,
+        type: 2,
+      });
       const r = await rpc(a.url, 'eth_sendRawTransaction', [raw]);
       t.equal(r.result, Transaction.from(raw).hash, 'transaction accepted');
       return r.result as string;
@@ -124,13 +147,20 @@ t.test('filters made through one replica are polled through another', async (t) 
     }
     for (const sy of [a, b]) {
       const r = await rpc(sy.url, 'eth_getFilterChanges', [doomed]);
-      t.same(r.error && { code: r.error.code, message: r.error.message }, { code: -32000, message: 'filter not found' }, `killed node-${victim}'s filter`);
+      t.same(
+        r.error && { code: r.error.code, message: r.error.message },
+        { code: -32000, message: 'filter not found' },
+        `killed node-${victim}'s filter`,
+      );
       const u = await rpc(sy.url, 'eth_uninstallFilter', [doomed]);
       t.equal(u.error?.code, -32000, 'uninstall of it too');
     }
     const survivorHead = await devnet.mine(1);
     await waitHead(b.url, survivorHead);
     const live = await rpc(b.url, 'eth_getFilterChanges', [kept]);
-    t.ok(Array.isArray(live.result) && live.result.length >= 1, `node-${survivor}'s filter still works (${JSON.stringify(live.result ?? live.error)})`);
+    t.ok(
+      Array.isArray(live.result) && live.result.length >= 1,
+      `node-${survivor}'s filter still works (${JSON.stringify(live.result ?? live.error)})`,
+    );
   });
 });

@@ -40,7 +40,8 @@ t.test('reads never see the lagging node', async (t) => {
   });
   await waitFor('a few blocks', async () => devnet.nodes()[0]!.head >= 3, { timeoutMs: 30_000 });
   await devnet.lag(1, 10);
-  const status = async (): Promise<UpstreamStatus[]> => ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: UpstreamStatus[] }).upstreams;
+  const status = async (): Promise<UpstreamStatus[]> =>
+    ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: UpstreamStatus[] }).upstreams;
   await waitFor(
     'node-1 seen lagging 10 blocks while healthy',
     async () => {
@@ -53,7 +54,8 @@ t.test('reads never see the lagging node', async (t) => {
 
   const before = (await get(`${sy.adminUrl}/metrics`)).text;
   const toLaggingBefore = upstreamCalls(before, 'node-1', 'eth_getBlockByNumber');
-  const toOthersBefore = upstreamCalls(before, 'node-0', 'eth_getBlockByNumber') + upstreamCalls(before, 'node-2', 'eth_getBlockByNumber');
+  const toOthersBefore =
+    upstreamCalls(before, 'node-0', 'eth_getBlockByNumber') + upstreamCalls(before, 'node-2', 'eth_getBlockByNumber');
 
   const problems: string[] = [];
   let reads = 0;
@@ -71,7 +73,9 @@ t.test('reads never see the lagging node', async (t) => {
         continue;
       }
       const tag = (c + i) % 2 === 0 ? 'latest' : `0x${n.toString(16)}`;
-      const r = (await post(sy.url, { jsonrpc: '2.0', id: id++, method: 'eth_getBlockByNumber', params: [tag, false] })).json();
+      const r = (
+        await post(sy.url, { jsonrpc: '2.0', id: id++, method: 'eth_getBlockByNumber', params: [tag, false] })
+      ).json();
       reads++;
       const got = r.result === null || r.result === undefined ? null : Number(r.result.number);
       if (got === null) problems.push(`${tag} after blockNumber ${n}: ${JSON.stringify(r.error ?? null)}`);
@@ -95,14 +99,28 @@ t.test('reads never see the lagging node', async (t) => {
   const endHead = Number((await post(sy.url, { jsonrpc: '2.0', id: 0, method: 'eth_blockNumber' })).json().result);
 
   t.equal(reads, 500, '500 reads');
-  t.same(problems.slice(0, 5), [], `none null, none older than the block number read before (${problems.length} problems)`);
+  t.same(
+    problems.slice(0, 5),
+    [],
+    `none null, none older than the block number read before (${problems.length} problems)`,
+  );
   t.ok(endHead >= startHead + 5, `the chain moved during the reads (${startHead} -> ${endHead})`);
   t.ok(lagOk, `node-1 lagged more than ${MAX_LAG} blocks in every one of ${lagSamples} samples`);
 
   const after = (await get(`${sy.adminUrl}/metrics`)).text;
-  t.equal(upstreamCalls(after, 'node-1', 'eth_getBlockByNumber') - toLaggingBefore, 0, 'no block read went to the lagging node');
-  const toOthers = upstreamCalls(after, 'node-0', 'eth_getBlockByNumber') + upstreamCalls(after, 'node-2', 'eth_getBlockByNumber') - toOthersBefore;
-  t.ok(toOthers >= 100, `the nodes at the head served them (${toOthers} upstream calls; identical reads in flight at once share one)`);
+  t.equal(
+    upstreamCalls(after, 'node-1', 'eth_getBlockByNumber') - toLaggingBefore,
+    0,
+    'no block read went to the lagging node',
+  );
+  const toOthers =
+    upstreamCalls(after, 'node-0', 'eth_getBlockByNumber') +
+    upstreamCalls(after, 'node-2', 'eth_getBlockByNumber') -
+    toOthersBefore;
+  t.ok(
+    toOthers >= 100,
+    `the nodes at the head served them (${toOthers} upstream calls; identical reads in flight at once share one)`,
+  );
 
   // And back in sync, it is used again: the check above is about lag, not about node-1 itself.
   await devnet.resume(1);

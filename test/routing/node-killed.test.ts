@@ -32,7 +32,8 @@ t.test('killing nodes under load loses no call', async (t) => {
       }
       body.forEach((r, i) => {
         if (r.id !== ids[i]) problems.push(`slot ${i}: id ${r.id}, expected ${ids[i]}`);
-        else if (r.error || r.result === null || r.result === undefined) problems.push(`id ${r.id}: ${JSON.stringify(r.error ?? r.result)}`);
+        else if (r.error || r.result === null || r.result === undefined)
+          problems.push(`id ${r.id}: ${JSON.stringify(r.error ?? r.result)}`);
       });
       answered += 3;
     }
@@ -51,7 +52,9 @@ t.test('killing nodes under load loses no call', async (t) => {
 
   t.same(problems.slice(0, 10), [], 'every call answered with its own id and a result');
   t.equal(problems.length, 0, `${answered} calls, ${problems.length} problems`);
-  const status = (await (await fetch(`${sy.adminUrl}/status`)).json()) as { upstreams: { name: string; state: string }[] };
+  const status = (await (await fetch(`${sy.adminUrl}/status`)).json()) as {
+    upstreams: { name: string; state: string }[];
+  };
   t.same(
     status.upstreams.map((u) => u.state),
     ['down', 'down', 'healthy'],

@@ -25,7 +25,9 @@ function configText(upstreams: { name: string; url: string; weight?: number }[])
     'server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }',
     'admin: { host: 127.0.0.1, port: 0 }',
     'upstreams:',
-    ...upstreams.map((u) => `  - { name: ${u.name}, url: "${u.url}"${u.weight === undefined ? '' : `, weight: ${u.weight}`} }`),
+    ...upstreams.map(
+      (u) => `  - { name: ${u.name}, url: "${u.url}"${u.weight === undefined ? '' : `, weight: ${u.weight}`} }`,
+    ),
     'routing: { headPollMs: 100 }',
     'rateLimit: { perIp: null }',
     'log: { level: info }',
@@ -69,7 +71,12 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
     while (!stop) {
       const ids = [nextId++, `c${c}-${nextId++}`, nextId++];
       const batch = [
-        { jsonrpc: '2.0', id: ids[0], method: 'eth_getBalance', params: [`0x${(nextId % 100_000).toString(16).padStart(40, '0')}`, 'latest'] },
+        {
+          jsonrpc: '2.0',
+          id: ids[0],
+          method: 'eth_getBalance',
+          params: [`0x${(nextId % 100_000).toString(16).padStart(40, '0')}`, 'latest'],
+        },
         { jsonrpc: '2.0', id: ids[1], method: 'eth_getBlockByNumber', params: ['latest', false] },
         { jsonrpc: '2.0', id: ids[2], method: 'eth_getTransactionCount', params: [DEV_ADDRESS, 'latest'] },
       ];
@@ -81,8 +88,10 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
           continue;
         }
         body.forEach((r, i) => {
-          if (r.id !== ids[i]) problems.push(`slot ${i}: id ${JSON.stringify(r.id)}, expected ${JSON.stringify(ids[i])}`);
-          else if (r.error !== undefined || r.result === null || r.result === undefined) problems.push(`id ${JSON.stringify(r.id)}: ${JSON.stringify(r.error ?? r.result)}`);
+          if (r.id !== ids[i])
+            problems.push(`slot ${i}: id ${JSON.stringify(r.id)}, expected ${JSON.stringify(ids[i])}`);
+          else if (r.error !== undefined || r.result === null || r.result === undefined)
+            problems.push(`id ${JSON.stringify(r.id)}: ${JSON.stringify(r.error ?? r.result)}`);
         });
       } catch (err) {
         problems.push(`HTTP failed: ${(err as Error).message}`);
@@ -118,7 +127,11 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
     const m = (await get(`${admin}/metrics`)).text;
     t.equal(upstreamCallsOf(m, 'node-0'), toNode0, 'the removed node-0 gets no more calls');
     t.ok(upstreamCallsOf(m, 'node-2') > toNode2Before, 'the added node-2 takes calls');
-    t.notMatch(m, /switchyard_upstream_head_block_number\{upstream="node-0"\}/, "node-0's gauges are gone from /metrics");
+    t.notMatch(
+      m,
+      /switchyard_upstream_head_block_number\{upstream="node-0"\}/,
+      "node-0's gauges are gone from /metrics",
+    );
 
     // Re-weighting every upstream at once: the same nodes, so no moment without a routable one.
     const problemsBefore = problems.length;
@@ -130,14 +143,22 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
       ]),
     );
     cli.proc.kill('SIGHUP');
-    await waitFor('new weights in /status', async () => (await status()).upstreams.map((u) => (u as { weight?: number }).weight).join() === '2,3', { timeoutMs: 30_000 });
+    await waitFor(
+      'new weights in /status',
+      async () => (await status()).upstreams.map((u) => (u as { weight?: number }).weight).join() === '2,3',
+      { timeoutMs: 30_000 },
+    );
     await traffic(600);
     t.same(problems.slice(problemsBefore, problemsBefore + 5), [], 're-weighting both upstreams loses no call');
   } finally {
     stop = true;
     await Promise.all(clients);
   }
-  t.same(problems.slice(0, 10), [], `no call lost: every call answered with a result, ids in place (${answered} calls, ${problems.length} problems)`);
+  t.same(
+    problems.slice(0, 10),
+    [],
+    `no call lost: every call answered with a result, ids in place (${answered} calls, ${problems.length} problems)`,
+  );
   t.equal(cli.proc.exitCode, null, 'still running');
 
   // An invalid file: refused with a log line, the running configuration stays.
@@ -161,7 +182,9 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
     before,
     'status unchanged: node-1, node-2',
   );
-  const r = (await post(url, { jsonrpc: '2.0', id: 'after', method: 'eth_getBlockByNumber', params: ['latest', false] })).json();
+  const r = (
+    await post(url, { jsonrpc: '2.0', id: 'after', method: 'eth_getBlockByNumber', params: ['latest', false] })
+  ).json();
   t.ok(r.result?.hash, 'calls still answered');
   t.equal(cli.proc.exitCode, null, 'still running after the refused reload');
 

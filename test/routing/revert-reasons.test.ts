@@ -19,7 +19,9 @@ const which = (n: number): number => (Math.floor(n / 5) % 3 === 2 ? 1 : 0);
 t.test('reverts with limit and missing-block words: verbatim, one node each, no breaker opens', async (t) => {
   const { nodes, contracts } = await startFleet(t, REASONS);
   // What anvil itself answers: the contracts ignore their calldata.
-  const expected = await Promise.all(contracts.map(async (to) => (await call(nodes[0]!.url, 'eth_call', [{ to, data: '0x' }, 'latest'])).error));
+  const expected = await Promise.all(
+    contracts.map(async (to) => (await call(nodes[0]!.url, 'eth_call', [{ to, data: '0x' }, 'latest'])).error),
+  );
   t.equal(expected[0].code, 3, 'anvil says a revert with code 3');
   t.equal(expected[0].message, 'execution reverted: rate limit');
   t.equal(expected[1].message, 'execution reverted: header not found');
@@ -42,7 +44,9 @@ t.test('reverts with limit and missing-block words: verbatim, one node each, no 
       return { jsonrpc: '2.0', id: n, method: 'eth_call', params: [{ to: contracts[which(n)], data }, 'latest'] };
     });
     const answers = (await post(sy.url, batch)).json() as { id: number; error?: unknown }[];
-    for (const a of answers) if (JSON.stringify(a.error) !== JSON.stringify(expected[which(a.id)])) wrong.push(`${a.id}: ${JSON.stringify(a)}`);
+    for (const a of answers)
+      if (JSON.stringify(a.error) !== JSON.stringify(expected[which(a.id)]))
+        wrong.push(`${a.id}: ${JSON.stringify(a)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
   // At least 20 of its calls fall while the batches go and after them, however fast they went.
@@ -61,7 +65,11 @@ t.test('reverts with limit and missing-block words: verbatim, one node each, no 
   t.equal(reached.length, sent.length, `${sent.length} calls, ${reached.length} reached a node`);
   t.same([...reached].sort(), [...sent].sort(), 'each call reached exactly one node, once');
   t.same([...watcher.seen], [], 'no breaker opened and no node went down');
-  t.same(other.failures.slice(0, 3), [], `the other client lost ${other.failures.length} of ${other.latenciesMs.length} calls`);
+  t.same(
+    other.failures.slice(0, 3),
+    [],
+    `the other client lost ${other.failures.length} of ${other.latenciesMs.length} calls`,
+  );
   t.ok(p99(other.latenciesMs) < 2_000, `the other client's p99: ${Math.round(p99(other.latenciesMs))} ms`);
   t.ok(after.rssMb - before.rssMb < 150, `RSS ${Math.round(before.rssMb)} -> ${Math.round(after.rssMb)} MB`);
   t.ok(after.fds - before.fds < 64, `open descriptors ${before.fds} -> ${after.fds}`);

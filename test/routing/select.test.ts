@@ -11,7 +11,14 @@ import { createLogger } from '../../src/log/logger.js';
 import { choose, cost, eligible, hash } from '../../src/routing/select.js';
 import { FakeClient, upstreamConfig } from '../helpers/fake-client.js';
 
-const OPTS: FleetOptions = { chainId: 186, headPollMs: 1000, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
+const OPTS: FleetOptions = {
+  chainId: 186,
+  headPollMs: 1000,
+  chainIdCheckMs: 60_000,
+  upstreamTimeoutMs: 1000,
+  finalityDepth: 64,
+  maxHeadJumpBlocks: 1000,
+};
 
 interface Setup {
   name: string;
@@ -27,7 +34,11 @@ interface Setup {
  * A fleet that is never started, over fake clients: states and heads go through the fleet's own
  * transitions, as probes would report them; client figures are set on the fakes.
  */
-function fleetOf(t: Test, setups: Setup[], fleetHead: number): { fleet: Fleet; byName: Map<string, Upstream>; clients: Map<string, FakeClient> } {
+function fleetOf(
+  t: Test,
+  setups: Setup[],
+  fleetHead: number,
+): { fleet: Fleet; byName: Map<string, Upstream>; clients: Map<string, FakeClient> } {
   const configs = setups.map((s) => upstreamConfig(s.name, { weight: s.weight ?? 1, tags: s.tags ?? [] }));
   const clients = new Map<string, FakeClient>();
   const fleet = new Fleet(OPTS, configs, new Metrics({ processMetrics: false }), createLogger('silent'), (c) => {
@@ -65,13 +76,20 @@ function seq(...values: number[]): () => number {
 
 t.test('eligibility reasons', async (t) => {
   t.test('none healthy: down, quarantined, breaker open', async (t) => {
-    const { fleet, byName } = fleetOf(t, [{ name: 'a', state: 'down' }, { name: 'b', state: 'quarantined' }, { name: 'd' }], 10);
+    const { fleet, byName } = fleetOf(
+      t,
+      [{ name: 'a', state: 'down' }, { name: 'b', state: 'quarantined' }, { name: 'd' }],
+      10,
+    );
     const d = byName.get('d')!;
     for (let i = 0; i < 5; i++) d.breaker.failure();
     t.equal(eligible(fleet, {}, none), 'none healthy');
     const c = new FakeClient(upstreamConfig('x'));
     t.notOk(new Upstream(c, freshStatus()).available, 'connecting is not routable');
-    t.notOk(new Upstream(c, { ...freshStatus(), state: 'healthy', head: 10, retiring: true }).available, 'retiring is not routable');
+    t.notOk(
+      new Upstream(c, { ...freshStatus(), state: 'healthy', head: 10, retiring: true }).available,
+      'retiring is not routable',
+    );
     t.ok(new Upstream(c, { ...freshStatus(), state: 'healthy', head: 10 }).available);
     t.equal(eligible(fleet, { minHead: 0 }, none), 'none healthy', 'even for a block everyone has');
   });
@@ -150,7 +168,8 @@ t.test('power of two choices prefers the cheaper node', async (t) => {
   );
   const pool = fleet.upstreams;
   // Whatever order the two draws come in, the cheaper one wins.
-  for (const r of [seq(0, 0), seq(0.99, 0), seq(0.5, 0.5), seq(0.1, 0.9)]) t.equal(choose(pool, undefined, r).name, 'fast');
+  for (const r of [seq(0, 0), seq(0.99, 0), seq(0.5, 0.5), seq(0.1, 0.9)])
+    t.equal(choose(pool, undefined, r).name, 'fast');
   // In-flight work makes the fast node dearer: cost = (inFlight + 1) x latency / weight.
   clients.get('fast')!.inFlight = 30; // (31 x 2) = 62 > (1 x 50)
   t.equal(choose(pool, undefined, seq(0, 0)).name, 'slow', 'a busy fast node loses to an idle slow one');
@@ -222,7 +241,11 @@ t.test('weight scales the cost', async (t) => {
   );
   t.equal(cost(byName.get('light')!), 10);
   t.equal(cost(byName.get('heavy')!), 7.5, '15 / 2');
-  t.equal(choose(fleet.upstreams, undefined, seq(0, 0)).name, 'heavy', 'a slower node with twice the weight is cheaper');
+  t.equal(
+    choose(fleet.upstreams, undefined, seq(0, 0)).name,
+    'heavy',
+    'a slower node with twice the weight is cheaper',
+  );
   clients.get('heavy')!.inFlight = 1; // 2 x 15 / 2 = 15 > 10
   t.equal(choose(fleet.upstreams, undefined, seq(0, 0)).name, 'light');
   t.test('weight is read from the config', async (t) => {

@@ -24,8 +24,12 @@ t.test('the receipt comes back from a real node', async (t) => {
 });
 
 t.test('a node that does not answer in time: one attempt, no retry elsewhere, -32002', async (t) => {
-  const hanging = await startFakeNode(t, (method) => (method === 'eth_sendRawTransactionSync' ? { hang: true } : undefined));
-  const other = await startFakeNode(t, (method) => (method === 'eth_sendRawTransactionSync' ? { result: { status: '0x1' } } : undefined));
+  const hanging = await startFakeNode(t, (method) =>
+    method === 'eth_sendRawTransactionSync' ? { hang: true } : undefined,
+  );
+  const other = await startFakeNode(t, (method) =>
+    method === 'eth_sendRawTransactionSync' ? { result: { status: '0x1' } } : undefined,
+  );
   const sy = await startSwitchyard(t, {
     upstreams: [
       { name: 'hang', url: hanging.url },
@@ -37,11 +41,21 @@ t.test('a node that does not answer in time: one attempt, no retry elsewhere, -3
   // Whichever node is chosen first is the only one asked; send until the hanging one is chosen.
   for (let i = 0; i < 20 && hanging.calls.filter((c) => c.method === 'eth_sendRawTransactionSync').length === 0; i++) {
     const before = other.calls.length;
-    const r = (await post(sy.url, { jsonrpc: '2.0', id: i, method: 'eth_sendRawTransactionSync', params: [raw] })).json();
+    const r = (
+      await post(sy.url, { jsonrpc: '2.0', id: i, method: 'eth_sendRawTransactionSync', params: [raw] })
+    ).json();
     if (hanging.calls.some((c) => c.method === 'eth_sendRawTransactionSync')) {
       t.equal(r.error?.code, -32002, 'the timeout answers -32002');
-      t.equal(other.calls.slice(before).filter((c) => c.method === 'eth_sendRawTransactionSync').length, 0, 'not retried on the other node');
+      t.equal(
+        other.calls.slice(before).filter((c) => c.method === 'eth_sendRawTransactionSync').length,
+        0,
+        'not retried on the other node',
+      );
     } else t.same(r.result, { status: '0x1' });
   }
-  t.equal(hanging.calls.filter((c) => c.method === 'eth_sendRawTransactionSync').length, 1, 'the hanging node was asked once');
+  t.equal(
+    hanging.calls.filter((c) => c.method === 'eth_sendRawTransactionSync').length,
+    1,
+    'the hanging node was asked once',
+  );
 });

@@ -24,7 +24,10 @@ t.test('other clients sending with a held eth_call are answered at once', async 
   t.teardown(() => anvil.stop());
   const proxy = await startCountingProxy(t, anvil.url);
   const hold = proxy.hold('eth_call', isSlow);
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'node', url: proxy.url }], routing: { methodTimeoutsMs: { eth_call: 20_000 } } });
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'node', url: proxy.url }],
+    routing: { methodTimeoutsMs: { eth_call: 20_000 } },
+  });
 
   const before = processFigures();
   const slow: Promise<unknown>[] = [];
@@ -32,11 +35,25 @@ t.test('other clients sending with a held eth_call are answered at once', async 
   const wrong: string[] = [];
   // Five rounds, each one held eth_call and eight reads of other clients sent at once.
   for (let round = 0; round < 5; round++) {
-    slow.push(post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to: SLOW, data: `0x0${round}` }, 'latest'] }));
+    slow.push(
+      post(sy.url, {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'eth_call',
+        params: [{ to: SLOW, data: `0x0${round}` }, 'latest'],
+      }),
+    );
     await Promise.all(
       Array.from({ length: 8 }, async (_, k) => {
         const started = performance.now();
-        const r = (await post(sy.url, { jsonrpc: '2.0', id: 2, method: 'eth_getBalance', params: [address(round * 8 + k), 'latest'] })).json();
+        const r = (
+          await post(sy.url, {
+            jsonrpc: '2.0',
+            id: 2,
+            method: 'eth_getBalance',
+            params: [address(round * 8 + k), 'latest'],
+          })
+        ).json();
         latencies.push(performance.now() - started);
         if (r.result !== '0x0') wrong.push(JSON.stringify(r));
       }),
@@ -44,7 +61,10 @@ t.test('other clients sending with a held eth_call are answered at once', async 
   }
   t.equal(hold.held, 5, 'every eth_call is held at the node meanwhile');
   t.same(wrong, [], 'every read answered with its result');
-  t.ok(Math.max(...latencies) < 3_000, `40 reads sent with held calls: slowest ${Math.round(Math.max(...latencies))} ms`);
+  t.ok(
+    Math.max(...latencies) < 3_000,
+    `40 reads sent with held calls: slowest ${Math.round(Math.max(...latencies))} ms`,
+  );
   const after = processFigures();
   t.ok(after.rssMb - before.rssMb < 100, `RSS ${Math.round(before.rssMb)} -> ${Math.round(after.rssMb)} MB`);
   // The test's clients, Switchyard and the proxy share this process: each of the 9 concurrent
@@ -54,27 +74,38 @@ t.test('other clients sending with a held eth_call are answered at once', async 
   await Promise.all(slow);
 });
 
-t.test('in the upstream client: an expensive call leaves alone, the reads of the same turn go on without it', async (t) => {
-  const anvil = await startAnvil();
-  t.teardown(() => anvil.stop());
-  const proxy = await startCountingProxy(t, anvil.url);
-  const hold = proxy.hold('eth_call', isSlow);
-  const client = new HttpUpstreamClient(upstreamSchema.parse({ name: 'node', url: proxy.url }));
-  t.teardown(() => client.close());
+t.test(
+  'in the upstream client: an expensive call leaves alone, the reads of the same turn go on without it',
+  async (t) => {
+    const anvil = await startAnvil();
+    t.teardown(() => anvil.stop());
+    const proxy = await startCountingProxy(t, anvil.url);
+    const hold = proxy.hold('eth_call', isSlow);
+    const client = new HttpUpstreamClient(upstreamSchema.parse({ name: 'node', url: proxy.url }));
+    t.teardown(() => client.close());
 
-  // All in one turn: the micro-batcher would put them in one exchange.
-  const slow = client.call('eth_call', JSON.stringify([{ to: SLOW, data: '0x' }, 'latest']), 20_000, { expensive: true });
-  const reads = Array.from({ length: 8 }, (_, k) => client.call('eth_getBalance', JSON.stringify([address(k), 'latest']), 20_000));
-  const started = performance.now();
-  const answers = await Promise.all(reads);
-  const ms = performance.now() - started;
-  t.same(
-    answers.map((a) => a.verdict),
-    answers.map(() => ({ kind: 'result', result: '"0x0"' })),
-    'every read answered',
-  );
-  t.ok(ms < 3_000, `the reads took ${Math.round(ms)} ms while the eth_call is held`);
-  await waitFor('the eth_call held at the node', () => hold.held === 1);
-  hold.release();
-  t.same((await slow).verdict, { kind: 'result', result: '"0x"' }, 'the eth_call answered once released (no code there: empty result)');
-});
+    // All in one turn: the micro-batcher would put them in one exchange.
+    const slow = client.call('eth_call', JSON.stringify([{ to: SLOW, data: '0x' }, 'latest']), 20_000, {
+      expensive: true,
+    });
+    const reads = Array.from({ length: 8 }, (_, k) =>
+      client.call('eth_getBalance', JSON.stringify([address(k), 'latest']), 20_000),
+    );
+    const started = performance.now();
+    const answers = await Promise.all(reads);
+    const ms = performance.now() - started;
+    t.same(
+      answers.map((a) => a.verdict),
+      answers.map(() => ({ kind: 'result', result: '"0x0"' })),
+      'every read answered',
+    );
+    t.ok(ms < 3_000, `the reads took ${Math.round(ms)} ms while the eth_call is held`);
+    await waitFor('the eth_call held at the node', () => hold.held === 1);
+    hold.release();
+    t.same(
+      (await slow).verdict,
+      { kind: 'result', result: '"0x"' },
+      'the eth_call answered once released (no code there: empty result)',
+    );
+  },
+);

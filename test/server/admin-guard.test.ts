@@ -23,15 +23,31 @@ function raw(port: number, lines: string[], body = ''): Promise<number> {
     s.on('data', (d: Buffer) => (data += d.toString('latin1')));
     s.on('error', reject);
     s.on('close', () => resolve(Number(/^HTTP\/1\.[01] (\d{3})/.exec(data)?.[1] ?? 0)));
-    s.on('connect', () => s.end(`${[...lines, 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`, '', ''].join('\r\n')}${body}`));
+    s.on('connect', () =>
+      s.end(
+        `${[...lines, 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`, '', ''].join('\r\n')}${body}`,
+      ),
+    );
   });
 }
 
 t.test('adminHostAllowed', async (t) => {
   const ok = (h: string | undefined, allowed: string[] = []): boolean => adminHostAllowed(h, '127.0.0.1', allowed);
   t.ok(ok(undefined), 'no Host (HTTP/1.0)');
-  for (const h of ['127.0.0.1', '127.0.0.1:9545', 'localhost', 'LOCALHOST:9545', 'localhost.', '[::1]:9545', '[::1]', '10.0.0.7:9545', '::1']) t.ok(ok(h), h);
-  for (const h of ['evil.example', 'evil.example:9545', 'localhost.evil.example', '127.0.0.1.nip.io', '', '[::1]x']) t.notOk(ok(h), JSON.stringify(h));
+  for (const h of [
+    '127.0.0.1',
+    '127.0.0.1:9545',
+    'localhost',
+    'LOCALHOST:9545',
+    'localhost.',
+    '[::1]:9545',
+    '[::1]',
+    '10.0.0.7:9545',
+    '::1',
+  ])
+    t.ok(ok(h), h);
+  for (const h of ['evil.example', 'evil.example:9545', 'localhost.evil.example', '127.0.0.1.nip.io', '', '[::1]x'])
+    t.notOk(ok(h), JSON.stringify(h));
   t.ok(ok('Admin.Internal:9545', ['admin.internal']), 'a listed name, any case and port');
   t.ok(ok('anything.example', ['*']), '"*" answers any');
   t.ok(adminHostAllowed('switchyard-1:9545', 'switchyard-1', []), 'admin.host when it is a name');
@@ -52,10 +68,18 @@ t.test('POST /-/reload: JSON only; every request: a Host the port answers', asyn
       '',
     ].join('\n');
   writeFileSync(file, yaml([{ name: 'node-a', url: a.url }]));
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: a.url }], admin: { allowedHosts: ['admin.internal'] } }, { configFile: file });
+  const sy = await startSwitchyard(
+    t,
+    { upstreams: [{ name: 'node-a', url: a.url }], admin: { allowedHosts: ['admin.internal'] } },
+    { configFile: file },
+  );
   const port = sy.app.ports.admin;
-  const names = async (): Promise<string[]> => (await get(`${sy.adminUrl}/status`)).json().upstreams.map((u: { name: string }) => u.name);
-  const reloads = async (): Promise<number> => metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_config_reloads_total', { result: 'success' })[0]!;
+  const names = async (): Promise<string[]> =>
+    (await get(`${sy.adminUrl}/status`)).json().upstreams.map((u: { name: string }) => u.name);
+  const reloads = async (): Promise<number> =>
+    metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_config_reloads_total', {
+      result: 'success',
+    })[0]!;
   // The file now adds node-b: any reload that goes through would show it.
   writeFileSync(
     file,
@@ -66,9 +90,17 @@ t.test('POST /-/reload: JSON only; every request: a Host the port answers', asyn
   );
   const host = `Host: 127.0.0.1:${port}`;
   t.equal(await raw(port, ['POST /-/reload HTTP/1.1', host, 'Content-Type: text/plain'], '{}'), 415, 'text/plain: 415');
-  t.equal(await raw(port, ['POST /-/reload HTTP/1.1', host, 'Content-Type: application/x-www-form-urlencoded'], 'a=1'), 415, 'a form: 415');
+  t.equal(
+    await raw(port, ['POST /-/reload HTTP/1.1', host, 'Content-Type: application/x-www-form-urlencoded'], 'a=1'),
+    415,
+    'a form: 415',
+  );
   t.equal(await raw(port, ['POST /-/reload HTTP/1.1', host]), 415, 'no content type: 415');
-  t.equal(await raw(port, ['POST /-/reload HTTP/1.1', 'Host: evil.example:80', 'Content-Type: application/json'], '{}'), 403, 'JSON under a foreign Host: 403');
+  t.equal(
+    await raw(port, ['POST /-/reload HTTP/1.1', 'Host: evil.example:80', 'Content-Type: application/json'], '{}'),
+    403,
+    'JSON under a foreign Host: 403',
+  );
   t.same(await names(), ['node-a'], 'nothing reloaded');
   t.equal(await reloads(), 0, 'no reload counted');
 
@@ -81,6 +113,10 @@ t.test('POST /-/reload: JSON only; every request: a Host the port answers', asyn
   }
   t.equal(await raw(port, ['GET /ready HTTP/1.0']), 200, 'an HTTP/1.0 check without Host: 200');
 
-  t.equal(await raw(port, ['POST /-/reload HTTP/1.1', `Host: localhost:${port}`, 'Content-Type: application/json'], '{}'), 200, 'JSON from localhost: 200');
+  t.equal(
+    await raw(port, ['POST /-/reload HTTP/1.1', `Host: localhost:${port}`, 'Content-Type: application/json'], '{}'),
+    200,
+    'JSON from localhost: 200',
+  );
   t.same(await names(), ['node-a', 'node-b'], 'and it reloaded');
 });

@@ -38,7 +38,11 @@ await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/r
 
 async function raw(method: string, path: string): Promise<{ status: number; text: string }> {
   const body = method === 'POST' || method === 'PUT' ? CHAIN_ID : undefined;
-  const res = await request(`${base}${path}`, { method: method as 'POST', headers: { 'content-type': 'application/json' }, body });
+  const res = await request(`${base}${path}`, {
+    method: method as 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
   return { status: res.statusCode, text: await res.body.text() };
 }
 
@@ -47,7 +51,12 @@ function upgrade(path: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${base}${path}`, {
       agent: false,
-      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      },
     });
     req.on('response', (res) => {
       let text = '';

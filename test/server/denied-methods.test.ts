@@ -50,17 +50,22 @@ function notAvailable(o: any, method: string): boolean {
   return o?.error?.code === -32601 && o.error.message === `the method ${method} does not exist/is not available`;
 }
 
-const sawNone = (proxy: CountingProxy, methods: string[]): string[] => proxy.calls.filter((c) => methods.includes(c.method)).map((c) => c.method);
+const sawNone = (proxy: CountingProxy, methods: string[]): string[] =>
+  proxy.calls.filter((c) => methods.includes(c.method)).map((c) => c.method);
 
 t.test('default policy: denied methods get -32601 and never reach the node', async (t) => {
   const proxy = await startCountingProxy(t, anvil.url);
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: proxy.url }] });
 
   for (const method of DENIED) {
-    const params = method === 'anvil_setBalance' ? [ADDRESS, '0x1'] : method === 'personal_sign' ? ['0xdead', ADDRESS] : [];
+    const params =
+      method === 'anvil_setBalance' ? [ADDRESS, '0x1'] : method === 'personal_sign' ? ['0xdead', ADDRESS] : [];
     const r = await post(sy.url, { jsonrpc: '2.0', id: 7, method, params });
     t.equal(r.status, 200, `${method}: HTTP 200 (an answer produced by processing)`);
-    t.ok(notAvailable(r.json(), method), `${JSON.stringify(method)}: -32601 "the method ${method} does not exist/is not available"`);
+    t.ok(
+      notAvailable(r.json(), method),
+      `${JSON.stringify(method)}: -32601 "the method ${method} does not exist/is not available"`,
+    );
     t.equal(r.json().id, 7, 'id echoed');
   }
   const batch = await post(
@@ -85,7 +90,9 @@ t.test('default policy: denied methods get -32601 and never reach the node', asy
   t.equal(proxy.count('eth_getBalance', undefined, mark), 1, 'and the node saw it');
 
   t.same(sawNone(proxy, DENIED), [], 'the node saw none of the denied methods');
-  const unexpected = [...new Set(proxy.calls.map((c) => c.method))].filter((m) => !SWITCHYARD_OWN.has(m) && m !== 'eth_getBalance');
+  const unexpected = [...new Set(proxy.calls.map((c) => c.method))].filter(
+    (m) => !SWITCHYARD_OWN.has(m) && m !== 'eth_getBalance',
+  );
   t.same(unexpected, [], "the node saw nothing but Switchyard's own head polls and the control call");
 });
 
@@ -100,21 +107,41 @@ t.test('methods.deny, methods.allow and methods.extensions', async (t) => {
     },
   });
   const plain = await startSwitchyard(t, { upstreams: [{ name: 'a', url: proxy.url }] });
-  const one = async (url: string, method: string, params: unknown[] = []): Promise<any> => (await post(url, { jsonrpc: '2.0', id: 1, method, params })).json();
+  const one = async (url: string, method: string, params: unknown[] = []): Promise<any> =>
+    (await post(url, { jsonrpc: '2.0', id: 1, method, params })).json();
 
-  t.ok(notAvailable(await one(sy.url, 'eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }]), 'eth_getLogs'), 'deny by name: a default method refused');
-  t.ok(notAvailable(await one(sy.url, 'eth_getStorageAt', [ADDRESS, '0x0', 'latest']), 'eth_getStorageAt'), 'deny by prefix');
+  t.ok(
+    notAvailable(await one(sy.url, 'eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }]), 'eth_getLogs'),
+    'deny by name: a default method refused',
+  );
+  t.ok(
+    notAvailable(await one(sy.url, 'eth_getStorageAt', [ADDRESS, '0x0', 'latest']), 'eth_getStorageAt'),
+    'deny by prefix',
+  );
   t.equal(proxy.count('eth_getLogs') + proxy.count('eth_getStorageAt'), 0, 'neither reached the node');
-  t.ok(Array.isArray((await one(plain.url, 'eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }])).result), 'while the default policy forwards eth_getLogs');
+  t.ok(
+    Array.isArray((await one(plain.url, 'eth_getLogs', [{ fromBlock: '0x0', toBlock: '0x0' }])).result),
+    'while the default policy forwards eth_getLogs',
+  );
 
   const pool = await one(sy.url, 'txpool_status');
-  t.same(Object.keys(pool.result ?? {}).sort(), ['pending', 'queued'], 'allow: txpool_status is forwarded and answered by the node');
+  t.same(
+    Object.keys(pool.result ?? {}).sort(),
+    ['pending', 'queued'],
+    'allow: txpool_status is forwarded and answered by the node',
+  );
   t.equal(proxy.count('txpool_status'), 1, 'the node saw it once');
   t.ok(notAvailable(await one(plain.url, 'txpool_status'), 'txpool_status'), 'not allowed by default');
   t.equal(proxy.count('txpool_status'), 1, 'and then not forwarded');
 
-  t.ok(notAvailable(await one(sy.url, 'eth_sign', [ADDRESS, '0xdead']), 'eth_sign'), 'methods acting with a node key are refused even when allowed');
-  t.ok(notAvailable(await one(sy.url, 'eth_sendTransaction', [{ from: ADDRESS, to: ADDRESS }]), 'eth_sendTransaction'), 'eth_sendTransaction too');
+  t.ok(
+    notAvailable(await one(sy.url, 'eth_sign', [ADDRESS, '0xdead']), 'eth_sign'),
+    'methods acting with a node key are refused even when allowed',
+  );
+  t.ok(
+    notAvailable(await one(sy.url, 'eth_sendTransaction', [{ from: ADDRESS, to: ADDRESS }]), 'eth_sendTransaction'),
+    'eth_sendTransaction too',
+  );
   t.equal(proxy.count('eth_sign') + proxy.count('eth_sendTransaction'), 0, 'the node never signed anything');
 
   // Extensions: anvil does not know them and says so; that answer is the node's, verbatim.
@@ -128,7 +155,10 @@ t.test('methods.deny, methods.allow and methods.extensions', async (t) => {
   }
   const before = proxy.count('sapphire_callEncrypted');
   await one(sy.url, 'sapphire_callEncrypted', ['0x01']);
-  t.ok(proxy.count('sapphire_callEncrypted') > before, 'an extension answer is never cached: the same call reaches the node again');
+  t.ok(
+    proxy.count('sapphire_callEncrypted') > before,
+    'an extension answer is never cached: the same call reaches the node again',
+  );
   t.ok(notAvailable(await one(sy.url, 'sapphire_internal'), 'sapphire_internal'), 'deny wins over an extension prefix');
   t.equal(proxy.count('sapphire_internal'), 0);
 });

@@ -31,7 +31,10 @@ t.test('Frames.allAnswered resolves when every frame received is answered', asyn
   const answers: ((text: string) => void)[] = [];
   const frames = new Frames({
     limits: () => ({ maxFramesInFlight: 8, maxBufferBytes: 1 << 20 }),
-    start: (): Started => ({ answer: new Promise<string>((resolve) => answers.push(resolve)), written: () => undefined }),
+    start: (): Started => ({
+      answer: new Promise<string>((resolve) => answers.push(resolve)),
+      written: () => undefined,
+    }),
     write: () => undefined,
     unsent: () => 0,
     overflow: () => undefined,

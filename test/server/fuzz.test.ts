@@ -149,7 +149,9 @@ function depthOf(v: unknown): number {
 // ---------------------------------------------------------------- the oracle: what SPEC 3 allows
 
 type Slot = { answer: false } | { answer: true; id: string; invalid: boolean };
-type Expect = { kind: 'whole'; status: number; code: number; array: boolean; message?: string } | { kind: 'calls'; batch: boolean; slots: Slot[] };
+type Expect =
+  | { kind: 'whole'; status: number; code: number; array: boolean; message?: string }
+  | { kind: 'calls'; batch: boolean; slots: Slot[] };
 
 const JSON_TYPES = /^\s*(application\/json|application\/json-rpc|application\/jsonrequest)\s*(;.*)?$/i;
 
@@ -157,12 +159,17 @@ const JSON_TYPES = /^\s*(application\/json|application\/json-rpc|application\/js
 function slotOf(el: Raw, parsed: unknown): Slot {
   if (el.t !== 'obj') return { answer: true, id: 'null', invalid: true };
   const id = el.members.get('id');
-  if (id !== undefined && (id.t === 'obj' || id.t === 'arr' || id.t === 'skipped' || (id.t === 'lit' && id.value !== null))) return { answer: true, id: 'null', invalid: true };
+  if (
+    id !== undefined &&
+    (id.t === 'obj' || id.t === 'arr' || id.t === 'skipped' || (id.t === 'lit' && id.value !== null))
+  )
+    return { answer: true, id: 'null', invalid: true };
   const jsonrpc = el.members.get('jsonrpc');
   const method = el.members.get('method');
   const params = el.members.get('params');
   const shallow = depthOf(parsed) <= MAX_DEPTH;
-  const request = shallow && jsonrpc?.t === 'str' && jsonrpc.value === '2.0' && method?.t === 'str' && method.value !== '';
+  const request =
+    shallow && jsonrpc?.t === 'str' && jsonrpc.value === '2.0' && method?.t === 'str' && method.value !== '';
   // params that are not an array are judged when the call is worked on (-32601 before -32602), so a
   // notification with them is silent like every notification.
   if (id === undefined) return request ? { answer: false } : { answer: true, id: 'null', invalid: true };
@@ -171,8 +178,10 @@ function slotOf(el: Raw, parsed: unknown): Slot {
 
 /** null: more than one answer is allowed (a body starting with a BOM may be read or refused). */
 function oracle(body: Buffer, contentType: string | undefined): Expect | null {
-  if (contentType === undefined || !JSON_TYPES.test(contentType)) return { kind: 'whole', status: 415, code: -32600, array: false };
-  if (body.length > MAX_BODY) return { kind: 'whole', status: 413, code: -32600, array: false, message: 'request body too large' };
+  if (contentType === undefined || !JSON_TYPES.test(contentType))
+    return { kind: 'whole', status: 415, code: -32600, array: false };
+  if (body.length > MAX_BODY)
+    return { kind: 'whole', status: 413, code: -32600, array: false, message: 'request body too large' };
   if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return null;
   let text: string;
   try {
@@ -186,12 +195,20 @@ function oracle(body: Buffer, contentType: string | undefined): Expect | null {
   } catch {
     return { kind: 'whole', status: 200, code: -32700, array: false };
   }
-  if (Array.isArray(value) && value.length === 0) return { kind: 'whole', status: 200, code: -32600, array: false, message: 'empty batch' };
+  if (Array.isArray(value) && value.length === 0)
+    return { kind: 'whole', status: 200, code: -32600, array: false, message: 'empty batch' };
   if (Array.isArray(value) && value.length > MAX_BATCH) {
-    return { kind: 'whole', status: 413, code: -32600, array: true, message: `batch too large: ${value.length} calls, at most ${MAX_BATCH} allowed` };
+    return {
+      kind: 'whole',
+      status: 413,
+      code: -32600,
+      array: true,
+      message: `batch too large: ${value.length} calls, at most ${MAX_BATCH} allowed`,
+    };
   }
   const raw = readRaw(text);
-  if (raw.t === 'arr') return { kind: 'calls', batch: true, slots: raw.items.map((el, k) => slotOf(el, (value as unknown[])[k])) };
+  if (raw.t === 'arr')
+    return { kind: 'calls', batch: true, slots: raw.items.map((el, k) => slotOf(el, (value as unknown[])[k])) };
   return { kind: 'calls', batch: false, slots: [slotOf(raw, value)] };
 }
 
@@ -244,8 +261,11 @@ function verdict(want: Expect | null, status: number, text: string): string | nu
     const bad = badResponse(one, 'null', true, want.code);
     if (bad !== null) return bad;
     if (want.message !== undefined) {
-      const m = ((one as Extract<Raw, { t: 'obj' }>).members.get('error') as Extract<Raw, { t: 'obj' }>).members.get('message') as { value: unknown };
-      if (m.value !== want.message) return `message ${JSON.stringify(m.value)}, expected ${JSON.stringify(want.message)}`;
+      const m = ((one as Extract<Raw, { t: 'obj' }>).members.get('error') as Extract<Raw, { t: 'obj' }>).members.get(
+        'message',
+      ) as { value: unknown };
+      if (m.value !== want.message)
+        return `message ${JSON.stringify(m.value)}, expected ${JSON.stringify(want.message)}`;
     }
     return null;
   }
@@ -269,8 +289,26 @@ function verdict(want: Expect | null, status: number, text: string): string | nu
 
 const contentType = fc.oneof(
   { arbitrary: fc.constant('application/json'), weight: 30 },
-  { arbitrary: fc.constantFrom('application/json; charset=utf-8', 'Application/JSON', 'application/json-rpc', 'application/jsonrequest'), weight: 3 },
-  { arbitrary: fc.constantFrom(undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'multipart/form-data', ''), weight: 1 },
+  {
+    arbitrary: fc.constantFrom(
+      'application/json; charset=utf-8',
+      'Application/JSON',
+      'application/json-rpc',
+      'application/jsonrequest',
+    ),
+    weight: 3,
+  },
+  {
+    arbitrary: fc.constantFrom(
+      undefined,
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'application/jsonx',
+      'multipart/form-data',
+      '',
+    ),
+    weight: 1,
+  },
 );
 
 const inputs = fc.tuple(bodies, contentType).map(([input, type]) => ({ ...input, contentType: type }));
@@ -285,29 +323,55 @@ async function send(input: Input): Promise<{ status: number; text: string }> {
 // ---------------------------------------------------------------- the run
 
 t.test('the oracle itself: the right answer passes, wrong ones do not', async (t) => {
-  const body = enc('[{"jsonrpc":"2.0","id":1.50,"method":"eth_chainId"},{"jsonrpc":"2.0","method":"eth_chainId"},{"id":{}}]');
+  const body = enc(
+    '[{"jsonrpc":"2.0","id":1.50,"method":"eth_chainId"},{"jsonrpc":"2.0","method":"eth_chainId"},{"id":{}}]',
+  );
   const want = oracle(body, 'application/json');
-  const right = '[{"jsonrpc":"2.0","id":1.50,"result":"0xba"},{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request"}}]';
+  const right =
+    '[{"jsonrpc":"2.0","id":1.50,"result":"0xba"},{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request"}}]';
   t.equal(verdict(want, 200, right), null, 'the right answer');
   const wrong: [string, number, string][] = [
     ['an id through a JS number', 200, right.replace('1.50', '1.5')],
     ['a notification answered', 200, right.replace('[', '[{"jsonrpc":"2.0","id":null,"result":"0xba"},')],
     ['an answer missing', 200, '[{"jsonrpc":"2.0","id":1.50,"result":"0xba"}]'],
     ['result and error', 200, right.replace('"result":"0xba"', '"result":"0xba","error":{"code":1,"message":""}')],
-    ['a result for an invalid element', 200, right.replace('"error":{"code":-32600,"message":"invalid request"}', '"result":null')],
+    [
+      'a result for an invalid element',
+      200,
+      right.replace('"error":{"code":-32600,"message":"invalid request"}', '"result":null'),
+    ],
     ['a single object for a batch', 200, '{"jsonrpc":"2.0","id":1.50,"result":"0xba"}'],
     ['HTTP 500', 500, right],
     ['HTTP 400', 400, right],
     ['an empty body', 200, ''],
     ['not JSON', 200, right.slice(0, -1)],
     ['jsonrpc 1.0', 200, right.replace('"2.0"', '"1.0"')],
-    ['an internal error', 200, right.replace('"result":"0xba"', '"error":{"code":-32603,"message":"internal error","data":{"reason":"INTERNAL_ERROR"}}')],
-    ['a stack trace', 200, right.replace('"invalid request"', '"boom\\n    at parse (/app/dist/jsonrpc/parse.js:12:3)"')],
+    [
+      'an internal error',
+      200,
+      right.replace(
+        '"result":"0xba"',
+        '"error":{"code":-32603,"message":"internal error","data":{"reason":"INTERNAL_ERROR"}}',
+      ),
+    ],
+    [
+      'a stack trace',
+      200,
+      right.replace('"invalid request"', '"boom\\n    at parse (/app/dist/jsonrpc/parse.js:12:3)"'),
+    ],
   ];
   for (const [what, status, text] of wrong) t.not(verdict(want, status, text), null, `refused: ${what}`);
-  t.equal(verdict(oracle(enc('{"jsonrpc":"2.0","method":"eth_chainId"}'), 'application/json'), 200, ''), null, 'a lone notification: empty body');
+  t.equal(
+    verdict(oracle(enc('{"jsonrpc":"2.0","method":"eth_chainId"}'), 'application/json'), 200, ''),
+    null,
+    'a lone notification: empty body',
+  );
   t.not(
-    verdict(oracle(enc('{"jsonrpc":"2.0","method":"eth_chainId"}'), 'application/json'), 200, '{"jsonrpc":"2.0","id":null,"result":"0xba"}'),
+    verdict(
+      oracle(enc('{"jsonrpc":"2.0","method":"eth_chainId"}'), 'application/json'),
+      200,
+      '{"jsonrpc":"2.0","id":null,"result":"0xba"}',
+    ),
     null,
     'a lone notification answered',
   );
@@ -321,7 +385,11 @@ t.test('the oracle itself: the right answer passes, wrong ones do not', async (t
     'a too-large batch must be 413',
   );
   t.not(
-    verdict(oracle(Buffer.from([0x22, 0xff, 0x22]), 'application/json'), 200, '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}'),
+    verdict(
+      oracle(Buffer.from([0x22, 0xff, 0x22]), 'application/json'),
+      200,
+      '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}',
+    ),
     null,
     'invalid UTF-8 must be -32700',
   );
@@ -358,7 +426,9 @@ t.test('every malformed body gets an answer SPEC 3 allows; the process lives, me
   for (let round = 0; reports.length === 0; round++) {
     const elapsed = performance.now() - started;
     if ((elapsed >= TIME_BUDGET_MS && total >= MIN_INPUTS) || elapsed >= HARD_LIMIT_MS) break;
-    const runs = await Promise.all(Array.from({ length: 4 }, (_, k) => fc.check(property, { seed: seed + round * 4 + k, numRuns: 250 })));
+    const runs = await Promise.all(
+      Array.from({ length: 4 }, (_, k) => fc.check(property, { seed: seed + round * 4 + k, numRuns: 250 })),
+    );
     for (const r of runs) if (r.failed) reports.push(fc.defaultReportMessage(r) ?? 'failed');
   }
   t.same(reports, [], 'every fast-check run passed');
@@ -373,7 +443,12 @@ t.test('every malformed body gets an answer SPEC 3 allows; the process lives, me
 
   const again = await post(sy.url, { jsonrpc: '2.0', id: 'end', method: 'eth_chainId' });
   t.equal(again.text, '{"jsonrpc":"2.0","id":"end","result":"0xba"}', 'the same instance still answers eth_chainId');
-  const block = await post(sy.url, { jsonrpc: '2.0', id: 2, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000000', 'latest'] });
+  const block = await post(sy.url, {
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'eth_getBalance',
+    params: ['0x0000000000000000000000000000000000000000', 'latest'],
+  });
   t.match(block.json().result, /^0x/, `and still reaches anvil (${block.text.slice(0, 300)})`);
   const status = await waitFor(
     'every in-flight slot given back',
@@ -391,7 +466,10 @@ t.test('every malformed body gets an answer SPEC 3 allows; the process lives, me
   // RSS is not a leak gauge: 5 MiB bodies and 10,000-call batches grow heap pages V8 keeps (seen:
   // +500 MB with a flat heap). It must stay bounded; the heap after a gc is what must not grow.
   t.ok(after.rss < 2 * 2 ** 30, `RSS ${mb(before.rss)} -> ${mb(after.rss)} MB: stays under 2 GiB`);
-  t.ok(after.heapUsed - before.heapUsed < 100 * 2 ** 20, `heap after a gc ${mb(before.heapUsed)} -> ${mb(after.heapUsed)} MB: grew by less than 100 MB (nothing kept per request)`);
+  t.ok(
+    after.heapUsed - before.heapUsed < 100 * 2 ** 20,
+    `heap after a gc ${mb(before.heapUsed)} -> ${mb(after.heapUsed)} MB: grew by less than 100 MB (nothing kept per request)`,
+  );
 });
 
 t.test('a query of death: eth_feeHistory with a block count over 2^64 must not reach (and kill) a node', async (t) => {
@@ -399,7 +477,12 @@ t.test('a query of death: eth_feeHistory with a block count over 2^64 must not r
   const victim = await startAnvil();
   t.teardown(() => victim.stop());
   const front = await startSwitchyard(t, { upstreams: [{ name: 'victim', url: victim.url }] });
-  const r = await post(front.url, { jsonrpc: '2.0', id: 1, method: 'eth_feeHistory', params: ['0xffffffffffffffffffff', 'latest', []] });
+  const r = await post(front.url, {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'eth_feeHistory',
+    params: ['0xffffffffffffffffffff', 'latest', []],
+  });
   t.equal(r.status, 200, 'answered');
   const exited = await Promise.race([
     new Promise<boolean>((res) => victim.proc.once('exit', () => res(true))),
@@ -409,7 +492,11 @@ t.test('a query of death: eth_feeHistory with a block count over 2^64 must not r
     ),
   ]);
   t.notOk(exited, 'the node is still alive');
-  t.equal(r.json().error?.code === undefined ? 'result' : r.json().error.code, -32602, 'the call itself gets -32602 invalid params');
+  t.equal(
+    r.json().error?.code === undefined ? 'result' : r.json().error.code,
+    -32602,
+    'the call itself gets -32602 invalid params',
+  );
 });
 
 t.test('a pending block answer does not move the fleet head (found by the fuzzer)', async (t) => {
@@ -417,10 +504,20 @@ t.test('a pending block answer does not move the fleet head (found by the fuzzer
   t.teardown(() => node.stop());
   const front = await startSwitchyard(t, { upstreams: [{ name: 'n', url: node.url }] });
   const before = (await post(front.url, { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber' })).json().result;
-  const pending = await post(front.url, { jsonrpc: '2.0', id: 2, method: 'eth_getBlockByNumber', params: ['pending', false] });
+  const pending = await post(front.url, {
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'eth_getBlockByNumber',
+    params: ['pending', false],
+  });
   t.ok(pending.json().result !== undefined, 'the pending block is answered');
   const after = (await post(front.url, { jsonrpc: '2.0', id: 3, method: 'eth_blockNumber' })).json().result;
   t.equal(after, before, 'eth_blockNumber names a block that exists');
-  const read = await post(front.url, { jsonrpc: '2.0', id: 4, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000000', 'latest'] });
+  const read = await post(front.url, {
+    jsonrpc: '2.0',
+    id: 4,
+    method: 'eth_getBalance',
+    params: ['0x0000000000000000000000000000000000000000', 'latest'],
+  });
   t.match(read.json().result, /^0x/, `a latest read still works (${read.text.slice(0, 160)})`);
 });

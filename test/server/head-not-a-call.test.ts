@@ -12,7 +12,12 @@ import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 
 async function refused(adminUrl: string, reason: string): Promise<number> {
-  return metricSamples((await get(`${adminUrl}/metrics`)).text, 'switchyard_calls_total', { method: 'invalid', reason })[0] ?? 0;
+  return (
+    metricSamples((await get(`${adminUrl}/metrics`)).text, 'switchyard_calls_total', {
+      method: 'invalid',
+      reason,
+    })[0] ?? 0
+  );
 }
 
 t.test('HEAD on an unknown path: 404, no call counted (a POST there counts one)', async (t) => {
@@ -44,17 +49,26 @@ function rawConnection(t: Test, url: string): Promise<{ socket: Socket; seen: ()
 t.test('HEAD during the drain: no call counted (a POST then counts one)', async (t) => {
   // eth_getBalance is held until release(): the call spans the drain.
   const { node, held, release } = await startHoldingNode(t);
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'slow', url: node.url }], server: { shutdownDelayMs: 0, shutdownGraceMs: 20_000 } });
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'slow', url: node.url }],
+    server: { shutdownDelayMs: 0, shutdownGraceMs: 20_000 },
+  });
   // A call in flight keeps its connection open through the drain: requests pipelined behind it
   // reach the front while it refuses with SHUTTING_DOWN.
   const conn = await rawConnection(t, sy.url);
-  conn.socket.write(rawPost('{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000000","latest"]}'));
+  conn.socket.write(
+    rawPost(
+      '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000000","latest"]}',
+    ),
+  );
   await waitFor('the slow call reached the node', () => held() === 1);
   const before = await refused(sy.adminUrl, 'SHUTTING_DOWN');
 
   const drained = sy.app.drain({ delay: false });
   // One write, so both are parsed and handled in one turn: once the POST is counted, so is the HEAD if it counts.
-  conn.socket.write(`HEAD / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n${rawPost('{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}')}`);
+  conn.socket.write(
+    `HEAD / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n${rawPost('{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}')}`,
+  );
   await waitFor('the pipelined POST refused', async () => (await refused(sy.adminUrl, 'SHUTTING_DOWN')) > before);
   t.equal(await refused(sy.adminUrl, 'SHUTTING_DOWN'), before + 1, 'the POST is one refused call, the HEAD none');
 

@@ -16,7 +16,10 @@ const MAX_BATCH = 5;
 
 const anvil = await startAnvil();
 t.teardown(() => anvil.stop());
-const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], server: { maxBodyBytes: MAX_BODY, maxBatchSize: MAX_BATCH } });
+const sy = await startSwitchyard(t, {
+  upstreams: [{ name: 'a', url: anvil.url }],
+  server: { maxBodyBytes: MAX_BODY, maxBatchSize: MAX_BATCH },
+});
 
 const CHAIN_ID = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
 const CHAIN_ID_ANSWER = '{"jsonrpc":"2.0","id":1,"result":"0xba"}';
@@ -38,7 +41,10 @@ async function stillServing(t: Test): Promise<void> {
  * POSTs a chunked body (no Content-Length) in chunks until the server answers, the way a client
  * streaming a huge body would; returns the answer. The server must cut it off by counting bytes.
  */
-function postChunkedUntilAnswered(chunk: Buffer, maxChunks: number): Promise<{ status: number; text: string; headers: Record<string, unknown>; sent: number }> {
+function postChunkedUntilAnswered(
+  chunk: Buffer,
+  maxChunks: number,
+): Promise<{ status: number; text: string; headers: Record<string, unknown>; sent: number }> {
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
@@ -98,7 +104,13 @@ t.test('text/plain: 415 with a -32600 body', async (t) => {
 });
 
 t.test('JSON content types are accepted', async (t) => {
-  for (const type of ['application/json', 'application/json; charset=UTF-8', 'Application/JSON;charset=utf-8', 'application/json-rpc', 'application/jsonrequest']) {
+  for (const type of [
+    'application/json',
+    'application/json; charset=UTF-8',
+    'Application/JSON;charset=utf-8',
+    'application/json-rpc',
+    'application/jsonrequest',
+  ]) {
     const r = await raw('POST', CHAIN_ID, { 'content-type': type });
     t.equal(r.status, 200, type);
     t.equal(r.text, CHAIN_ID_ANSWER, type);
@@ -109,7 +121,10 @@ t.test('body over maxBodyBytes with an honest Content-Length: 413', async (t) =>
   const params = JSON.stringify(['x'.repeat(MAX_BODY)]);
   const body = `{"jsonrpc":"2.0","id":1,"method":"web3_sha3","params":${params}}`;
   t.ok(Buffer.byteLength(body) > MAX_BODY);
-  const r = await raw('POST', body, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
+  const r = await raw('POST', body, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+  });
   t.equal(r.status, 413);
   const e = JSON.parse(r.text);
   t.equal(e.id, null);
@@ -179,7 +194,11 @@ t.test('GET / describes the service', async (t) => {
 });
 
 t.test('OPTIONS: 204 CORS preflight', async (t) => {
-  const r = await raw('OPTIONS', undefined, { origin: 'https://dapp.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' });
+  const r = await raw('OPTIONS', undefined, {
+    origin: 'https://dapp.example',
+    'access-control-request-method': 'POST',
+    'access-control-request-headers': 'content-type',
+  });
   t.equal(r.status, 204);
   t.equal(r.text, '');
   t.equal(r.headers['access-control-allow-origin'], '*');
@@ -190,7 +209,11 @@ t.test('OPTIONS: 204 CORS preflight', async (t) => {
 });
 
 t.test('invalid UTF-8 in the body: -32700', async (t) => {
-  const body = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"web3_sha3","params":["'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"]}')]);
+  const body = Buffer.concat([
+    Buffer.from('{"jsonrpc":"2.0","id":1,"method":"web3_sha3","params":["'),
+    Buffer.from([0xff, 0xfe, 0xc3]),
+    Buffer.from('"]}'),
+  ]);
   const r = await raw('POST', body, { 'content-type': 'application/json' });
   t.equal(r.status, 200);
   const e = JSON.parse(r.text);
@@ -225,7 +248,16 @@ t.test('deny-listed methods: -32601 and nothing reaches the node', async (t) => 
     ['anvil_mine', ['0x5']],
     ['evm_mine', []],
     ['hardhat_mine', ['0x5']],
-    ['eth_sendTransaction', [{ from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', to: '0x0000000000000000000000000000000000000001', value: '0x1' }]],
+    [
+      'eth_sendTransaction',
+      [
+        {
+          from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+          to: '0x0000000000000000000000000000000000000001',
+          value: '0x1',
+        },
+      ],
+    ],
     ['eth_sign', ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', '0xdeadbeef']],
     ['admin_peers', []],
     ['personal_sign', ['0xdeadbeef', '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266']],
@@ -240,7 +272,10 @@ t.test('deny-listed methods: -32601 and nothing reaches the node', async (t) => 
     t.equal(e.error?.message, `the method ${method} does not exist/is not available`, method);
   }
   t.equal((await call(anvil.url, 'eth_blockNumber')).result, before, 'anvil_mine/evm_mine did not mine');
-  const nonce = await call(anvil.url, 'eth_getTransactionCount', ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'pending']);
+  const nonce = await call(anvil.url, 'eth_getTransactionCount', [
+    '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+    'pending',
+  ]);
   t.equal(nonce.result, '0x0', 'eth_sendTransaction sent nothing');
 });
 
@@ -255,7 +290,10 @@ t.test('eth_chainId, net_version, net_listening are answered with no node at all
     '[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"net_version","params":[]},{"jsonrpc":"2.0","id":3,"method":"net_listening","params":[]}]',
   );
   t.equal(r.status, 200);
-  t.equal(r.text, '[{"jsonrpc":"2.0","id":1,"result":"0xba"},{"jsonrpc":"2.0","id":2,"result":"186"},{"jsonrpc":"2.0","id":3,"result":true}]');
+  t.equal(
+    r.text,
+    '[{"jsonrpc":"2.0","id":1,"result":"0xba"},{"jsonrpc":"2.0","id":2,"result":"186"},{"jsonrpc":"2.0","id":3,"result":true}]',
+  );
   const fwd = await post(sy2.url, '{"jsonrpc":"2.0","id":4,"method":"eth_gasPrice"}');
   t.equal(fwd.json().error?.code, -32002, 'a forwarded call has no upstream (so the above were local)');
 });

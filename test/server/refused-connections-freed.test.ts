@@ -52,7 +52,8 @@ function dial(port: number): Promise<Held> {
 async function dialMany(port: number, n: number): Promise<Held[]> {
   const out: Held[] = [];
   // In rounds of 100: a listen backlog is finite, and this is about holding connections.
-  while (out.length < n) out.push(...(await Promise.all(Array.from({ length: Math.min(100, n - out.length) }, () => dial(port)))));
+  while (out.length < n)
+    out.push(...(await Promise.all(Array.from({ length: Math.min(100, n - out.length) }, () => dial(port)))));
   return out;
 }
 
@@ -66,7 +67,11 @@ function otherClient(url: string): { stop: () => Promise<{ calls: number; failur
     while (running) {
       const started = performance.now();
       try {
-        const r = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}' });
+        const r = await request(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}',
+        });
         const text = await r.body.text();
         if (r.statusCode !== 200 || !text.includes('"result"')) failures++;
       } catch {
@@ -121,11 +126,19 @@ t.test(`${HELD} idle connections answered 408 give their descriptors back though
     return n >= baseline + HELD - FD_MARGIN ? n : undefined;
   });
   t.pass(`the process holds the ${HELD} connections (${baseline} -> ${peak} descriptors)`);
-  await waitFor('every idle connection answered 408', () => held.every((h) => h.received().startsWith('HTTP/1.1 408')), { timeoutMs: HEADERS_MS + 15_000 });
+  await waitFor(
+    'every idle connection answered 408',
+    () => held.every((h) => h.received().startsWith('HTTP/1.1 408')),
+    { timeoutMs: HEADERS_MS + 15_000 },
+  );
   const answeredAt = performance.now();
-  await waitFor(`descriptors back to ${baseline} + ${FD_MARGIN}`, () => fds(sy.pid) <= baseline + FD_MARGIN, { timeoutMs: FREED_WITHIN_MS });
+  await waitFor(`descriptors back to ${baseline} + ${FD_MARGIN}`, () => fds(sy.pid) <= baseline + FD_MARGIN, {
+    timeoutMs: FREED_WITHIN_MS,
+  });
   const after = fds(sy.pid);
-  t.pass(`descriptors ${peak} -> ${after} within ${Math.round(performance.now() - answeredAt)} ms of the last 408 (baseline ${baseline})`);
+  t.pass(
+    `descriptors ${peak} -> ${after} within ${Math.round(performance.now() - answeredAt)} ms of the last 408 (baseline ${baseline})`,
+  );
   t.ok(
     held.every((h) => !h.socket.destroyed),
     'the peers still hold their side open',
@@ -152,10 +165,16 @@ t.test(`${HELD} upgrades refused past the per-IP socket cap give their descripto
       'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
     );
   }
-  await waitFor('every upgrade refused with 429', () => held.every((h) => h.received().startsWith('HTTP/1.1 429')), { timeoutMs: 15_000 });
+  await waitFor('every upgrade refused with 429', () => held.every((h) => h.received().startsWith('HTTP/1.1 429')), {
+    timeoutMs: 15_000,
+  });
   const answeredAt = performance.now();
-  await waitFor(`descriptors back to ${baseline} + ${FD_MARGIN}`, () => fds(sy.pid) <= baseline + FD_MARGIN, { timeoutMs: FREED_WITHIN_MS });
-  t.pass(`descriptors back to ${fds(sy.pid)} within ${Math.round(performance.now() - answeredAt)} ms of the last 429 (baseline ${baseline})`);
+  await waitFor(`descriptors back to ${baseline} + ${FD_MARGIN}`, () => fds(sy.pid) <= baseline + FD_MARGIN, {
+    timeoutMs: FREED_WITHIN_MS,
+  });
+  t.pass(
+    `descriptors back to ${fds(sy.pid)} within ${Math.round(performance.now() - answeredAt)} ms of the last 429 (baseline ${baseline})`,
+  );
   t.ok(
     held.every((h) => !h.socket.destroyed),
     'the peers still hold their side open',

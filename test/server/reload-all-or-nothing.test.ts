@@ -14,7 +14,8 @@ import { metricSamples } from '../helpers/metrics-text.js';
 import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard, testConfig } from '../helpers/switchyard.js';
 
-const batchOf = (n: number): object[] => Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'eth_chainId', params: [] }));
+const batchOf = (n: number): object[] =>
+  Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'eth_chainId', params: [] }));
 
 function fileFor(maxBatchSize: number, upstreams: { name: string; url: string }[]): string {
   return [
@@ -36,7 +37,11 @@ t.test('a refused reload leaves the batch limit and the upstreams as they were',
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'config.yaml');
   writeFileSync(file, fileFor(5, [{ name: 'node-a', url: a.url }]));
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: a.url }], server: { maxBatchSize: 5 } }, { configFile: file });
+  const sy = await startSwitchyard(
+    t,
+    { upstreams: [{ name: 'node-a', url: a.url }], server: { maxBatchSize: 5 } },
+    { configFile: file },
+  );
   t.equal((await post(sy.url, batchOf(3))).status, 200, 'a batch of 3 passes under the limit of 5');
 
   // `%of` is not a valid escape: this upstream's credentials cannot be decoded into a Basic header.
@@ -48,7 +53,10 @@ t.test('a refused reload leaves the batch limit and the upstreams as they were',
       { name: 'node-b', url: `http://u:50%off@127.0.0.1:${port}` },
     ]),
   );
-  const res = await request(`${sy.adminUrl}/-/reload`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+  const res = await request(`${sy.adminUrl}/-/reload`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+  });
   const body = (await res.body.json()) as { reloaded: boolean };
   t.equal(body.reloaded, false, 'the reload is refused');
 

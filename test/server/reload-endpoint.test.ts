@@ -15,7 +15,10 @@ import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 
 async function reload(adminUrl: string): Promise<{ status: number; body: { reloaded: boolean; problems?: string[] } }> {
-  const res = await request(`${adminUrl}/-/reload`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+  const res = await request(`${adminUrl}/-/reload`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+  });
   return { status: res.statusCode, body: (await res.body.json()) as { reloaded: boolean; problems?: string[] } };
 }
 
@@ -40,7 +43,8 @@ t.test('POST /-/reload: a good file applies, a bad one is refused and counted', 
   const file = join(dir, 'config.yaml');
   writeFileSync(file, fileFor([{ name: 'node-a', url: a.url }], 'log: { level: silent }'));
   const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: a.url }] }, { configFile: file });
-  const names = async (): Promise<string[]> => ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: { name: string }[] }).upstreams.map((u) => u.name);
+  const names = async (): Promise<string[]> =>
+    ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: { name: string }[] }).upstreams.map((u) => u.name);
   const metrics = async (): Promise<string> => (await get(`${sy.adminUrl}/metrics`)).text;
 
   t.equal((await get(`${sy.adminUrl}/-/reload`)).status, 405, 'GET /-/reload is refused');
@@ -69,7 +73,11 @@ t.test('POST /-/reload: a good file applies, a bad one is refused and counted', 
   const bad = await reload(sy.adminUrl);
   t.equal(bad.status, 400, 'a bad file: 400');
   t.equal(bad.body.reloaded, false);
-  t.match(bad.body.problems?.join('\n') ?? '', /upstreams\[0\]\.url: expected an http\(s\) URL/, 'the problem names the key');
+  t.match(
+    bad.body.problems?.join('\n') ?? '',
+    /upstreams\[0\]\.url: expected an http\(s\) URL/,
+    'the problem names the key',
+  );
   t.same(await names(), ['node-a', 'node-b'], 'the running configuration stays');
   // A refused URL holding credentials: the answer names the key path, never the secret.
   writeFileSync(file, fileFor([{ name: 'node-a', url: 'htps://user:pw@node.example/SUPERSECRETKEY123' }]));
@@ -112,17 +120,25 @@ t.test('what cannot reload is named in a warning; the log level reloads', async 
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-reload-warn-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'config.yaml');
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: a.url }], log: { level: 'warn' } }, { configFile: file, logger: createLogger('warn', stream) });
+  const sy = await startSwitchyard(
+    t,
+    { upstreams: [{ name: 'node-a', url: a.url }], log: { level: 'warn' } },
+    { configFile: file, logger: createLogger('warn', stream) },
+  );
   writeFileSync(
     file,
-    fileFor([{ name: 'node-a', url: a.url }], 'log: { level: info }\nchainId: 1\ncache: { maxBytes: 1000 }\nuptime: { store: null }').replace(
-      'port: 0, wsPort: null',
-      'port: 1, wsPort: null',
-    ),
+    fileFor(
+      [{ name: 'node-a', url: a.url }],
+      'log: { level: info }\nchainId: 1\ncache: { maxBytes: 1000 }\nuptime: { store: null }',
+    ).replace('port: 0, wsPort: null', 'port: 1, wsPort: null'),
   );
   t.equal((await reload(sy.adminUrl)).status, 200);
   const warn = lines.find((l) => l.msg === 'these settings cannot change on reload; restart to apply them');
-  t.same(warn?.settings, ['chainId', 'server.port', 'cache.maxBytes'], 'the warning names each restart key the file changed, and nothing else');
+  t.same(
+    warn?.settings,
+    ['chainId', 'server.port', 'cache.maxBytes'],
+    'the warning names each restart key the file changed, and nothing else',
+  );
   t.ok(
     lines.some((l) => l.msg === 'configuration reloaded' && l.level === 'info'),
     'the new level (info) applies at once',

@@ -24,7 +24,9 @@ function slowBody(t: Test, port: number): Promise<{ received: () => string; clos
     socket.on('error', () => undefined);
     socket.once('error', reject);
     socket.once('connect', () => {
-      socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"jsonrpc":');
+      socket.write(
+        'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"jsonrpc":',
+      );
       resolve({ received: () => data, closed: () => closed });
     });
   });
@@ -38,7 +40,10 @@ t.test('a reload to shorter timeouts applies on server.port and server.wsPort al
   const file = join(dir, 'config.yaml');
   const sy = await startSwitchyard(
     t,
-    { upstreams: [{ name: 'node-a', url: a.url }], server: { wsPort: 0, headersTimeoutMs: 10_000, bodyTimeoutMs: 120_000 } },
+    {
+      upstreams: [{ name: 'node-a', url: a.url }],
+      server: { wsPort: 0, headersTimeoutMs: 10_000, bodyTimeoutMs: 120_000 },
+    },
     { configFile: file },
   );
   writeFileSync(
@@ -54,7 +59,10 @@ t.test('a reload to shorter timeouts applies on server.port and server.wsPort al
       '',
     ].join('\n'),
   );
-  const res = await request(`${sy.adminUrl}/-/reload`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+  const res = await request(`${sy.adminUrl}/-/reload`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+  });
   t.same(await res.body.json(), { reloaded: true });
 
   const { http, ws } = sy.app.ports;
@@ -64,7 +72,9 @@ t.test('a reload to shorter timeouts applies on server.port and server.wsPort al
     ['server.port', clients[0]!],
     ['server.wsPort', clients[1]!],
   ] as const) {
-    await waitFor(`${name}: 408 for the slow body`, () => c.received().startsWith('HTTP/1.1 408'), { timeoutMs: 20_000 });
+    await waitFor(`${name}: 408 for the slow body`, () => c.received().startsWith('HTTP/1.1 408'), {
+      timeoutMs: 20_000,
+    });
     t.pass(`${name}: the slow body got 408 under the reloaded timeout`);
     await waitFor(`${name}: connection closed`, () => c.closed(), { timeoutMs: 20_000 });
   }

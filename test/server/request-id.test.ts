@@ -34,20 +34,34 @@ t.test('X-Request-Id round trip; request line with user agent and key name', asy
   const log = capture();
   const sy = await startSwitchyard(
     t,
-    { upstreams: [{ name: 'node-a', url: anvil.url }], log: { level: 'info' }, rateLimit: { apiKeys: [{ name: 'partner-1', key: KEY, ratePerSec: 100, burst: 100 }] } },
+    {
+      upstreams: [{ name: 'node-a', url: anvil.url }],
+      log: { level: 'info' },
+      rateLimit: { apiKeys: [{ name: 'partner-1', key: KEY, ratePerSec: 100, burst: 100 }] },
+    },
     { logger: createLogger('info', log.stream) },
   );
   const body = { jsonrpc: '2.0', id: 1, method: 'eth_chainId' };
 
-  const sent = await post(sy.url, body, { 'x-request-id': 'trace-abc.123', 'user-agent': 'probe/1.0', 'x-api-key': KEY });
+  const sent = await post(sy.url, body, {
+    'x-request-id': 'trace-abc.123',
+    'user-agent': 'probe/1.0',
+    'x-api-key': KEY,
+  });
   t.equal(sent.headers['x-request-id'], 'trace-abc.123', 'a sent X-Request-Id comes back');
   const own = await post(sy.url, body);
   t.match(String(own.headers['x-request-id']), /^[0-9a-f]{6}-[0-9a-z]+$/, 'without one, an id is made and returned');
   const hostile = await post(sy.url, body, { 'x-request-id': 'a b"c' });
   t.not(hostile.headers['x-request-id'], 'a b"c', 'an id that is not a plain token is replaced');
-  t.equal((await post(sy.url, '{}', { 'content-type': 'text/plain', 'x-request-id': 'rejected-1' })).headers['x-request-id'], 'rejected-1', 'returned on a refused request too');
+  t.equal(
+    (await post(sy.url, '{}', { 'content-type': 'text/plain', 'x-request-id': 'rejected-1' })).headers['x-request-id'],
+    'rejected-1',
+    'returned on a refused request too',
+  );
 
-  const line = await waitFor('the request line', () => log.lines().find((l) => l.msg === 'request' && l.req === 'trace-abc.123'));
+  const line = await waitFor('the request line', () =>
+    log.lines().find((l) => l.msg === 'request' && l.req === 'trace-abc.123'),
+  );
   t.equal(line.ua, 'probe/1.0', 'user agent logged');
   t.equal(line.apiKey, 'partner-1', 'the key is logged by name');
   t.notOk(JSON.stringify(log.lines()).includes(KEY), 'the key itself is in no line');
@@ -62,7 +76,11 @@ t.test('log.requests: errors logs only requests with an error; off logs none, li
   t.teardown(() => anvil.stop());
   for (const mode of ['errors', 'off'] as const) {
     const log = capture();
-    const sy = await startSwitchyard(t, { upstreams: [{ name: 'node-a', url: anvil.url }], log: { level: 'info', requests: mode } }, { logger: createLogger('info', log.stream) });
+    const sy = await startSwitchyard(
+      t,
+      { upstreams: [{ name: 'node-a', url: anvil.url }], log: { level: 'info', requests: mode } },
+      { logger: createLogger('info', log.stream) },
+    );
     await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_chainId' }, { 'x-request-id': `ok-${mode}` });
     await post(sy.url, { jsonrpc: '2.0', id: 2, method: 'foo_bar' }, { 'x-request-id': `bad-${mode}` });
     await post(sy.url, { jsonrpc: '2.0', id: 3, method: 'eth_chainId' }, { 'x-request-id': `last-${mode}` });
@@ -112,7 +130,12 @@ t.test('debug lines: failover and breaker transitions carry the request id', asy
   );
   // The broken node weighs most, so it is chosen first; the call fails over to the good one.
   // Each call asks for another address: no cache hit.
-  const balance = (id: number): object => ({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${(id + 1).toString(16).padStart(40, '0')}`, 'latest'] });
+  const balance = (id: number): object => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'eth_getBalance',
+    params: [`0x${(id + 1).toString(16).padStart(40, '0')}`, 'latest'],
+  });
   for (let i = 0; i < 30 && !broken.calls.some((c) => c.method === 'eth_getBalance'); i++) {
     t.match((await post(sy.url, balance(i), { 'x-request-id': `dbg-${i}` })).json().result, /^0x/, 'answered');
   }

@@ -48,7 +48,10 @@ log: { level: info, requests: off }
   }
   const start = async (r: Replica): Promise<void> => {
     r.cli = runCli(t, ['--config', r.file]);
-    await waitFor(`replica ${r.name} ready`, async () => (await request(`http://127.0.0.1:${r.admin}/ready`)).statusCode === 200);
+    await waitFor(
+      `replica ${r.name} ready`,
+      async () => (await request(`http://127.0.0.1:${r.admin}/ready`)).statusCode === 200,
+    );
   };
   for (const r of replicas) await start(r);
 
@@ -97,11 +100,13 @@ listen stats
     const out: Record<string, string> = {};
     for (const line of lines.slice(1)) {
       const f = line.split(',');
-      if (f[at('pxname')] === 'switchyard' && replicas.some((r) => r.name === f[at('svname')])) out[f[at('svname')]!] = f[at('status')]!;
+      if (f[at('pxname')] === 'switchyard' && replicas.some((r) => r.name === f[at('svname')]))
+        out[f[at('svname')]!] = f[at('status')]!;
     }
     return out;
   };
-  const up = (name: string): Promise<boolean> => waitFor(`HAProxy sees ${name} UP (${haproxyErr.slice(-300)})`, async () => (await states())[name] === 'UP');
+  const up = (name: string): Promise<boolean> =>
+    waitFor(`HAProxy sees ${name} UP (${haproxyErr.slice(-300)})`, async () => (await states())[name] === 'UP');
   for (const r of replicas) await up(r.name);
 
   const agent = new Agent({ connections: CLIENTS });
@@ -114,11 +119,22 @@ listen stats
       const body =
         n % 2 === 0
           ? { jsonrpc: '2.0', id: n, method: 'eth_blockNumber' }
-          : { jsonrpc: '2.0', id: n, method: 'eth_getBalance', params: ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest'] };
+          : {
+              jsonrpc: '2.0',
+              id: n,
+              method: 'eth_getBalance',
+              params: ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest'],
+            };
       try {
-        const res = await request(`http://127.0.0.1:${front}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), dispatcher: agent });
+        const res = await request(`http://127.0.0.1:${front}/`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          dispatcher: agent,
+        });
         const text = await res.body.text();
-        if (res.statusCode !== 200 || !/"result":"0x/.test(text)) failures.push(`client ${i}: ${res.statusCode} ${text.slice(0, 200)}`);
+        if (res.statusCode !== 200 || !/"result":"0x/.test(text))
+          failures.push(`client ${i}: ${res.statusCode} ${text.slice(0, 200)}`);
       } catch (err) {
         failures.push(`client ${i}: ${(err as Error).message}`);
       }

@@ -22,14 +22,21 @@ import { freePort } from '../limits/fixtures/tools.js';
 const SECRET = /s3cr3t/i;
 
 /** In front of the fake node: records path and Authorization, passes bytes both ways. */
-async function recorder(t: Test, node: FakeNode): Promise<{ url: string; port: number; seen: { path: string; auth: string | undefined }[] }> {
+async function recorder(
+  t: Test,
+  node: FakeNode,
+): Promise<{ url: string; port: number; seen: { path: string; auth: string | undefined }[] }> {
   const seen: { path: string; auth: string | undefined }[] = [];
   const server = createServer((req: IncomingMessage, res) => {
     seen.push({ path: req.url ?? '', auth: req.headers.authorization });
     const chunks: Buffer[] = [];
     req.on('data', (d: Buffer) => chunks.push(d));
     req.on('end', () => {
-      request(node.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) })
+      request(node.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.concat(chunks),
+      })
         .then(async (up) => {
           const body = Buffer.from(await up.body.arrayBuffer());
           res.writeHead(up.statusCode, { 'content-type': String(up.headers['content-type'] ?? 'application/json') });
@@ -123,9 +130,16 @@ t.test('an upstream URL with credentials and a secret path leaks nowhere', async
     const r = await post(url, { jsonrpc: '2.0', id: 2, method: 'eth_getBalance', params: [address, 'latest'] });
     bodies.push(r.text);
     t.equal(r.status, 200, `${what}: HTTP 200`);
-    t.equal(r.json().error?.code, -32002, `${what}: -32002 (${r.json().error?.message}; data ${JSON.stringify(r.json().error?.data)})`);
+    t.equal(
+      r.json().error?.code,
+      -32002,
+      `${what}: -32002 (${r.json().error?.message}; data ${JSON.stringify(r.json().error?.data)})`,
+    );
     t.notMatch(r.text, SECRET, `${what}: the answer carries no secret`);
-    t.notOk(r.text.includes(`127.0.0.1:${front.port}`) || r.text.includes(`127.0.0.1:${deadPort}`), `${what}: nor an upstream address`);
+    t.notOk(
+      r.text.includes(`127.0.0.1:${front.port}`) || r.text.includes(`127.0.0.1:${deadPort}`),
+      `${what}: nor an upstream address`,
+    );
   }
   // Bad requests and a batch: Switchyard's own errors, for completeness.
   for (const body of [
@@ -156,14 +170,24 @@ t.test('an upstream URL with credentials and a secret path leaks nowhere', async
     '/status names the upstreams',
   );
   t.notMatch(status.text, SECRET, '/status carries no secret');
-  t.notOk(status.text.includes(`:${front.port}`) || status.text.includes(`:${deadPort}`), '/status carries no upstream address');
+  t.notOk(
+    status.text.includes(`:${front.port}`) || status.text.includes(`:${deadPort}`),
+    '/status carries no upstream address',
+  );
   const metrics = await get(`${admin}/metrics`);
   t.match(metrics.text, /upstream="node-a"/, '/metrics labels upstreams by name');
   t.notMatch(metrics.text, SECRET, '/metrics carries no secret');
-  t.notOk(metrics.text.includes(`127.0.0.1:${front.port}`) || metrics.text.includes(`127.0.0.1:${deadPort}`), '/metrics carries no upstream address');
+  t.notOk(
+    metrics.text.includes(`127.0.0.1:${front.port}`) || metrics.text.includes(`127.0.0.1:${deadPort}`),
+    '/metrics carries no upstream address',
+  );
 
   // Let the dead upstream fail its health checks a few times (those errors get logged), then stop.
-  await waitFor('node-b seen down', async () => (await get(`${admin}/status`)).json().upstreams[1].state !== 'healthy', { timeoutMs: 20_000 });
+  await waitFor(
+    'node-b seen down',
+    async () => (await get(`${admin}/status`)).json().upstreams[1].state !== 'healthy',
+    { timeoutMs: 20_000 },
+  );
   cli.proc.kill('SIGTERM');
   t.equal(await cli.exited, 0, 'clean exit');
   const logs = cli.stdout() + cli.stderr();
@@ -176,6 +200,8 @@ t.test('an upstream URL with credentials and a secret path leaks nowhere', async
     lines.some((l) => l.includes('node-a')),
     'upstreams appear in logs by name',
   );
-  const leaks = logs.split('\n').filter((l) => SECRET.test(l) || l.includes(`127.0.0.1:${front.port}`) || l.includes(`127.0.0.1:${deadPort}`));
+  const leaks = logs
+    .split('\n')
+    .filter((l) => SECRET.test(l) || l.includes(`127.0.0.1:${front.port}`) || l.includes(`127.0.0.1:${deadPort}`));
   t.same(leaks, [], 'no log line carries a secret or an upstream address');
 });

@@ -49,7 +49,11 @@ log: { level: info }
   void cli.exited.then(() => (exited = true));
   // The handler is installed before the devnet is started: once its anvil runs, a HUP is safe to send,
   // and the proxy cannot be up yet (it starts after the devnet is ready).
-  const anvils = await waitFor('the devnet node spawned', () => (children(pid).length > 0 ? children(pid) : undefined), { intervalMs: 5 });
+  const anvils = await waitFor(
+    'the devnet node spawned',
+    () => (children(pid).length > 0 ? children(pid) : undefined),
+    { intervalMs: 5 },
+  );
   // Should the process die before it stops its devnet, its anvil is stopped here, by pid.
   t.teardown(() => {
     for (const p of anvils) {
@@ -69,7 +73,11 @@ log: { level: info }
   await waitFor('the early HUP applied once running', () => /configuration reloaded/.test(cli.stdout()));
   if (typeof ports === 'object') {
     await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
-    t.equal((await post(`http://127.0.0.1:${ports.http}`, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}')).json().result, '0xba', 'and serves');
+    t.equal(
+      (await post(`http://127.0.0.1:${ports.http}`, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}')).json().result,
+      '0xba',
+      'and serves',
+    );
   }
   cli.proc.kill('SIGTERM');
   t.equal(await cli.exited, 0, 'SIGTERM stops it');

@@ -16,7 +16,10 @@ import { openSocket } from '../helpers/ws.js';
 t.test('a peer that never answers pings is terminated; a live one stays', async (t) => {
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], subscriptions: { pingIntervalMs: 1000 } });
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'a', url: anvil.url }],
+    subscriptions: { pingIntervalMs: 1000 },
+  });
   const { hostname: host, port } = new URL(sy.url);
 
   // A dead peer: the WebSocket handshake by hand, then frames read and dropped, no pong ever sent.

@@ -21,9 +21,14 @@ t.test('refused upgrades and too-large frames are counted', async (t) => {
   });
   const url = sy.url.replace('http', 'ws');
   const metrics = async (): Promise<string> => (await get(`${sy.adminUrl}/metrics`)).text;
-  const requests = (text: string, status: number): number => metricSamples(text, 'switchyard_http_requests_total', { status: String(status) })[0] ?? 0;
+  const requests = (text: string, status: number): number =>
+    metricSamples(text, 'switchyard_http_requests_total', { status: String(status) })[0] ?? 0;
 
-  t.match(await rawUpgrade(sy.app.ports.http, ['Sec-WebSocket-Version: 13']), /^HTTP\/1\.1 400/, 'no Sec-WebSocket-Key: 400');
+  t.match(
+    await rawUpgrade(sy.app.ports.http, ['Sec-WebSocket-Version: 13']),
+    /^HTTP\/1\.1 400/,
+    'no Sec-WebSocket-Key: 400',
+  );
   const a = await openSocket(t, url);
   await t.rejects(openSocket(t, url), /429/, 'over maxConnectionsPerIp: 429');
   await t.rejects(openSocket(t, `${url}/nope`), /404/, 'unknown path: 404');

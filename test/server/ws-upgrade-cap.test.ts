@@ -14,7 +14,10 @@ import { openSocket, rawUpgrade } from '../helpers/ws.js';
 t.test('rejected handshakes do not use up the per-IP socket cap', async (t) => {
   const node = await startAnvil();
   t.teardown(() => node.stop());
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'solo', url: node.url }], subscriptions: { maxConnectionsPerIp: 4 } });
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'solo', url: node.url }],
+    subscriptions: { maxConnectionsPerIp: 4 },
+  });
   const port = sy.app.ports.http;
 
   const noKey = ['Sec-WebSocket-Version: 13'];
@@ -33,7 +36,11 @@ t.test('rejected handshakes do not use up the per-IP socket cap', async (t) => {
   const url = sy.url.replace('http', 'ws');
   const sockets = [];
   for (let i = 0; i < 4; i++) sockets.push(await openSocket(t, url));
-  t.equal((await sockets[0]!.ask('{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}')).result, '0xba', 'four valid sockets open and answer');
+  t.equal(
+    (await sockets[0]!.ask('{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}')).result,
+    '0xba',
+    'four valid sockets open and answer',
+  );
   const gauge = metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_ws_connections');
   t.same(gauge, [4], 'switchyard_ws_connections: 4');
   await t.rejects(openSocket(t, url), /429/, 'the fifth valid socket: 429');
@@ -41,7 +48,14 @@ t.test('rejected handshakes do not use up the per-IP socket cap', async (t) => {
   // Closing one frees its place.
   sockets[0]!.socket.close();
   await sockets[0]!.closed;
-  await waitFor('the server saw the close', async () => metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_ws_connections')[0] === 3);
+  await waitFor(
+    'the server saw the close',
+    async () => metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_ws_connections')[0] === 3,
+  );
   const again = await openSocket(t, url);
-  t.equal((await again.ask('{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}')).result, '0xba', 'a place freed by a close is taken again');
+  t.equal(
+    (await again.ask('{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}')).result,
+    '0xba',
+    'a place freed by a close is taken again',
+  );
 });

@@ -32,7 +32,10 @@ const key = (l: Log): string => `${l.blockHash}:${l.logIndex}`;
 async function deploy(url: string, mine: () => Promise<unknown>): Promise<string> {
   const tx = (await call(url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, data: pingBytecode() }])).result as string;
   await mine();
-  const receipt = await waitFor('deployment receipt', async () => (await call(url, 'eth_getTransactionReceipt', [tx])).result ?? undefined);
+  const receipt = await waitFor(
+    'deployment receipt',
+    async () => (await call(url, 'eth_getTransactionReceipt', [tx])).result ?? undefined,
+  );
   return receipt.contractAddress as string;
 }
 
@@ -41,7 +44,11 @@ async function subscribe(ws: TestSocket, params: unknown[]): Promise<string> {
   return r.result as string;
 }
 
-function collect(ws: TestSocket, headsId: string, logsId: string): { heads: { number: string; hash: string; parentHash: string }[]; logs: Log[] } {
+function collect(
+  ws: TestSocket,
+  headsId: string,
+  logsId: string,
+): { heads: { number: string; hash: string; parentHash: string }[]; logs: Log[] } {
   const out = { heads: [] as { number: string; hash: string; parentHash: string }[], logs: [] as Log[] };
   ws.socket.on('message', (data) => {
     const m = JSON.parse(data.toString());
@@ -53,7 +60,10 @@ function collect(ws: TestSocket, headsId: string, logsId: string): { heads: { nu
 }
 
 t.test('heads and logs through a killed and a stopped node', async (t) => {
-  const { sy, devnet } = await startStack(t, { blockTimeMs: 400, config: { routing: { upstreamTimeoutMs: 1_000, headPollMs: 100 } } });
+  const { sy, devnet } = await startStack(t, {
+    blockTimeMs: 400,
+    config: { routing: { upstreamTimeoutMs: 1_000, headPollMs: 100 } },
+  });
   const node0 = devnet.nodes()[0]!.url;
   const address = await deploy(node0, () => Promise.resolve());
   const ws = await openSocket(t, sy.url.replace('http', 'ws'));
@@ -66,8 +76,13 @@ t.test('heads and logs through a killed and a stopped node', async (t) => {
     while (!stop) {
       if (seen.heads.length > last) {
         last = seen.heads.length;
-        const live = devnet.nodes().find((n) => n.state === 'running' && n.index === 0) ?? devnet.nodes().find((n) => n.state === 'running');
-        if (live) await call(live.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: address, data: pingData(++v) }]).catch(() => undefined);
+        const live =
+          devnet.nodes().find((n) => n.state === 'running' && n.index === 0) ??
+          devnet.nodes().find((n) => n.state === 'running');
+        if (live)
+          await call(live.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: address, data: pingData(++v) }]).catch(
+            () => undefined,
+          );
       }
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -107,8 +122,15 @@ t.test('heads and logs through a killed and a stopped node', async (t) => {
   // Logs arrive after their block's head: wait for the last head's logs, then compare with the chain.
   const from = numbers[0]!;
   const to = numbers.at(-1)!;
-  const expected = (await call(sy.url, 'eth_getLogs', [{ address, fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}` }])).result as Log[];
-  await waitFor('logs up to the last head', () => seen.logs.filter((l) => Number(l.blockNumber) <= to).length >= expected.length);
+  const expected = (
+    await call(sy.url, 'eth_getLogs', [
+      { address, fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}` },
+    ])
+  ).result as Log[];
+  await waitFor(
+    'logs up to the last head',
+    () => seen.logs.filter((l) => Number(l.blockNumber) <= to).length >= expected.length,
+  );
   const got = seen.logs.filter((l) => Number(l.blockNumber) <= to && !l.removed);
   t.ok(expected.length >= 10, `${expected.length} events in ${to - from + 1} blocks`);
   t.same(got.map(key), expected.map(key), 'logs sent equal eth_getLogs over the range: none missed, none twice');
@@ -128,8 +150,12 @@ t.test('a reorg: removed logs first, then the new chain', async (t) => {
   // One block per ping: anvil answers eth_sendTransaction before it mines, so on a busy machine the
   // next ping could join the same block; each waits for its receipt.
   const ping = async (v: number): Promise<void> => {
-    const tx = (await call(node.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: address, data: pingData(v) }])).result as string;
-    await waitFor(`ping ${v} mined`, async () => (await call(node.url, 'eth_getTransactionReceipt', [tx])).result ?? undefined);
+    const tx = (await call(node.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: address, data: pingData(v) }]))
+      .result as string;
+    await waitFor(
+      `ping ${v} mined`,
+      async () => (await call(node.url, 'eth_getTransactionReceipt', [tx])).result ?? undefined,
+    );
   };
   for (const v of [1, 2, 3]) await ping(v);
   await waitFor('three logs', () => seen.logs.length === 3);
@@ -139,12 +165,21 @@ t.test('a reorg: removed logs first, then the new chain', async (t) => {
   for (const v of [11, 12, 13]) await ping(v);
   const newTop = top + 1;
   await waitFor('the new chain head', () => seen.heads.some((h) => Number(h.number) === newTop));
-  const expected = (await call(sy.url, 'eth_getLogs', [{ address, fromBlock: '0x0', toBlock: `0x${newTop.toString(16)}` }])).result as Log[];
+  const expected = (
+    await call(sy.url, 'eth_getLogs', [{ address, fromBlock: '0x0', toBlock: `0x${newTop.toString(16)}` }])
+  ).result as Log[];
   await waitFor('the new chain logs', () => seen.logs.filter((l) => !l.removed).length >= 1 + (expected.length - 1));
   const removed = seen.logs.filter((l) => l.removed);
-  t.same(removed.map(key).sort(), dropped.map(key).sort(), 'every log of the dropped blocks re-sent with removed: true');
+  t.same(
+    removed.map(key).sort(),
+    dropped.map(key).sort(),
+    'every log of the dropped blocks re-sent with removed: true',
+  );
   const firstNew = seen.logs.findIndex((l, i) => i >= 3 && !l.removed);
-  t.ok(seen.logs.slice(3, firstNew).every((l) => l.removed) && firstNew === 3 + removed.length, 'removals come before the new chain logs');
+  t.ok(
+    seen.logs.slice(3, firstNew).every((l) => l.removed) && firstNew === 3 + removed.length,
+    'removals come before the new chain logs',
+  );
   const live = new Map<string, Log>();
   for (const l of seen.logs) {
     if (l.removed) live.delete(key(l));
@@ -152,5 +187,8 @@ t.test('a reorg: removed logs first, then the new chain', async (t) => {
   }
   t.same([...live.keys()], expected.map(key), 'what remains equals eth_getLogs on the new chain');
   const numbers = seen.heads.map((h) => Number(h.number));
-  t.ok(numbers.includes(top - 1) && numbers.lastIndexOf(top - 1) > numbers.indexOf(top), `new chain heads sent from the fork: ${numbers.join(',')}`);
+  t.ok(
+    numbers.includes(top - 1) && numbers.lastIndexOf(top - 1) > numbers.indexOf(top),
+    `new chain heads sent from the fork: ${numbers.join(',')}`,
+  );
 });

@@ -60,7 +60,10 @@ t.test('viem and ethers over WebSocket', async (t) => {
   const watched = new Contract(address, PING_ABI, ethersWs);
   await watched.on('Ping', (v: bigint) => ethersEvents.push(v));
   // ethers and viem subscribe asynchronously: wait for both logs subscriptions on the server.
-  await waitFor('logs subscriptions', async () => ((await get(`${sy.adminUrl}/status`)).json().websocket.subscriptions as number) >= 4);
+  await waitFor(
+    'logs subscriptions',
+    async () => ((await get(`${sy.adminUrl}/status`)).json().websocket.subscriptions as number) >= 4,
+  );
   const ping = await contract.getFunction('ping')(7n, { nonce: 1 });
   await devnet.mine(1);
   await ping.wait(1, 60_000);
@@ -77,7 +80,11 @@ t.test('calls, batches and subscription ids over a raw socket', async (t) => {
   await devnet.mine(1);
   // No wsPort here: WebSocket as an upgrade on the HTTP port.
   const ws = await openSocket(t, sy.url.replace('http', 'ws'));
-  t.same(await ws.ask('{"jsonrpc":"2.0","id":"a","method":"eth_chainId","params":[]}'), { jsonrpc: '2.0', id: 'a', result: '0xba' });
+  t.same(await ws.ask('{"jsonrpc":"2.0","id":"a","method":"eth_chainId","params":[]}'), {
+    jsonrpc: '2.0',
+    id: 'a',
+    result: '0xba',
+  });
   const batch = (await ws.ask(
     '[{"jsonrpc":"2.0","id":2,"method":"eth_chainId"},{"jsonrpc":"2.0","id":1,"method":"nope_x","params":[]},{"jsonrpc":"2.0","method":"eth_chainId"},{"id":3}]',
   )) as { id: unknown }[];
@@ -87,7 +94,8 @@ t.test('calls, batches and subscription ids over a raw socket', async (t) => {
     'batch answers in request order (ids kept), notification left out',
   );
   t.equal((await ws.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["nope"]}')).error.code, -32602);
-  const sub = (await ws.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads",{}]}')).result as string;
+  const sub = (await ws.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads",{}]}'))
+    .result as string;
   t.match(sub, /^0x[0-9a-f]{32}$/);
   const mined = await devnet.mine(1);
   const note = await ws.next((m) => m.method === 'eth_subscription');
@@ -95,7 +103,10 @@ t.test('calls, batches and subscription ids over a raw socket', async (t) => {
   t.equal(Number(note.params.result.number), mined, 'the head notification is the mined block');
   t.notOk('transactions' in note.params.result, 'a header, as geth sends it');
   // Announced only when routable: the block it names can be read at once over HTTP.
-  t.equal((await call(sy.url, 'eth_getBlockByNumber', [note.params.result.number, false])).result.hash, note.params.result.hash);
+  t.equal(
+    (await call(sy.url, 'eth_getBlockByNumber', [note.params.result.number, false])).result.hash,
+    note.params.result.hash,
+  );
   t.equal((await ws.ask(`{"jsonrpc":"2.0","id":5,"method":"eth_unsubscribe","params":["${sub}"]}`)).result, true);
   t.equal((await ws.ask(`{"jsonrpc":"2.0","id":6,"method":"eth_unsubscribe","params":["${sub}"]}`)).result, false);
 

@@ -106,32 +106,35 @@ t.test('frames worked on and answers waiting hold maxBufferBytes: the socket is 
   t.same(texts(r.written), ['answer slow', 'answer big', 'answer sync next']);
 });
 
-t.test('answers waiting their turn past maxBufferBytes (with unsent data): overflow, nothing more written', async (t) => {
-  const r = rig({ maxFramesInFlight: 100, maxBufferBytes: 1_000 });
-  r.frames.received(Buffer.from('slow'));
-  for (const name of ['a', 'b', 'c']) r.frames.received(Buffer.from(name));
-  t.equal(r.started.length, 4, 'small frames: all started');
-  // Each answer is ~600 bytes; only what already waits counts against the cap, not the answer at hand.
-  r.resolve(1, `answer a ${'a'.repeat(590)}`);
-  r.resolve(2, `answer b ${'b'.repeat(590)}`);
-  await turn();
-  t.notOk(r.events.includes('overflow'), 'two answers wait (600 bytes waited when the second came)');
-  t.equal(r.events.at(-1), 'pause', 'and hold the bytes: the socket is not read');
-  r.resolve(3, `answer c ${'c'.repeat(590)}`);
-  await turn();
-  t.ok(r.events.includes('overflow'), 'the third finds 1,200 bytes waiting: overflow');
-  r.resolve(0, 'answer slow');
-  r.frames.received(Buffer.from('sync late'));
-  await turn();
-  t.same(r.written, [], 'nothing is written after the overflow');
-  t.equal(r.frames.unanswered, 0);
+t.test(
+  'answers waiting their turn past maxBufferBytes (with unsent data): overflow, nothing more written',
+  async (t) => {
+    const r = rig({ maxFramesInFlight: 100, maxBufferBytes: 1_000 });
+    r.frames.received(Buffer.from('slow'));
+    for (const name of ['a', 'b', 'c']) r.frames.received(Buffer.from(name));
+    t.equal(r.started.length, 4, 'small frames: all started');
+    // Each answer is ~600 bytes; only what already waits counts against the cap, not the answer at hand.
+    r.resolve(1, `answer a ${'a'.repeat(590)}`);
+    r.resolve(2, `answer b ${'b'.repeat(590)}`);
+    await turn();
+    t.notOk(r.events.includes('overflow'), 'two answers wait (600 bytes waited when the second came)');
+    t.equal(r.events.at(-1), 'pause', 'and hold the bytes: the socket is not read');
+    r.resolve(3, `answer c ${'c'.repeat(590)}`);
+    await turn();
+    t.ok(r.events.includes('overflow'), 'the third finds 1,200 bytes waiting: overflow');
+    r.resolve(0, 'answer slow');
+    r.frames.received(Buffer.from('sync late'));
+    await turn();
+    t.same(r.written, [], 'nothing is written after the overflow');
+    t.equal(r.frames.unanswered, 0);
 
-  const u = rig({ maxFramesInFlight: 100, maxBufferBytes: 1_000 });
-  u.unsent = 1_000;
-  u.frames.received(Buffer.from('slow'));
-  u.frames.received(Buffer.from('sync small'));
-  t.ok(u.events.includes('overflow'), 'unsent data counts with the answers waiting');
-});
+    const u = rig({ maxFramesInFlight: 100, maxBufferBytes: 1_000 });
+    u.unsent = 1_000;
+    u.frames.received(Buffer.from('slow'));
+    u.frames.received(Buffer.from('sync small'));
+    t.ok(u.events.includes('overflow'), 'unsent data counts with the answers waiting');
+  },
+);
 
 t.test(`at most ${FRAMES_PER_TURN} frames start per event-loop turn; the rest start in later turns`, async (t) => {
   const r = rig({ maxFramesInFlight: 1_000, maxBufferBytes: 1 << 20 });

@@ -20,7 +20,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** What must match between the two answers: ids and, per answer, the error code or "a result". */
 // eth_subscribe/eth_unsubscribe are the one difference (HTTP: SUBSCRIPTIONS_NEED_WS): only ids compared.
 function shape(v: unknown, codes: boolean): string {
-  const one = (o: { id?: unknown; error?: { code?: unknown } }): string => `${JSON.stringify(o.id)}:${!codes ? '' : o.error ? String(o.error.code) : 'result'}`;
+  const one = (o: { id?: unknown; error?: { code?: unknown } }): string =>
+    `${JSON.stringify(o.id)}:${!codes ? '' : o.error ? String(o.error.code) : 'result'}`;
   return Array.isArray(v) ? `[${v.map(one).join(',')}]` : one(v as { id?: unknown });
 }
 
@@ -37,7 +38,11 @@ t.test('every fuzzed frame is answered as the same HTTP body', async (t) => {
   );
   let mismatches = 0;
   for (const [k, input] of inputs.entries()) {
-    const res = await request(sy.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: input.body });
+    const res = await request(sy.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: input.body,
+    });
     const http = { text: await res.body.text() };
     let binary = false;
     try {
@@ -61,7 +66,8 @@ t.test('every fuzzed frame is answered as the same HTTP body', async (t) => {
     const gotShape = got.length === 0 ? null : got.length === 1 ? shape(got[0], codes) : `${got.length} answers`;
     if (gotShape !== want) {
       mismatches++;
-      if (mismatches <= 5) t.fail(`${input.kind}: frame answered ${gotShape}, HTTP body ${want} (seed ${seed}, input ${k})`);
+      if (mismatches <= 5)
+        t.fail(`${input.kind}: frame answered ${gotShape}, HTTP body ${want} (seed ${seed}, input ${k})`);
     }
   }
   t.equal(mismatches, 0, `${inputs.length} frames answered as their HTTP bodies (seed ${seed})`);

@@ -14,8 +14,17 @@ import { Session } from '../../src/subscriptions/session.js';
 
 const CAP = 10_000;
 
-function harness(): { session: Session; feed: EventEmitter; sent: string[]; closes: number[]; slots: { held: number } } {
-  const feed = Object.assign(new EventEmitter(), { current: 0, logs: { add: () => undefined, remove: () => undefined } });
+function harness(): {
+  session: Session;
+  feed: EventEmitter;
+  sent: string[];
+  closes: number[];
+  slots: { held: number };
+} {
+  const feed = Object.assign(new EventEmitter(), {
+    current: 0,
+    logs: { add: () => undefined, remove: () => undefined },
+  });
   const sent: string[] = [];
   const closes: number[] = [];
   const slots = { held: 0 };
@@ -37,8 +46,19 @@ function harness(): { session: Session; feed: EventEmitter; sent: string[]; clos
   return { session, feed, sent, closes, slots };
 }
 
-const subscribe = (index: number): Call => ({ index, id: String(index), method: 'eth_subscribe', params: ['newHeads'] });
-const head = (n: number): FeedBlock => ({ number: n, hash: '0x', parentHash: '0x', header: `{"number":${n},"pad":"${'x'.repeat(900)}"}`, seq: n });
+const subscribe = (index: number): Call => ({
+  index,
+  id: String(index),
+  method: 'eth_subscribe',
+  params: ['newHeads'],
+});
+const head = (n: number): FeedBlock => ({
+  number: n,
+  hash: '0x',
+  parentHash: '0x',
+  header: `{"number":${n},"pad":"${'x'.repeat(900)}"}`,
+  seq: n,
+});
 
 t.test('held notifications are released in order once the answer is written', async (t) => {
   const { session, feed, sent } = harness();
@@ -63,10 +83,16 @@ t.test('held notifications count against maxBufferBytes', async (t) => {
   t.equal(session.room(), 'ready', 'room for the logs fanout while nothing is held');
   let n = 0;
   while (session.room() === 'ready' && n < 100) feed.emit('head', head(++n));
-  t.ok(session.heldBytes * 2 >= CAP && session.heldBytes < CAP, `full for the logs fanout at half the cap (${session.heldBytes} bytes held after ${n} heads)`);
+  t.ok(
+    session.heldBytes * 2 >= CAP && session.heldBytes < CAP,
+    `full for the logs fanout at half the cap (${session.heldBytes} bytes held after ${n} heads)`,
+  );
   while (closes.length === 0 && n < 100) feed.emit('head', head(++n));
   t.equal(closes.length, 1, 'closed as a slow reader');
-  t.ok(closes[0]! >= CAP && closes[0]! < CAP + 1_000, `closed once it held the cap (${closes[0]} bytes held, cap ${CAP})`);
+  t.ok(
+    closes[0]! >= CAP && closes[0]! < CAP + 1_000,
+    `closed once it held the cap (${closes[0]} bytes held, cap ${CAP})`,
+  );
   t.equal(session.heldBytes, 0, 'closing frees what was held');
   t.equal(session.room(), 'closed', 'closed for the logs fanout');
   t.equal(slots.held, 0, 'its per-IP slot is given back');
@@ -81,7 +107,11 @@ t.test('the per-IP slot: refused past it, given back on unsubscribe', async (t) 
   t.equal(refused.error?.reason, 'TOO_MANY_IP_SUBSCRIPTIONS', 'the third is refused: the IP holds two');
   t.equal(refused.error?.code, -32005, 'with -32005');
   const id = JSON.parse(a.result!) as string;
-  t.same(await frame.call({ index: 4, id: '4', method: 'eth_unsubscribe', params: [id] }), { result: 'true' }, 'unsubscribed');
+  t.same(
+    await frame.call({ index: 4, id: '4', method: 'eth_unsubscribe', params: [id] }),
+    { result: 'true' },
+    'unsubscribed',
+  );
   t.equal(slots.held, 1, 'its slot is given back');
   t.ok((await frame.call(subscribe(5))).result, 'another subscription takes it');
 });

@@ -14,7 +14,8 @@ import { call, get } from '../helpers/rpc.js';
 import { waitFor } from '../helpers/wait.js';
 import { openSocket } from '../helpers/ws.js';
 
-const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const rssMb = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 t.test('caps, slow reader, 1,000 sockets, reload and drain', async (t) => {
   const node = await startAnvil();
@@ -36,13 +37,18 @@ log: { level: info }
   const url = `ws://127.0.0.1:${ports.http}`;
   const admin = `http://127.0.0.1:${ports.admin}`;
   await waitFor('ready', async () => (await get(`${admin}/ready`)).status === 200);
-  const metric = async (name: string): Promise<number> => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec((await get(`${admin}/metrics`)).text)?.[1] ?? NaN);
+  const metric = async (name: string): Promise<number> =>
+    Number(new RegExp(`^${name} (\\S+)$`, 'm').exec((await get(`${admin}/metrics`)).text)?.[1] ?? NaN);
   const startRss = rssMb(pid);
 
   // Subscriptions per socket: the third is refused, the socket keeps working.
   const a = await openSocket(t, url);
   const subs = [];
-  for (const kind of ['newHeads', 'logs']) subs.push((await a.ask(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: [kind] }))).result as string);
+  for (const kind of ['newHeads', 'logs'])
+    subs.push(
+      (await a.ask(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: [kind] })))
+        .result as string,
+    );
   const third = await a.ask('{"jsonrpc":"2.0","id":3,"method":"eth_subscribe","params":["newHeads"]}');
   t.equal(third.error.code, -32005, 'over maxPerConnection: -32005');
   t.equal((await a.ask('{"jsonrpc":"2.0","id":4,"method":"eth_chainId"}')).result, '0xba', 'the socket stays open');
@@ -58,7 +64,10 @@ log: { level: info }
   raw.pause();
   const batch = `[${Array(100).fill('{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}').join(',')}]`;
   for (let i = 0; i < 5_000 && c.socket.readyState === WebSocket.OPEN; i++) c.socket.send(batch);
-  await waitFor('the slow reader closed', async () => (await metric('switchyard_ws_closes_total\\{reason="slow_reader"\\}')) >= 1);
+  await waitFor(
+    'the slow reader closed',
+    async () => (await metric('switchyard_ws_closes_total\\{reason="slow_reader"\\}')) >= 1,
+  );
   const slowRss = rssMb(pid);
   raw.resume();
   t.equal((await c.closed).code, 1013, 'slow reader: close 1013');
@@ -72,7 +81,10 @@ log: { level: info }
   }
   await waitFor('1,000 sockets open', async () => (await metric('switchyard_ws_connections')) === 1000);
   const thousandRss = rssMb(pid);
-  t.ok(thousandRss < 200, `RSS with 1,000 idle sockets: ${thousandRss.toFixed(0)} MB (start ${startRss.toFixed(0)} MB)`);
+  t.ok(
+    thousandRss < 200,
+    `RSS with 1,000 idle sockets: ${thousandRss.toFixed(0)} MB (start ${startRss.toFixed(0)} MB)`,
+  );
   await t.rejects(openSocket(t, url), /429/, 'the 1,001st socket from the same IP: 429');
 
   // SIGHUP: sockets and subscriptions stay; the new cap applies to new subscriptions.
@@ -82,10 +94,18 @@ log: { level: info }
   await call(node.url, 'evm_mine', []);
   const note = await a.next((m) => m.method === 'eth_subscription');
   t.equal(note.params.subscription, subs[0], 'a subscription made before the reload still notifies');
-  t.ok((await a.ask('{"jsonrpc":"2.0","id":5,"method":"eth_subscribe","params":["newHeads"]}')).result, 'the reloaded cap applies');
+  t.ok(
+    (await a.ask('{"jsonrpc":"2.0","id":5,"method":"eth_subscribe","params":["newHeads"]}')).result,
+    'the reloaded cap applies',
+  );
 
   // SIGTERM: every socket closed with 1001, exit 0.
-  const codes = idle.map((s) => new Promise<number>((r) => (s.readyState === WebSocket.CLOSED ? r(s.readyState) : s.once('close', (code) => r(code)))));
+  const codes = idle.map(
+    (s) =>
+      new Promise<number>((r) =>
+        s.readyState === WebSocket.CLOSED ? r(s.readyState) : s.once('close', (code) => r(code)),
+      ),
+  );
   process.kill(pid, 'SIGTERM');
   t.equal(await cli.exited, 0, 'exit 0');
   const closed = await Promise.all(codes);

@@ -25,7 +25,8 @@ const PER_SOCKET = 20;
 const LOGS = 1_000;
 const MAX_PER_IP = SOCKETS * PER_SOCKET;
 
-const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const rssMb = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 /** The other client: one eth_blockNumber every 20 ms until told to stop; reports each wait in ms. */
 const OTHER_CLIENT = `
@@ -132,8 +133,15 @@ interface FloodReport {
 }
 
 /** Starts the flooding client; resolves with the number of subscriptions it holds. */
-async function flooder(t: Test, url: string, filters: object[]): Promise<{ subscriptions: number; report(): Promise<FloodReport> }> {
-  const worker = new Worker(FLOODER, { eval: true, workerData: { url, sockets: SOCKETS, perSocket: PER_SOCKET, filters } });
+async function flooder(
+  t: Test,
+  url: string,
+  filters: object[],
+): Promise<{ subscriptions: number; report(): Promise<FloodReport> }> {
+  const worker = new Worker(FLOODER, {
+    eval: true,
+    workerData: { url, sockets: SOCKETS, perSocket: PER_SOCKET, filters },
+  });
   t.teardown(() => worker.terminate());
   const ask = <T>(): Promise<T> =>
     new Promise((resolve, reject) => {
@@ -151,78 +159,107 @@ async function flooder(t: Test, url: string, filters: object[]): Promise<{ subsc
   };
 }
 
-t.test('20 sockets x 20 logs subscriptions and 1,000 logs in one transaction: the other client is served', async (t) => {
-  const devnet = await startDevnet({ nodes: 3, chainId: 186, blockTimeMs: 0, basePort: 0 });
-  t.teardown(() => devnet.stop());
-  const node0 = devnet.nodes()[0]!.url;
-  const deployTx = (await call(node0, 'eth_sendTransaction', [{ from: DEV_ADDRESS, data: emitterInitCode() }])).result as string;
-  await devnet.mine();
-  const address = (await waitFor('deployment', async () => (await call(node0, 'eth_getTransactionReceipt', [deployTx])).result ?? undefined)).contractAddress as string;
+t.test(
+  '20 sockets x 20 logs subscriptions and 1,000 logs in one transaction: the other client is served',
+  async (t) => {
+    const devnet = await startDevnet({ nodes: 3, chainId: 186, blockTimeMs: 0, basePort: 0 });
+    t.teardown(() => devnet.stop());
+    const node0 = devnet.nodes()[0]!.url;
+    const deployTx = (await call(node0, 'eth_sendTransaction', [{ from: DEV_ADDRESS, data: emitterInitCode() }]))
+      .result as string;
+    await devnet.mine();
+    const address = (
+      await waitFor(
+        'deployment',
+        async () => (await call(node0, 'eth_getTransactionReceipt', [deployTx])).result ?? undefined,
+      )
+    ).contractAddress as string;
 
-  const file = join(t.testdir(), 'config.yaml');
-  writeFileSync(
-    file,
-    `
+    const file = join(t.testdir(), 'config.yaml');
+    writeFileSync(
+      file,
+      `
 server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }
 admin: { host: 127.0.0.1, port: 0 }
 upstreams: [${devnet
-      .nodes()
-      .map((n) => `{ name: ${n.name}, url: "${n.url}" }`)
-      .join(', ')}]
+        .nodes()
+        .map((n) => `{ name: ${n.name}, url: "${n.url}" }`)
+        .join(', ')}]
 routing: { headPollMs: 100 }
 rateLimit: { perIp: null }
 subscriptions: { maxPerConnection: 100, maxConnectionsPerIp: ${SOCKETS + 1}, maxPerIp: ${MAX_PER_IP} }
 log: { level: info, requests: off }
 `,
-  );
-  const cli = runCli(t, ['--config', file]);
-  const pid = cli.proc.pid!;
-  const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
-  const url = `http://127.0.0.1:${ports.http}`;
-  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
+    );
+    const cli = runCli(t, ['--config', file]);
+    const pid = cli.proc.pid!;
+    const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
+    const url = `http://127.0.0.1:${ports.http}`;
+    await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
 
-  // Four filters that all match every log, each used by many subscriptions.
-  const filters = [{}, { address }, { address, topics: [TOPIC] }, { topics: [[TOPIC, `0x${'bb'.padStart(64, '0')}`]] }];
-  const flood = await flooder(t, url.replace('http', 'ws'), filters);
-  t.equal(flood.subscriptions, MAX_PER_IP, `${MAX_PER_IP} subscriptions made from one IP`);
+    // Four filters that all match every log, each used by many subscriptions.
+    const filters = [
+      {},
+      { address },
+      { address, topics: [TOPIC] },
+      { topics: [[TOPIC, `0x${'bb'.padStart(64, '0')}`]] },
+    ];
+    const flood = await flooder(t, url.replace('http', 'ws'), filters);
+    t.equal(flood.subscriptions, MAX_PER_IP, `${MAX_PER_IP} subscriptions made from one IP`);
 
-  // The per-IP cap: a socket holding none is refused too, and stays open.
-  const extra = await openSocket(t, url.replace('http', 'ws'));
-  const refused = await extra.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["logs"]}');
-  t.equal(refused.error?.code, -32005, `over subscriptions.maxPerIp: -32005 (${refused.error?.message})`);
-  t.equal((await extra.ask('{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}')).result, '0xba', 'the refused socket stays open');
+    // The per-IP cap: a socket holding none is refused too, and stays open.
+    const extra = await openSocket(t, url.replace('http', 'ws'));
+    const refused = await extra.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["logs"]}');
+    t.equal(refused.error?.code, -32005, `over subscriptions.maxPerIp: -32005 (${refused.error?.message})`);
+    t.equal(
+      (await extra.ask('{"jsonrpc":"2.0","id":2,"method":"eth_chainId"}')).result,
+      '0xba',
+      'the refused socket stays open',
+    );
 
-  const startRss = rssMb(pid);
-  let peakRss = startRss;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 100);
-  t.teardown(() => clearInterval(sampler));
-  const other = otherClient(url);
-  await new Promise((r) => setTimeout(r, 200)); // a few calls before the flood, for a baseline
-  const started = Date.now();
-  const tx = (await call(node0, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: address, data: emitData(LOGS), gas: '0x1c9c380' }])).result as string;
-  await devnet.mine();
-  const receipt = await waitFor('the flood receipt', async () => (await call(node0, 'eth_getTransactionReceipt', [tx])).result ?? undefined);
-  t.equal(receipt.logs.length, LOGS, `one transaction emitted ${LOGS} logs`);
-  let report = await flood.report();
-  const want = MAX_PER_IP * LOGS;
-  while (report.received < want && report.open === SOCKETS && Date.now() - started < 30_000) {
-    await new Promise((r) => setTimeout(r, 100));
-    report = await flood.report();
-  }
-  const deliveredMs = Date.now() - started;
-  const { waits, failures } = await other.stop();
-  clearInterval(sampler);
+    const startRss = rssMb(pid);
+    let peakRss = startRss;
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 100);
+    t.teardown(() => clearInterval(sampler));
+    const other = otherClient(url);
+    await new Promise((r) => setTimeout(r, 200)); // a few calls before the flood, for a baseline
+    const started = Date.now();
+    const tx = (
+      await call(node0, 'eth_sendTransaction', [
+        { from: DEV_ADDRESS, to: address, data: emitData(LOGS), gas: '0x1c9c380' },
+      ])
+    ).result as string;
+    await devnet.mine();
+    const receipt = await waitFor(
+      'the flood receipt',
+      async () => (await call(node0, 'eth_getTransactionReceipt', [tx])).result ?? undefined,
+    );
+    t.equal(receipt.logs.length, LOGS, `one transaction emitted ${LOGS} logs`);
+    let report = await flood.report();
+    const want = MAX_PER_IP * LOGS;
+    while (report.received < want && report.open === SOCKETS && Date.now() - started < 30_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      report = await flood.report();
+    }
+    const deliveredMs = Date.now() - started;
+    const { waits, failures } = await other.stop();
+    clearInterval(sampler);
 
-  const sorted = [...waits].sort((a, b) => a - b);
-  const p99 = sorted[Math.floor(sorted.length * 0.99)] ?? NaN;
-  const max = sorted.at(-1) ?? NaN;
-  t.comment(
-    `${report.received} notifications in ${deliveredMs} ms; other client: ${waits.length} calls, p99 ${p99.toFixed(0)} ms, max ${max.toFixed(0)} ms, ${failures.length} failed; RSS ${startRss.toFixed(0)} -> peak ${peakRss.toFixed(0)} MB`,
-  );
-  t.same(failures, [], 'the other client: no call failed');
-  t.ok(max < 2_000, `the other client's worst wait: ${max.toFixed(0)} ms (under 2 s)`);
-  t.same(report.bad, [], 'nothing but well-formed notifications, in order, for known subscriptions');
-  t.equal(report.open, SOCKETS, 'every flooding socket is still open');
-  t.equal(report.counts.filter((n) => n === LOGS).length, MAX_PER_IP, 'every subscription got every log exactly once, in order');
-  t.ok(peakRss - startRss < 200, `RSS ${startRss.toFixed(0)} -> peak ${peakRss.toFixed(0)} MB (under +200 MB)`);
-});
+    const sorted = [...waits].sort((a, b) => a - b);
+    const p99 = sorted[Math.floor(sorted.length * 0.99)] ?? NaN;
+    const max = sorted.at(-1) ?? NaN;
+    t.comment(
+      `${report.received} notifications in ${deliveredMs} ms; other client: ${waits.length} calls, p99 ${p99.toFixed(0)} ms, max ${max.toFixed(0)} ms, ${failures.length} failed; RSS ${startRss.toFixed(0)} -> peak ${peakRss.toFixed(0)} MB`,
+    );
+    t.same(failures, [], 'the other client: no call failed');
+    t.ok(max < 2_000, `the other client's worst wait: ${max.toFixed(0)} ms (under 2 s)`);
+    t.same(report.bad, [], 'nothing but well-formed notifications, in order, for known subscriptions');
+    t.equal(report.open, SOCKETS, 'every flooding socket is still open');
+    t.equal(
+      report.counts.filter((n) => n === LOGS).length,
+      MAX_PER_IP,
+      'every subscription got every log exactly once, in order',
+    );
+    t.ok(peakRss - startRss < 200, `RSS ${startRss.toFixed(0)} -> peak ${peakRss.toFixed(0)} MB (under +200 MB)`);
+  },
+);

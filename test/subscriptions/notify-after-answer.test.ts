@@ -37,7 +37,9 @@ t.test("a newHeads notification never arrives before the answer that gave the su
   const order: string[] = [];
   ws.socket.on('message', (data) => {
     const m = JSON.parse(data.toString());
-    order.push(Array.isArray(m) ? 'frame 2 answer' : m.method === 'eth_subscription' ? 'notification' : `answer ${m.id}`);
+    order.push(
+      Array.isArray(m) ? 'frame 2 answer' : m.method === 'eth_subscription' ? 'notification' : `answer ${m.id}`,
+    );
   });
   const ethCall = (id: number, data: string): object => ({
     jsonrpc: '2.0',
@@ -48,17 +50,29 @@ t.test("a newHeads notification never arrives before the answer that gave the su
 
   ws.socket.send(JSON.stringify(ethCall(1, '0x01')));
   await waitFor('frame 1 at the node', () => gates.get('0x01')!.reached);
-  ws.socket.send(JSON.stringify([{ jsonrpc: '2.0', id: 2, method: 'eth_subscribe', params: ['newHeads'] }, ethCall(3, '0x02')]));
+  ws.socket.send(
+    JSON.stringify([{ jsonrpc: '2.0', id: 2, method: 'eth_subscribe', params: ['newHeads'] }, ethCall(3, '0x02')]),
+  );
   // The batch's eth_call reached the node: its eth_subscribe has been worked on.
   await waitFor('frame 2 at the node', () => gates.get('0x02')!.reached);
 
   gates.get('0x01')!.open();
   await waitFor('frame 1 answered', () => order.includes('answer 1'));
   await call(anvil.url, 'evm_mine', []);
-  const notified = async (): Promise<number> => metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_ws_notifications_total', { kind: 'newHeads' })[0] ?? 0;
+  const notified = async (): Promise<number> =>
+    metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_ws_notifications_total', {
+      kind: 'newHeads',
+    })[0] ?? 0;
   await waitFor('the new head notified to the subscription', async () => (await notified()) >= 1);
 
   gates.get('0x02')!.open();
-  await waitFor('frame 2 answered and the head delivered', () => order.includes('frame 2 answer') && order.includes('notification'));
-  t.same(order, ['answer 1', 'frame 2 answer', 'notification'], 'the notification comes after the answer carrying its id');
+  await waitFor(
+    'frame 2 answered and the head delivered',
+    () => order.includes('frame 2 answer') && order.includes('notification'),
+  );
+  t.same(
+    order,
+    ['answer 1', 'frame 2 answer', 'notification'],
+    'the notification comes after the answer carrying its id',
+  );
 });

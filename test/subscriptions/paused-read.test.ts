@@ -39,8 +39,13 @@ t.test('a socket not read behind a slow call survives pings, then all its frames
   const sentAt = Date.now();
   ws.socket.send(`{"jsonrpc":"2.0","id":"slow","method":"eth_sendRawTransactionSync","params":["${raw}"]}`);
   for (let i = 0; i < 20; i++) ws.socket.send(`{"jsonrpc":"2.0","id":${i},"method":"eth_chainId"}`);
-  await waitFor('21 answers', () => ws.messages.length >= 21 || ws.socket.readyState !== WebSocket.OPEN, { timeoutMs: 20_000 });
-  t.ok(Date.now() - sentAt >= 2_000, `the slow call held the socket for ${Date.now() - sentAt} ms (several ping intervals)`);
+  await waitFor('21 answers', () => ws.messages.length >= 21 || ws.socket.readyState !== WebSocket.OPEN, {
+    timeoutMs: 20_000,
+  });
+  t.ok(
+    Date.now() - sentAt >= 2_000,
+    `the slow call held the socket for ${Date.now() - sentAt} ms (several ping intervals)`,
+  );
   t.equal(ws.socket.readyState, WebSocket.OPEN, `the socket is still open (${closedWith})`);
   t.same(
     ws.messages.map((m: { id: unknown }) => m.id),
@@ -49,7 +54,15 @@ t.test('a socket not read behind a slow call survives pings, then all its frames
   );
   t.equal(ws.messages[0].error?.code, -32002, 'the held transaction: -32002 when the wait ends');
   const metrics = (await get(`${sy.adminUrl}/metrics`)).text;
-  t.equal(metricSamples(metrics, 'switchyard_ws_closes_total', { reason: 'dead_peer' })[0] ?? 0, 0, 'no socket cut as a dead peer');
+  t.equal(
+    metricSamples(metrics, 'switchyard_ws_closes_total', { reason: 'dead_peer' })[0] ?? 0,
+    0,
+    'no socket cut as a dead peer',
+  );
   ws.messages.length = 0;
-  t.equal((await ws.ask('{"jsonrpc":"2.0","id":"after","method":"eth_chainId"}')).id, 'after', 'the socket is read again');
+  t.equal(
+    (await ws.ask('{"jsonrpc":"2.0","id":"after","method":"eth_chainId"}')).id,
+    'after',
+    'the socket is read again',
+  );
 });

@@ -18,11 +18,16 @@ import { openSocket } from '../helpers/ws.js';
 t.test('pending transactions: once each, through a node failure', async (t) => {
   const devnet = await startDevnet({ nodes: 2, chainId: 186, blockTimeMs: 0, basePort: 0 });
   t.teardown(() => devnet.stop());
-  const sy = await startSwitchyard(t, { upstreams: devnet.nodes().map((n) => ({ name: n.name, url: n.url, ws: n.wsUrl })) });
+  const sy = await startSwitchyard(t, {
+    upstreams: devnet.nodes().map((n) => ({ name: n.name, url: n.url, ws: n.wsUrl })),
+  });
   const ws = await openSocket(t, sy.url.replace('http', 'ws'));
-  const sub = (await ws.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newPendingTransactions"]}')).result as string;
-  const hashes = (): string[] => ws.messages.filter((m) => m.params?.subscription === sub).map((m) => m.params.result as string);
-  const send = async (url: string): Promise<string> => (await call(url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: DEV_ADDRESS, value: '0x1' }])).result as string;
+  const sub = (await ws.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newPendingTransactions"]}'))
+    .result as string;
+  const hashes = (): string[] =>
+    ws.messages.filter((m) => m.params?.subscription === sub).map((m) => m.params.result as string);
+  const send = async (url: string): Promise<string> =>
+    (await call(url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: DEV_ADDRESS, value: '0x1' }])).result as string;
   // The upstream feeds open when the first client subscribes: send until one is relayed.
   const sent: string[] = [];
   await waitFor('a pending hash relayed', async () => {
@@ -66,7 +71,8 @@ t.test('a pending feed that stays open but silent while another delivers is repl
     ],
   });
   const ws = await openSocket(t, sy.url.replace('http', 'ws'));
-  const sub = (await ws.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newPendingTransactions"]}')).result as string;
+  const sub = (await ws.ask('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newPendingTransactions"]}'))
+    .result as string;
   const relayed = (): number => ws.messages.filter((m) => m.params?.subscription === sub).length;
   await waitFor('the silent feed connected', () => connections >= 1);
   // Keep the talking node delivering until the silent feed has been dropped and opened again.

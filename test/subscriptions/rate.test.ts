@@ -11,10 +11,17 @@ import { openSocket } from '../helpers/ws.js';
 t.test('a batch frame over the per-IP budget: -32005 per call past it, socket open', async (t) => {
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'a', url: anvil.url }], rateLimit: { perIp: { ratePerSec: 5, burst: 5 } } });
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'a', url: anvil.url }],
+    rateLimit: { perIp: { ratePerSec: 5, burst: 5 } },
+  });
   const ws = await openSocket(t, sy.url.replace('http', 'ws'));
   const batch = Array.from({ length: 40 }, (_, i) => `{"jsonrpc":"2.0","id":${i},"method":"eth_chainId"}`);
-  const answers = (await ws.ask(`[${batch.join(',')}]`)) as { id: number; result?: string; error?: { code: number; data?: { retryAfterSeconds?: number } } }[];
+  const answers = (await ws.ask(`[${batch.join(',')}]`)) as {
+    id: number;
+    result?: string;
+    error?: { code: number; data?: { retryAfterSeconds?: number } };
+  }[];
   t.equal(answers.length, 40, 'one answer per call');
   t.same(
     answers.map((a) => a.id),

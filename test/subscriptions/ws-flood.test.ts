@@ -21,7 +21,8 @@ import { listeningPorts, runCli } from '../helpers/cli.js';
 import { get } from '../helpers/rpc.js';
 import { waitFor } from '../helpers/wait.js';
 
-const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const rssMb = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 /** RSS growth the assertions allow, and the ceiling past which a flood is stopped early. */
 const RSS_MARGIN_MB = 150;
 const RSS_CEILING_MB = 450;
@@ -122,7 +123,13 @@ async function flooder(t: Test, url: string): Promise<{ ws: WebSocket; ids: stri
  * Sends frames as fast as the socket takes them (never more than 1 MiB waiting in the client),
  * until `count` are sent, `ms` passed, the socket closed or the process RSS passed the ceiling.
  */
-async function flood(ws: WebSocket, frame: (i: number) => string | Buffer, count: number, ms: number, pid: number): Promise<number> {
+async function flood(
+  ws: WebSocket,
+  frame: (i: number) => string | Buffer,
+  count: number,
+  ms: number,
+  pid: number,
+): Promise<number> {
   const end = Date.now() + ms;
   let i = 0;
   while (i < count && Date.now() < end && ws.readyState === WebSocket.OPEN && rssMb(pid) < RSS_CEILING_MB) {
@@ -130,7 +137,8 @@ async function flood(ws: WebSocket, frame: (i: number) => string | Buffer, count
       await new Promise((r) => setTimeout(r, 5));
       continue;
     }
-    for (const stop = Math.min(count, i + 200); i < stop && ws.bufferedAmount <= 1 << 20; i++) ws.send(frame(i), { binary: false });
+    for (const stop = Math.min(count, i + 200); i < stop && ws.bufferedAmount <= 1 << 20; i++)
+      ws.send(frame(i), { binary: false });
     await new Promise((r) => setImmediate(r));
   }
   return i;
@@ -200,16 +208,24 @@ uptime: { store: null }
     const pad = (i: number): string => String(i).padStart(8, '0');
     const bigIds = (i: number): string => `"big-${pad(i)}-${'x'.repeat(64)}`;
     // One 4 MiB frame whose id's number is written in place for each send (ws copies it to mask it).
-    const bigFrame = Buffer.from(`{"jsonrpc":"2.0","id":"big-${pad(0)}-${'x'.repeat(4 * 1024 * 1024)}","method":"eth_chainId"}`);
+    const bigFrame = Buffer.from(
+      `{"jsonrpc":"2.0","id":"big-${pad(0)}-${'x'.repeat(4 * 1024 * 1024)}","method":"eth_chainId"}`,
+    );
     const bigAt = bigFrame.indexOf('big-') + 4;
     const shortIds = (i: number): string => `"short-id-${pad(i)}"`;
     const floods = [
-      { name: 'small frames', id: smallIds, frame: (i: number) => `{"jsonrpc":"2.0","id":${smallIds(i)},"method":"eth_chainId"}`, count: 300_000 },
+      {
+        name: 'small frames',
+        id: smallIds,
+        frame: (i: number) => `{"jsonrpc":"2.0","id":${smallIds(i)},"method":"eth_chainId"}`,
+        count: 300_000,
+      },
       { name: '4 MiB ids', id: bigIds, frame: (i: number) => (bigFrame.write(pad(i), bigAt), bigFrame), count: 200 },
       {
         name: '1 MiB frames, short ids',
         id: shortIds,
-        frame: (i: number) => `{"jsonrpc":"2.0","id":${shortIds(i)},"method":"eth_chainId","params":["${'x'.repeat(1024 * 1024)}"]}`,
+        frame: (i: number) =>
+          `{"jsonrpc":"2.0","id":${shortIds(i)},"method":"eth_chainId","params":["${'x'.repeat(1024 * 1024)}"]}`,
         count: 1_000,
       },
     ];
@@ -219,28 +235,43 @@ uptime: { store: null }
     const { value: sent, peak } = await peakRss(pid, () =>
       Promise.all(
         floods.map((f, k) => {
-          sockets[k]!.ws.send(`{"jsonrpc":"2.0","id":"slow","method":"eth_sendRawTransactionSync","params":["${held[k]}"]}`);
+          sockets[k]!.ws.send(
+            `{"jsonrpc":"2.0","id":"slow","method":"eth_sendRawTransactionSync","params":["${held[k]}"]}`,
+          );
           return flood(sockets[k]!.ws, f.frame, f.count, 8_000, pid);
         }),
       ),
     );
     const seen = await other.stop();
     t.ok(alive(), 'the process lives');
-    t.ok(peak - start < RSS_MARGIN_MB, `RSS peak ${peak.toFixed(0)} MB (start ${start.toFixed(0)} MB); frames sent: ${floods.map((f, k) => `${sent[k]} ${f.name}`).join(', ')}`);
+    t.ok(
+      peak - start < RSS_MARGIN_MB,
+      `RSS peak ${peak.toFixed(0)} MB (start ${start.toFixed(0)} MB); frames sent: ${floods.map((f, k) => `${sent[k]} ${f.name}`).join(', ')}`,
+    );
     t.same(seen.failures, [], 'the other client: no failure');
-    t.ok(quantile(seen.latencies, 0.99) < 2_000, `the other client: p50 ${quantile(seen.latencies, 0.5).toFixed(1)} ms, p99 ${quantile(seen.latencies, 0.99).toFixed(1)} ms`);
+    t.ok(
+      quantile(seen.latencies, 0.99) < 2_000,
+      `the other client: p50 ${quantile(seen.latencies, 0.5).toFixed(1)} ms, p99 ${quantile(seen.latencies, 0.99).toFixed(1)} ms`,
+    );
     // The held transactions are answered (their wait ends after 10 s), then the answers behind them.
     await Promise.all(
       floods.map((f, k) => {
         const s = sockets[k]!;
-        return waitFor(`${f.name}: the slow answer and one behind it`, () => s.ids.length > 1 || s.ws.readyState === WebSocket.CLOSED, { timeoutMs: 30_000 });
+        return waitFor(
+          `${f.name}: the slow answer and one behind it`,
+          () => s.ids.length > 1 || s.ws.readyState === WebSocket.CLOSED,
+          { timeoutMs: 30_000 },
+        );
       }),
     );
     for (const [k, f] of floods.entries()) {
       const s = sockets[k]!;
       const expected = ['"slow"', ...Array.from({ length: sent[k]! }, (_, i) => f.id(i))];
       const state = s.ws.readyState === WebSocket.CLOSED ? `closed ${await s.closed}` : 'open';
-      t.ok(inOrder(s.ids, expected), `${f.name}: every answer has its own id, in order (${s.ids.length} answers, first ${s.ids.slice(0, 2).join(' ')}; ${state})`);
+      t.ok(
+        inOrder(s.ids, expected),
+        `${f.name}: every answer has its own id, in order (${s.ids.length} answers, first ${s.ids.slice(0, 2).join(' ')}; ${state})`,
+      );
       s.ws.terminate();
     }
   });
@@ -252,11 +283,17 @@ uptime: { store: null }
     const { value: sent, peak } = await peakRss(pid, () => flood(f.ws, small, 100_000, 5_000, pid));
     const seen = await other.stop();
     t.ok(alive(), 'the process lives');
-    t.ok(peak - start < RSS_MARGIN_MB, `RSS peak ${peak.toFixed(0)} MB (start ${start.toFixed(0)} MB), ${sent} frames sent`);
+    t.ok(
+      peak - start < RSS_MARGIN_MB,
+      `RSS peak ${peak.toFixed(0)} MB (start ${start.toFixed(0)} MB), ${sent} frames sent`,
+    );
     t.same(seen.failures, [], 'the other client: no failure');
     const p50 = quantile(seen.latencies, 0.5);
     const p99 = quantile(seen.latencies, 0.99);
-    t.ok(p50 < 150 && p99 < 1_500, `the other client: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (alone: p50 ${quantile(reference.latencies, 0.5).toFixed(1)} ms)`);
+    t.ok(
+      p50 < 150 && p99 < 1_500,
+      `the other client: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (alone: p50 ${quantile(reference.latencies, 0.5).toFixed(1)} ms)`,
+    );
     await waitFor('answers', () => f.ids.length > 0, { timeoutMs: 20_000 });
     t.ok(
       inOrder(

@@ -27,7 +27,8 @@ t.test('a single answer with another id is a bad body; an error may carry null',
 });
 
 t.test('what an answer must carry', async (t) => {
-  const block = (n: string, hash = H): string => `{"hash":"${hash}","number":"${n}","transactions":[{"number":"0x99"}]}`;
+  const block = (n: string, hash = H): string =>
+    `{"hash":"${hash}","number":"${n}","transactions":[{"number":"0x99"}]}`;
   const rows: [string, unknown[], string, boolean][] = [
     ['eth_getBlockByNumber', ['0x5', false], block('0x5'), true],
     ['eth_getBlockByNumber', ['0x5', false], block('0x6'), false],

@@ -46,53 +46,70 @@ t.test('a batch answer: each result by its id, whatever the shape of each elemen
   wanted.forEach(([name, , want], i) => t.equal(result((verdicts as Map<number, Verdict>).get(i + 1)!), want, name));
 });
 
-t.test('a batch of plain answers is read without JSON.parse, and only text JSON.parse accepts gets through', async (t) => {
-  const plain = '[{"jsonrpc":"2.0","id":1,"result":"0x1"},{"jsonrpc":"2.0","id":2,"result":true},{"jsonrpc":"2.0","id":3,"result":null},{"jsonrpc":"2.0","id":4,"result":false}]';
-  for (const [name, body] of [
-    ['compact', plain],
-    ['trailing newline (geth)', `${plain}\n`],
-  ] as const) {
-    const read = classifyBatch(200, body) as Map<number, Verdict>;
+t.test(
+  'a batch of plain answers is read without JSON.parse, and only text JSON.parse accepts gets through',
+  async (t) => {
+    const plain =
+      '[{"jsonrpc":"2.0","id":1,"result":"0x1"},{"jsonrpc":"2.0","id":2,"result":true},{"jsonrpc":"2.0","id":3,"result":null},{"jsonrpc":"2.0","id":4,"result":false}]';
+    for (const [name, body] of [
+      ['compact', plain],
+      ['trailing newline (geth)', `${plain}\n`],
+    ] as const) {
+      const read = classifyBatch(200, body) as Map<number, Verdict>;
+      t.same(
+        [1, 2, 3, 4].map((id) => result(read.get(id)!)),
+        ['"0x1"', 'true', 'null', 'false'],
+        name,
+      );
+    }
+    const parse = JSON.parse;
+    let parsed = 0;
+    JSON.parse = ((text: string) => (parsed++, parse(text))) as typeof JSON.parse;
+    try {
+      classifyBatch(200, plain);
+      classifyBatchInOrder(200, plain, 1, 4, MISSING);
+      t.equal(parsed, 0, 'plain answers are not given to JSON.parse');
+      classifyBatch(200, plain.replace('"0x1"', '{"a":1}'));
+      t.equal(parsed, 1, 'an object result is');
+    } finally {
+      JSON.parse = parse;
+    }
+    const inOrder = classifyBatchInOrder(200, plain.replace('"id":2', '"id":9'), 1, 3, MISSING) as Verdict[];
     t.same(
-      [1, 2, 3, 4].map((id) => result(read.get(id)!)),
-      ['"0x1"', 'true', 'null', 'false'],
-      name,
+      inOrder.map(result),
+      ['"0x1"', undefined, 'null'],
+      'ids out of range are left out, a missing one is marked missing',
     );
-  }
-  const parse = JSON.parse;
-  let parsed = 0;
-  JSON.parse = ((text: string) => (parsed++, parse(text))) as typeof JSON.parse;
-  try {
-    classifyBatch(200, plain);
-    classifyBatchInOrder(200, plain, 1, 4, MISSING);
-    t.equal(parsed, 0, 'plain answers are not given to JSON.parse');
-    classifyBatch(200, plain.replace('"0x1"', '{"a":1}'));
-    t.equal(parsed, 1, 'an object result is');
-  } finally {
-    JSON.parse = parse;
-  }
-  const inOrder = classifyBatchInOrder(200, plain.replace('"id":2', '"id":9'), 1, 3, MISSING) as Verdict[];
-  t.same(inOrder.map(result), ['"0x1"', undefined, 'null'], 'ids out of range are left out, a missing one is marked missing');
-  // Text a node may send that is not JSON: the plain reading must not take it.
-  for (const [name, body] of [
-    ['a control character inside a result', plain.replace('"0x1"', '"0x\u00011"')],
-    ['an id with a leading zero', plain.replace('"id":1,', '"id":01,')],
-    ['no closing bracket', plain.slice(0, -1)],
-    ['text after the array', `${plain}x`],
-    ['a missing comma', plain.replace('},{', '}{')],
-    ['a truncated literal', plain.replace('true', 'tru')],
-  ] as const) {
-    t.same(classifyBatch(200, body), { kind: 'retry', reason: 'bad_body', health: true }, name);
-  }
-  // Valid shapes the plain reading leaves to JSON.parse, read exactly as the node wrote them.
-  const escaped = '[{"jsonrpc":"2.0","id":1,"result":"a\\"b"},{"jsonrpc":"2.0","id":2,"result":"0x2"}]';
-  t.same(
-    [1, 2].map((id) => result((classifyBatch(200, escaped) as Map<number, Verdict>).get(id)!)),
-    ['"a\\"b"', '"0x2"'],
-    'an escaped quote',
-  );
-  const mixed = '[{"jsonrpc":"2.0","id":1,"result":"0x1"},{"jsonrpc":"2.0","id":2,"result":{"a":"}"}},{"jsonrpc":"2.0","id":3,"error":{"code":3,"message":"x"}}]';
-  const m = classifyBatch(200, mixed) as Map<number, Verdict>;
-  t.same([result(m.get(1)!), result(m.get(2)!), m.get(3)!.kind], ['"0x1"', '{"a":"}"}', 'node-error'], 'an object result and an error among plain answers');
-  t.same(classifyBatchInOrder(503, plain, 1, 4, MISSING), { kind: 'retry', reason: 'http_5xx', health: true }, 'a 5xx is a failure whatever its body');
-});
+    // Text a node may send that is not JSON: the plain reading must not take it.
+    for (const [name, body] of [
+      ['a control character inside a result', plain.replace('"0x1"', '"0x\u00011"')],
+      ['an id with a leading zero', plain.replace('"id":1,', '"id":01,')],
+      ['no closing bracket', plain.slice(0, -1)],
+      ['text after the array', `${plain}x`],
+      ['a missing comma', plain.replace('},{', '}{')],
+      ['a truncated literal', plain.replace('true', 'tru')],
+    ] as const) {
+      t.same(classifyBatch(200, body), { kind: 'retry', reason: 'bad_body', health: true }, name);
+    }
+    // Valid shapes the plain reading leaves to JSON.parse, read exactly as the node wrote them.
+    const escaped = '[{"jsonrpc":"2.0","id":1,"result":"a\\"b"},{"jsonrpc":"2.0","id":2,"result":"0x2"}]';
+    t.same(
+      [1, 2].map((id) => result((classifyBatch(200, escaped) as Map<number, Verdict>).get(id)!)),
+      ['"a\\"b"', '"0x2"'],
+      'an escaped quote',
+    );
+    const mixed =
+      '[{"jsonrpc":"2.0","id":1,"result":"0x1"},{"jsonrpc":"2.0","id":2,"result":{"a":"}"}},{"jsonrpc":"2.0","id":3,"error":{"code":3,"message":"x"}}]';
+    const m = classifyBatch(200, mixed) as Map<number, Verdict>;
+    t.same(
+      [result(m.get(1)!), result(m.get(2)!), m.get(3)!.kind],
+      ['"0x1"', '{"a":"}"}', 'node-error'],
+      'an object result and an error among plain answers',
+    );
+    t.same(
+      classifyBatchInOrder(503, plain, 1, 4, MISSING),
+      { kind: 'retry', reason: 'http_5xx', health: true },
+      'a 5xx is a failure whatever its body',
+    );
+  },
+);

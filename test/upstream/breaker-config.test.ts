@@ -7,11 +7,22 @@ import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard, testConfig } from '../helpers/switchyard.js';
 
 t.test('the breaker opens after routing.breaker.failureThreshold failures and stays open for cooldownMs', async (t) => {
-  const fake = await startFakeNode(t, (method) => (method === 'eth_getBalance' ? { status: 500, body: 'down' } : undefined));
-  const input = { upstreams: [{ name: 'fake', url: fake.url }], routing: { maxAttempts: 1, breaker: { failureThreshold: 2, cooldownMs: 600_000 } } };
+  const fake = await startFakeNode(t, (method) =>
+    method === 'eth_getBalance' ? { status: 500, body: 'down' } : undefined,
+  );
+  const input = {
+    upstreams: [{ name: 'fake', url: fake.url }],
+    routing: { maxAttempts: 1, breaker: { failureThreshold: 2, cooldownMs: 600_000 } },
+  };
   const sy = await startSwitchyard(t, input);
-  const breaker = async (): Promise<string> => ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: { breaker: string }[] }).upstreams[0]!.breaker;
-  const balance = { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: ['0x0000000000000000000000000000000000000001', 'latest'] };
+  const breaker = async (): Promise<string> =>
+    ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: { breaker: string }[] }).upstreams[0]!.breaker;
+  const balance = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'eth_getBalance',
+    params: ['0x0000000000000000000000000000000000000001', 'latest'],
+  };
   await post(sy.url, balance);
   t.equal(await breaker(), 'closed', 'one failure: still closed');
   await post(sy.url, balance);
@@ -21,6 +32,10 @@ t.test('the breaker opens after routing.breaker.failureThreshold failures and st
   t.equal(fake.calls.filter((c) => c.method === 'eth_getBalance').length, reached, 'the open breaker keeps calls away');
 
   // A reload with a short cooldown applies to the breaker already open.
-  await sy.app.reload(validateConfig(testConfig({ ...input, routing: { maxAttempts: 1, breaker: { failureThreshold: 2, cooldownMs: 1 } } })));
+  await sy.app.reload(
+    validateConfig(
+      testConfig({ ...input, routing: { maxAttempts: 1, breaker: { failureThreshold: 2, cooldownMs: 1 } } }),
+    ),
+  );
   t.equal(await breaker(), 'half-open', 'after reload the 1 ms cooldown has passed: half-open');
 });

@@ -29,7 +29,9 @@ t.test('a call batched with a longer one times out on its own deadline', async (
 });
 
 t.test("a probe never shares an exchange: another call's hung answer does not hold it", async (t) => {
-  const node = await startFakeNode(t, (method) => (method === 'eth_getLogs' ? { hang: true } : undefined), { batches: true });
+  const node = await startFakeNode(t, (method) => (method === 'eth_getLogs' ? { hang: true } : undefined), {
+    batches: true,
+  });
   const client = new HttpUpstreamClient(upstreamConfig('hung', { url: node.url, maxConnections: 2 }));
   t.teardown(() => client.close());
   const long = client.call('eth_getLogs', '[{}]', 2_000);

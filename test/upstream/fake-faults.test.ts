@@ -24,7 +24,10 @@ const FAULTS: [string, FakeAnswer][] = [
   ['garbage body', { status: 200, body: 'not json' }],
   ['hang after headers', { hangAfterHeaders: true }],
   ['HTTP 500', { status: 500, body: 'internal server error' }],
-  ['HTTP 429 with -32005', { status: 429, body: '{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"rate limit exceeded"}}' }],
+  [
+    'HTTP 429 with -32005',
+    { status: 429, body: '{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"rate limit exceeded"}}' },
+  ],
   ['connection reset', { reset: true }],
 ];
 const FAILOVER_REASON: Record<string, string> = {
@@ -37,7 +40,11 @@ const FAILOVER_REASON: Record<string, string> = {
 
 const anvil = await startAnvil();
 t.teardown(() => anvil.stop());
-const header = (await call(anvil.url, 'eth_getBlockByNumber', ['latest', false])).result as { number: string; hash: string; parentHash: string };
+const header = (await call(anvil.url, 'eth_getBlockByNumber', ['latest', false])).result as {
+  number: string;
+  hash: string;
+  parentHash: string;
+};
 const version = JSON.stringify((await call(anvil.url, 'web3_clientVersion')).result);
 const devBalance = JSON.stringify((await call(anvil.url, 'eth_getBalance', [DEV_ADDRESS, 'latest'])).result);
 
@@ -50,7 +57,8 @@ const fake = await startFakeNode(t, (method) => {
   return fault;
 });
 fake.head = Number(header.number);
-const routedToFake = (): number => fake.calls.filter((c) => !['eth_getBlockByNumber', 'eth_chainId', 'eth_blockNumber'].includes(c.method)).length;
+const routedToFake = (): number =>
+  fake.calls.filter((c) => !['eth_getBlockByNumber', 'eth_chainId', 'eth_blockNumber'].includes(c.method)).length;
 
 /** A fresh Switchyard (fresh breakers) in front of the fake node and the anvil. */
 async function proxy(
@@ -72,7 +80,10 @@ async function proxy(
     const s = (await get(`${sy.adminUrl}/status`)).json() as { upstreams: UpstreamStatus[] };
     return s.upstreams.find((u) => u.name === name)!;
   };
-  await waitFor('both upstreams healthy', async () => (await statusOf('fake')).state === 'healthy' && (await statusOf('anvil')).state === 'healthy');
+  await waitFor(
+    'both upstreams healthy',
+    async () => (await statusOf('fake')).state === 'healthy' && (await statusOf('anvil')).state === 'healthy',
+  );
   return { sy, statusOf };
 }
 
@@ -122,7 +133,8 @@ for (const [name, answer] of FAULTS) {
         const body = r.json() as { id: number; result?: unknown; error?: { code: number } };
         answered++;
         if (body.error?.code === -32603) minus32603++;
-        if (r.status !== 200 || body.id !== id || JSON.stringify(body.result) !== want) problems.push(`${method} ${r.status} ${r.text.slice(0, 160)}`);
+        if (r.status !== 200 || body.id !== id || JSON.stringify(body.result) !== want)
+          problems.push(`${method} ${r.status} ${r.text.slice(0, 160)}`);
       }
     };
     await Promise.all([lane(), lane(), lane(), lane(), lane()]);
@@ -133,13 +145,23 @@ for (const [name, answer] of FAULTS) {
     const tried = routedToFake() - before;
     t.ok(tried > 0, `the fake node was tried (${tried} times), so failover was exercised`);
     t.ok(answered >= 50 && answered === sent, `${answered} calls sent and answered`);
-    t.same(problems.slice(0, 3), [], `every call answered with its own id and the anvil's answer (${problems.length} not)`);
+    t.same(
+      problems.slice(0, 3),
+      [],
+      `every call answered with its own id and the anvil's answer (${problems.length} not)`,
+    );
     t.equal(minus32603, 0, 'no -32603');
     t.ok(opened(), `the fake node's breaker opened (seen: ${[...breakerSeen].join(', ')})`);
     t.equal((await get(`${sy.adminUrl}/health`)).status, 200, 'the process is up');
-    await waitFor('nothing left in flight at the fake node', async () => (await statusOf('fake')).inFlight === 0, { timeoutMs: 10_000 });
+    await waitFor('nothing left in flight at the fake node', async () => (await statusOf('fake')).inFlight === 0, {
+      timeoutMs: 10_000,
+    });
     const m = (await get(`${sy.adminUrl}/metrics`)).text;
-    t.match(m, new RegExp(`switchyard_failovers_total\\{reason="${FAILOVER_REASON[name]}"\\} [1-9]`), `failovers counted as ${FAILOVER_REASON[name]}`);
+    t.match(
+      m,
+      new RegExp(`switchyard_failovers_total\\{reason="${FAILOVER_REASON[name]}"\\} [1-9]`),
+      `failovers counted as ${FAILOVER_REASON[name]}`,
+    );
     t.comment(`${name}: ${answered} calls in ${elapsed} ms, ${tried} tried on the fake node first`);
   });
 }
@@ -165,19 +187,31 @@ t.test('an open breaker keeps routed calls away for its cooldown, then lets one 
   };
   const lanes = [lane(), lane(), lane()];
   try {
-    await waitFor('breaker open', async () => (await statusOf('fake')).breaker === 'open', { timeoutMs: 20_000, intervalMs: 10 });
-    await waitFor('no call in flight at the fake node', async () => (await statusOf('fake')).inFlight === 0, { timeoutMs: 10_000 });
+    await waitFor('breaker open', async () => (await statusOf('fake')).breaker === 'open', {
+      timeoutMs: 20_000,
+      intervalMs: 10,
+    });
+    await waitFor('no call in flight at the fake node', async () => (await statusOf('fake')).inFlight === 0, {
+      timeoutMs: 10_000,
+    });
     const atOpen = routedToFake();
     const polls = fake.calls.length - atOpen;
     // Under load for a while: 200 more calls and a few head polls, which go on succeeding and must
     // not close the breaker.
     const mark = answered;
-    await waitFor('200 more calls answered and head polls meanwhile', () => answered - mark >= 200 && fake.calls.length - routedToFake() > polls + 3, { timeoutMs: 60_000 });
+    await waitFor(
+      '200 more calls answered and head polls meanwhile',
+      () => answered - mark >= 200 && fake.calls.length - routedToFake() > polls + 3,
+      { timeoutMs: 60_000 },
+    );
     t.equal((await statusOf('fake')).breaker, 'open', 'the breaker stayed open');
     t.equal(routedToFake(), atOpen, 'no routed call reached the failing node while its breaker was open');
     skipped += COOLDOWN_MS;
     await waitFor('the half-open trial', () => routedToFake() > atOpen, { timeoutMs: 15_000 });
-    await waitFor('open again after the failed trial', async () => (await statusOf('fake')).breaker === 'open', { timeoutMs: 5_000, intervalMs: 10 });
+    await waitFor('open again after the failed trial', async () => (await statusOf('fake')).breaker === 'open', {
+      timeoutMs: 5_000,
+      intervalMs: 10,
+    });
     const mark2 = answered;
     await waitFor('100 more calls answered', () => answered - mark2 >= 100, { timeoutMs: 60_000 });
     t.equal(routedToFake(), atOpen + 1, 'exactly one trial call, and none after it while open again');

@@ -47,7 +47,9 @@ t.test('a node claiming an implausible head does not move the fleet head', async
   t.equal(bn.result, '0x5', 'eth_blockNumber is the real head');
   for (let i = 0; i < 20; i++) {
     const addr = `0x${(i + 1).toString(16).padStart(40, '0')}`;
-    const r = (await post(sy.url, { jsonrpc: '2.0', id: i, method: 'eth_getBalance', params: [addr, 'latest'] })).json();
+    const r = (
+      await post(sy.url, { jsonrpc: '2.0', id: i, method: 'eth_getBalance', params: [addr, 'latest'] })
+    ).json();
     t.equal(r.result, '0x0', `latest read ${i} answered by the real node`);
   }
   t.equal(liar.calls.filter((c) => c.method === 'eth_getBalance').length, 0, 'the liar got none of them');
@@ -79,13 +81,22 @@ t.test('a liar left alone does not take the fleet head, and a block number it se
     ],
     routing: { maxHeadJumpBlocks: 1000 },
   });
-  const status = async (): Promise<{ fleetHead: number; blockNumber: number; upstreams: { name: string; state: string; implausibleHead: boolean }[] }> =>
-    (await get(`${sy.adminUrl}/status`)).json();
-  await waitFor('both polled, the liar flagged', async () => (await status()).upstreams.find((u) => u.name === 'liar')?.implausibleHead === true);
+  const status = async (): Promise<{
+    fleetHead: number;
+    blockNumber: number;
+    upstreams: { name: string; state: string; implausibleHead: boolean }[];
+  }> => (await get(`${sy.adminUrl}/status`)).json();
+  await waitFor(
+    'both polled, the liar flagged',
+    async () => (await status()).upstreams.find((u) => u.name === 'liar')?.implausibleHead === true,
+  );
   t.equal((await call(sy.url, 'eth_blockNumber', [])).result, '0x5');
 
   down = true;
-  await waitFor('the honest node is down', async () => (await status()).upstreams.find((u) => u.name === 'honest')?.state === 'down');
+  await waitFor(
+    'the honest node is down',
+    async () => (await status()).upstreams.find((u) => u.name === 'honest')?.state === 'down',
+  );
   const alone = await status();
   t.equal(alone.fleetHead, 5, 'alone, the liar does not move the fleet head');
   t.equal(alone.upstreams.find((u) => u.name === 'liar')?.implausibleHead, true, 'it is still flagged');
@@ -93,8 +104,13 @@ t.test('a liar left alone does not take the fleet head, and a block number it se
   t.equal(bn.error?.code, -32002, `no node can be trusted with a block number: ${JSON.stringify(bn)}`);
 
   down = false;
-  await waitFor('the honest node is back', async () => (await status()).upstreams.find((u) => u.name === 'honest')?.state === 'healthy');
-  const r = (await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [`0x${'1'.repeat(40)}`, 'latest'] })).json();
+  await waitFor(
+    'the honest node is back',
+    async () => (await status()).upstreams.find((u) => u.name === 'honest')?.state === 'healthy',
+  );
+  const r = (
+    await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [`0x${'1'.repeat(40)}`, 'latest'] })
+  ).json();
   t.same(r, { jsonrpc: '2.0', id: 1, result: '0x0' }, 'a latest read is answered by the honest node');
   t.equal((await call(sy.url, 'eth_blockNumber', [])).result, '0x5', 'eth_blockNumber is the real head again');
 });

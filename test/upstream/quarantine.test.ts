@@ -26,8 +26,11 @@ t.test('an upstream on another chain id is quarantined and never used', async (t
       { name: 'good', url: good.url },
     ],
   });
-  const status = async (): Promise<{ upstreams: UpstreamStatus[]; ready: boolean }> => (await get(`${sy.adminUrl}/status`)).json();
-  const wrongStatus = await waitFor('wrong-chain quarantined', async () => (await status()).upstreams.find((u) => u.name === 'wrong-chain' && u.state === 'quarantined'));
+  const status = async (): Promise<{ upstreams: UpstreamStatus[]; ready: boolean }> =>
+    (await get(`${sy.adminUrl}/status`)).json();
+  const wrongStatus = await waitFor('wrong-chain quarantined', async () =>
+    (await status()).upstreams.find((u) => u.name === 'wrong-chain' && u.state === 'quarantined'),
+  );
   t.equal(wrongStatus.routable, false, 'quarantined upstream is not routable');
   t.equal((await status()).upstreams.find((u) => u.name === 'good')!.state, 'healthy', 'the good one is healthy');
 
@@ -78,12 +81,27 @@ t.test('an upstream on another chain id is quarantined and never used', async (t
 t.test("with only a wrong-chain upstream: not ready, calls get -32002, never the wrong chain's data", async (t) => {
   const wrong = await startAnvil({ chainId: 1 });
   t.teardown(() => wrong.stop());
-  const sy = await startSwitchyard(t, { chainId: 186, upstreams: [{ name: 'wrong-chain', url: wrong.url }] }, { waitReady: false });
-  await waitFor('quarantined', async () => ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: UpstreamStatus[] }).upstreams[0]!.state === 'quarantined');
+  const sy = await startSwitchyard(
+    t,
+    { chainId: 186, upstreams: [{ name: 'wrong-chain', url: wrong.url }] },
+    { waitReady: false },
+  );
+  await waitFor(
+    'quarantined',
+    async () =>
+      ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: UpstreamStatus[] }).upstreams[0]!.state ===
+      'quarantined',
+  );
   t.equal((await get(`${sy.adminUrl}/ready`)).status, 503, '/ready is 503');
-  const r = (await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [DEV_ADDRESS, 'latest'] })).json();
+  const r = (
+    await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [DEV_ADDRESS, 'latest'] })
+  ).json();
   t.equal(r.error?.code, -32002, `no upstream: ${JSON.stringify(r.error)}`);
-  t.equal((await post(sy.url, { jsonrpc: '2.0', id: 2, method: 'eth_chainId', params: [] })).json().result, '0xba', 'eth_chainId is still the configured one');
+  t.equal(
+    (await post(sy.url, { jsonrpc: '2.0', id: 2, method: 'eth_chainId', params: [] })).json().result,
+    '0xba',
+    'eth_chainId is still the configured one',
+  );
   const m = (await get(`${sy.adminUrl}/metrics`)).text;
   t.notMatch(m, /switchyard_upstream_calls_total\{upstream="wrong-chain"/, 'no routed call went to it');
 });

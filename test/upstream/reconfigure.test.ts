@@ -14,13 +14,17 @@ import { upstreamConfig } from '../helpers/fake-client.js';
 import { startFakeNode } from '../helpers/fake-node.js';
 import { waitFor } from '../helpers/wait.js';
 
-const BASE: Config = configSchema.parse({ upstreams: [{ name: 'x', url: 'http://127.0.0.1:9' }], routing: { headPollMs: 100, upstreamTimeoutMs: 1000 } });
+const BASE: Config = configSchema.parse({
+  upstreams: [{ name: 'x', url: 'http://127.0.0.1:9' }],
+  routing: { headPollMs: 100, upstreamTimeoutMs: 1000 },
+});
 const OPTS = fleetOptions(BASE);
 /** The configuration a reload reads: BASE with these upstreams. */
 const reloaded = (upstreams: UpstreamConfig[]): Config => ({ ...BASE, upstreams });
 const HEADER = { number: '0x7', hash: `0x${'11'.repeat(32)}`, parentHash: `0x${'22'.repeat(32)}` };
 
-const cfg = (name: string, url: string, weight = 1): UpstreamConfig => upstreamConfig(name, { url, weight, maxConnections: 4 });
+const cfg = (name: string, url: string, weight = 1): UpstreamConfig =>
+  upstreamConfig(name, { url, weight, maxConnections: 4 });
 
 t.test('re-weighting keeps the node routable and its metrics', async (t) => {
   const script = (method: string) => (method === 'eth_getBlockByNumber' ? { result: HEADER } : undefined);
@@ -29,7 +33,9 @@ t.test('re-weighting keeps the node routable and its metrics', async (t) => {
   const fleet = new Fleet(OPTS, [cfg('a', a.url), cfg('b', b.url)], metrics, createLogger('silent'));
   t.teardown(() => fleet.stop());
   fleet.start();
-  await waitFor('both healthy at head 7, finalized known', () => fleet.upstreams.every((u) => u.state === 'healthy' && u.head === 7 && u.finalized === 7));
+  await waitFor('both healthy at head 7, finalized known', () =>
+    fleet.upstreams.every((u) => u.state === 'healthy' && u.head === 7 && u.finalized === 7),
+  );
 
   const oldA = fleet.upstreams[0]!;
   // Checked synchronously, before any poll of the new objects could have answered.
@@ -46,7 +52,11 @@ t.test('re-weighting keeps the node routable and its metrics', async (t) => {
     'routable at once: same address, same node',
   );
   const pool = eligible(fleet, { minHead: 7 }, []);
-  t.same(typeof pool === 'string' ? pool : pool.map((u) => u.name), ['a', 'b'], 'eligible for a call at the head right away');
+  t.same(
+    typeof pool === 'string' ? pool : pool.map((u) => u.name),
+    ['a', 'b'],
+    'eligible for a call at the head right away',
+  );
   await reweighting;
   t.ok(oldA.retiring, 'the old object is retired');
 
@@ -67,9 +77,18 @@ t.test('a removed node is closed when its last call ends, and that call gets its
   let release: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (release = resolve));
   const script = (method: string) =>
-    method === 'eth_getBlockByNumber' ? { result: HEADER } : method === 'eth_getBalance' ? { defer: () => held.then(() => ({ result: '0x2a' })) } : undefined;
+    method === 'eth_getBlockByNumber'
+      ? { result: HEADER }
+      : method === 'eth_getBalance'
+        ? { defer: () => held.then(() => ({ result: '0x2a' })) }
+        : undefined;
   const [a, b] = await Promise.all([startFakeNode(t, script), startFakeNode(t, script)]);
-  const fleet = new Fleet(OPTS, [cfg('a', a.url), cfg('b', b.url)], new Metrics({ processMetrics: false }), createLogger('silent'));
+  const fleet = new Fleet(
+    OPTS,
+    [cfg('a', a.url), cfg('b', b.url)],
+    new Metrics({ processMetrics: false }),
+    createLogger('silent'),
+  );
   t.teardown(() => fleet.stop());
   fleet.start();
   await waitFor('both healthy', () => fleet.upstreams.every((u) => u.state === 'healthy'));

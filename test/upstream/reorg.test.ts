@@ -26,14 +26,24 @@ t.test('heads and block reads follow a reorg', async (t) => {
   await devnet.mine(10);
 
   const syBlock = async (n: number | 'latest'): Promise<RpcBlockHeader | null> => {
-    const r = (await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: [n === 'latest' ? n : hex(n), false] })).json();
+    const r = (
+      await post(sy.url, {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'eth_getBlockByNumber',
+        params: [n === 'latest' ? n : hex(n), false],
+      })
+    ).json();
     return r.result as RpcBlockHeader | null;
   };
-  const syHead = async (): Promise<number> => Number((await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber' })).json().result);
-  const reorgs = async (): Promise<number> => Number(/^switchyard_reorgs_total (\d+)/m.exec((await get(`${sy.adminUrl}/metrics`)).text)?.[1] ?? NaN);
+  const syHead = async (): Promise<number> =>
+    Number((await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber' })).json().result);
+  const reorgs = async (): Promise<number> =>
+    Number(/^switchyard_reorgs_total (\d+)/m.exec((await get(`${sy.adminUrl}/metrics`)).text)?.[1] ?? NaN);
   const nodeHashes = async (url: string, from: number, to: number): Promise<string[]> => {
     const out: string[] = [];
-    for (let n = from; n <= to; n++) out.push((await rpc<RpcBlockHeader>(url, 'eth_getBlockByNumber', [hex(n), false])).hash);
+    for (let n = from; n <= to; n++)
+      out.push((await rpc<RpcBlockHeader>(url, 'eth_getBlockByNumber', [hex(n), false])).hash);
     return out;
   };
 
@@ -54,8 +64,11 @@ t.test('heads and block reads follow a reorg', async (t) => {
           await rpc(u, 'evm_mine', [timestamp]);
         }),
       );
-      const heads = await Promise.all(urls.map((u) => rpc<RpcBlockHeader>(u, 'eth_getBlockByNumber', ['latest', false])));
-      if (new Set(heads.map((h) => h.hash)).size !== 1) throw new Error(`nodes disagree after the reorg: ${heads.map((h) => h.hash).join(' ')}`);
+      const heads = await Promise.all(
+        urls.map((u) => rpc<RpcBlockHeader>(u, 'eth_getBlockByNumber', ['latest', false])),
+      );
+      if (new Set(heads.map((h) => h.hash)).size !== 1)
+        throw new Error(`nodes disagree after the reorg: ${heads.map((h) => h.hash).join(' ')}`);
       parent = heads[0]!;
     }
     const top = Number(BigInt(parent.number));
@@ -97,7 +110,11 @@ t.test('heads and block reads follow a reorg', async (t) => {
     t.not(fresh[1], prev[1], 'a different block 11');
     await waitFor('switchyard on the new block 11', async () => (await syBlock('latest'))?.hash === fresh[1]);
     t.equal(await syHead(), 11, 'eth_blockNumber stays 11');
-    t.same([(await syBlock(10))?.hash, (await syBlock(11))?.hash], fresh, 'blocks 10 and 11 read through Switchyard are the new ones, not the cached old ones');
+    t.same(
+      [(await syBlock(10))?.hash, (await syBlock(11))?.hash],
+      fresh,
+      'blocks 10 and 11 read through Switchyard are the new ones, not the cached old ones',
+    );
     await waitFor('reorg counted', async () => (await reorgs()) > before, { timeoutMs: 10_000 });
     t.ok((await reorgs()) > before, `switchyard_reorgs_total ${before} -> ${await reorgs()}`);
   });

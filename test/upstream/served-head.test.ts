@@ -10,7 +10,14 @@ import { createLogger } from '../../src/log/logger.js';
 import type { Upstream } from '../../src/upstream/node.js';
 import { FakeClient, upstreamConfig } from '../helpers/fake-client.js';
 
-const OPTS: FleetOptions = { chainId: 186, headPollMs: 1000, chainIdCheckMs: 60_000, upstreamTimeoutMs: 1000, finalityDepth: 64, maxHeadJumpBlocks: 1000 };
+const OPTS: FleetOptions = {
+  chainId: 186,
+  headPollMs: 1000,
+  chainIdCheckMs: 60_000,
+  upstreamTimeoutMs: 1000,
+  finalityDepth: 64,
+  maxHeadJumpBlocks: 1000,
+};
 
 function fleetOf(t: Test, names: string[]): { fleet: Fleet; by: (name: string) => Upstream; clock: { ms: number } } {
   const clock = { ms: 1_000_000 };
@@ -132,42 +139,52 @@ t.test('a node back far behind (syncing) does not drag the head, nor the block n
   t.equal(by('a').implausible, false, 'and that node is still routed');
 });
 
-t.test('a head 900 blocks beyond two nodes that agree is not believed, and nothing is left of it when its node dies', async (t) => {
-  const { fleet, by, clock } = fleetOf(t, ['a', 'b', 'liar']);
-  for (let n = 1; n <= 20; n++) {
+t.test(
+  'a head 900 blocks beyond two nodes that agree is not believed, and nothing is left of it when its node dies',
+  async (t) => {
+    const { fleet, by, clock } = fleetOf(t, ['a', 'b', 'liar']);
+    for (let n = 1; n <= 20; n++) {
+      clock.ms += 1_000;
+      for (const name of ['a', 'b', 'liar']) fleet.observeHeader(by(name), header(n));
+    }
+    t.equal(fleet.blockNumber(), 20);
+    fleet.observeHeader(by('liar'), header(920));
+    t.equal(fleet.head, 20, 'the fleet head stays with the two that agree');
+    t.equal(fleet.blockNumber(), 20, 'eth_blockNumber does not jump to the lie');
+    t.equal(fleet.latest(), 20, '`latest` reads stay at a block the honest nodes have');
+    t.equal(
+      by('liar').implausible,
+      false,
+      'within maxHeadJumpBlocks the node is still routed for the blocks it shares',
+    );
+    clock.ms += 3_000;
+    fleet.markDown(by('liar'));
     clock.ms += 1_000;
-    for (const name of ['a', 'b', 'liar']) fleet.observeHeader(by(name), header(n));
-  }
-  t.equal(fleet.blockNumber(), 20);
-  fleet.observeHeader(by('liar'), header(920));
-  t.equal(fleet.head, 20, 'the fleet head stays with the two that agree');
-  t.equal(fleet.blockNumber(), 20, 'eth_blockNumber does not jump to the lie');
-  t.equal(fleet.latest(), 20, '`latest` reads stay at a block the honest nodes have');
-  t.equal(by('liar').implausible, false, 'within maxHeadJumpBlocks the node is still routed for the blocks it shares');
-  clock.ms += 3_000;
-  fleet.markDown(by('liar'));
-  clock.ms += 1_000;
-  for (const name of ['a', 'b']) fleet.observeHeader(by(name), header(21));
-  t.equal(fleet.blockNumber(), 21, 'and the fleet goes on from the honest heads');
-});
+    for (const name of ['a', 'b']) fleet.observeHeader(by(name), header(21));
+    t.equal(fleet.blockNumber(), 21, 'and the fleet goes on from the honest heads');
+  },
+);
 
-t.test('a head a few blocks ahead of the others is believed at once; one a second node reaches is confirmed', async (t) => {
-  const { fleet, by, clock } = fleetOf(t, ['a', 'b', 'c']);
-  for (let n = 1; n <= 20; n++) {
+t.test(
+  'a head a few blocks ahead of the others is believed at once; one a second node reaches is confirmed',
+  async (t) => {
+    const { fleet, by, clock } = fleetOf(t, ['a', 'b', 'c']);
+    for (let n = 1; n <= 20; n++) {
+      clock.ms += 1_000;
+      for (const name of ['a', 'b', 'c']) fleet.observeHeader(by(name), header(n));
+    }
     clock.ms += 1_000;
-    for (const name of ['a', 'b', 'c']) fleet.observeHeader(by(name), header(n));
-  }
-  clock.ms += 1_000;
-  fleet.observeHeader(by('a'), header(21));
-  t.equal(fleet.head, 21, 'the chain can have made one block in a second');
-  t.equal(fleet.blockNumber(), 21);
-  fleet.observeHeader(by('a'), header(40));
-  t.equal(fleet.head, 20, 'not nineteen more in no time: the head is the one the others have');
-  t.equal(fleet.blockNumber(), 21, 'eth_blockNumber holds');
-  t.equal(fleet.latest(), 20, '`latest` reads are pinned to the believed head');
-  fleet.observeHeader(by('b'), header(40));
-  t.equal(fleet.head, 40, 'until a second node has them');
-});
+    fleet.observeHeader(by('a'), header(21));
+    t.equal(fleet.head, 21, 'the chain can have made one block in a second');
+    t.equal(fleet.blockNumber(), 21);
+    fleet.observeHeader(by('a'), header(40));
+    t.equal(fleet.head, 20, 'not nineteen more in no time: the head is the one the others have');
+    t.equal(fleet.blockNumber(), 21, 'eth_blockNumber holds');
+    t.equal(fleet.latest(), 20, '`latest` reads are pinned to the believed head');
+    fleet.observeHeader(by('b'), header(40));
+    t.equal(fleet.head, 40, 'until a second node has them');
+  },
+);
 
 t.test('a fleet of one follows its node, leaps included', async (t) => {
   const { fleet, by } = fleetOf(t, ['only']);

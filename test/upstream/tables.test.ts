@@ -13,13 +13,33 @@ const h = (number: number, hash: string, parentHash: string): Header => ({ numbe
 
 t.test('Canon: the first changed height, or null', async (t) => {
   const rows: { name: string; feed: Header[]; forks: (number | null)[] }[] = [
-    { name: 'a straight chain', feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(3, 'a3', 'a2')], forks: [null, null, null] },
+    {
+      name: 'a straight chain',
+      feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(3, 'a3', 'a2')],
+      forks: [null, null, null],
+    },
     { name: 'the same header twice', feed: [h(1, 'a1', 'a0'), h(1, 'a1', 'a0')], forks: [null, null] },
-    { name: 'another hash at a known height', feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(2, 'b2', 'a1')], forks: [null, null, 2] },
-    { name: 'a parent that is not the block we knew', feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(3, 'b3', 'b2')], forks: [null, null, 2] },
-    { name: 'a lower head than the top we knew', feed: [h(5, 'a5', 'a4'), h(6, 'a6', 'a5'), h(3, 'c3', 'c2')], forks: [null, null, 3] },
+    {
+      name: 'another hash at a known height',
+      feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(2, 'b2', 'a1')],
+      forks: [null, null, 2],
+    },
+    {
+      name: 'a parent that is not the block we knew',
+      feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(3, 'b3', 'b2')],
+      forks: [null, null, 2],
+    },
+    {
+      name: 'a lower head than the top we knew',
+      feed: [h(5, 'a5', 'a4'), h(6, 'a6', 'a5'), h(3, 'c3', 'c2')],
+      forks: [null, null, 3],
+    },
     { name: 'a gap forward is no reorg', feed: [h(1, 'a1', 'a0'), h(9, 'a9', 'a8')], forks: [null, null] },
-    { name: 'after a reorg the new branch is the chain', feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(2, 'b2', 'a1'), h(3, 'b3', 'b2')], forks: [null, null, 2, null] },
+    {
+      name: 'after a reorg the new branch is the chain',
+      feed: [h(1, 'a1', 'a0'), h(2, 'a2', 'a1'), h(2, 'b2', 'a1'), h(3, 'b3', 'b2')],
+      forks: [null, null, 2, null],
+    },
   ];
   for (const row of rows) {
     const canon = new Canon();
@@ -53,7 +73,11 @@ t.test('classifyNodeError: answer, or retry elsewhere and why', async (t) => {
     [-32000, 'Execution reverted: header not found', 'node-error'],
     [-32015, 'VM execution error.', 'node-error'],
     [-32015, 'Reverted: rate limit', 'node-error'],
-    [-32603, "Error: VM Exception while processing transaction: reverted with reason string 'rate limit'", 'node-error'],
+    [
+      -32603,
+      "Error: VM Exception while processing transaction: reverted with reason string 'rate limit'",
+      'node-error',
+    ],
     // Only the start of a message says it is a revert: a node's own limit message is still one.
     [-32000, 'rate limit: execution reverted too often', 'retry node_limit health'],
     [-32000, 'header not found (execution reverted)', 'retry node_missing_block'],
@@ -78,7 +102,8 @@ t.test('expensiveVerdict: a timeout or a connection lost once sent is final and 
   ];
   for (const [name, verdict, final] of rows) {
     const v = expensiveVerdict(verdict);
-    if (final) t.same(v, { kind: 'retry', reason: (verdict as { reason: string }).reason, health: false, final: true }, name);
+    if (final)
+      t.same(v, { kind: 'retry', reason: (verdict as { reason: string }).reason, health: false, final: true }, name);
     else t.equal(v, verdict, `${name}: as for any call`);
   }
 });
@@ -107,14 +132,37 @@ t.test('resolveBlocks: block parameter to requirement', async (t) => {
     { method: 'eth_getBlockReceipts', params: [HASH], requirement: { maxLag: 5 } },
     { method: 'eth_getBalance', params: ['0x0', '0x01'], error: /expected a block number, tag or hash/ },
     { method: 'eth_getBalance', params: ['0x0', 'newest'], error: /expected a block number/ },
-    { method: 'eth_getBalance', params: ['0x0', { blockHash: '0x12' }], error: /expected a block number, tag, hash or \{blockHash\}/ },
+    {
+      method: 'eth_getBalance',
+      params: ['0x0', { blockHash: '0x12' }],
+      error: /expected a block number, tag, hash or \{blockHash\}/,
+    },
     { method: 'eth_feeHistory', params: ['0x0', 'latest', []], error: /block count from 1 to 1024/ },
     { method: 'eth_feeHistory', params: ['0x401', 'latest', []], error: /block count/ },
-    { method: 'eth_getLogs', params: [{ fromBlock: '0x3e0', toBlock: 'latest' }], requirement: { minHead: 1000 }, params2: [{ fromBlock: '0x3e0', toBlock: '0x3e8' }] },
+    {
+      method: 'eth_getLogs',
+      params: [{ fromBlock: '0x3e0', toBlock: 'latest' }],
+      requirement: { minHead: 1000 },
+      params2: [{ fromBlock: '0x3e0', toBlock: '0x3e8' }],
+    },
     { method: 'eth_getLogs', params: [{ blockHash: HASH }], requirement: { maxLag: 5 } },
-    { method: 'eth_getLogs', params: [{ fromBlock: '0x3e0' }], requirement: { minHead: 1000 }, params2: [{ fromBlock: '0x3e0', toBlock: '0x3e8' }] },
-    { method: 'eth_getLogs', params: [{}], requirement: { minHead: 1000 }, params2: [{ fromBlock: '0x3e8', toBlock: '0x3e8' }] },
-    { method: 'eth_getLogs', params: [{ fromBlock: '0x3e0', toBlock: 'finalized' }], requirement: { minHead: 992, maxLag: 5 } },
+    {
+      method: 'eth_getLogs',
+      params: [{ fromBlock: '0x3e0' }],
+      requirement: { minHead: 1000 },
+      params2: [{ fromBlock: '0x3e0', toBlock: '0x3e8' }],
+    },
+    {
+      method: 'eth_getLogs',
+      params: [{}],
+      requirement: { minHead: 1000 },
+      params2: [{ fromBlock: '0x3e8', toBlock: '0x3e8' }],
+    },
+    {
+      method: 'eth_getLogs',
+      params: [{ fromBlock: '0x3e0', toBlock: 'finalized' }],
+      requirement: { minHead: 992, maxLag: 5 },
+    },
     { method: 'eth_getLogs', params: ['x'], error: /expected a filter object/ },
     { method: 'eth_sendRawTransaction', params: ['0x02'], requirement: { maxLag: 5, stickyKey: '10.0.0.1' } },
     { method: 'eth_gasPrice', params: [], requirement: { maxLag: 5 } },
@@ -123,7 +171,10 @@ t.test('resolveBlocks: block parameter to requirement', async (t) => {
     const r = resolveBlocks(METHODS[row.method]!, row.params, ctx);
     const name = `${row.method} ${JSON.stringify(row.params)}`;
     if (row.error) {
-      t.ok('code' in r && r.code === -32602 && row.error.test(r.message), `${name}: -32602 ${'code' in r ? r.message : 'no error'}`);
+      t.ok(
+        'code' in r && r.code === -32602 && row.error.test(r.message),
+        `${name}: -32602 ${'code' in r ? r.message : 'no error'}`,
+      );
       continue;
     }
     if ('code' in r) {

@@ -34,7 +34,10 @@ t.test('a node answering with another id, another block or another hash is never
   });
   const txHash = (await call(anvil.url, 'eth_sendRawTransaction', [raw])).result as string;
   await call(anvil.url, 'anvil_mine', ['0x50']);
-  const block5 = (await call(anvil.url, 'eth_getBlockByNumber', ['0x5', false])).result as { hash: string; number: string };
+  const block5 = (await call(anvil.url, 'eth_getBlockByNumber', ['0x5', false])).result as {
+    hash: string;
+    number: string;
+  };
   const block6 = (await call(anvil.url, 'eth_getBlockByNumber', ['0x6', false])).result as { hash: string };
 
   let wrong = true;
@@ -74,7 +77,9 @@ t.test('a node answering with another id, another block or another hash is never
     ],
     routing: { headPollMs: 100, breaker: { failureThreshold: 1000, cooldownMs: 1000 } },
   });
-  await waitFor('both upstreams healthy', async () => (await get(`${sy.adminUrl}/status`)).json().upstreams.every((u: { state: string }) => u.state === 'healthy'));
+  await waitFor('both upstreams healthy', async () =>
+    (await get(`${sy.adminUrl}/status`)).json().upstreams.every((u: { state: string }) => u.state === 'healthy'),
+  );
 
   const CALLS: [string, unknown[]][] = [
     ['eth_getBalance', [DEV_ADDRESS, '0x5']],
@@ -91,7 +96,8 @@ t.test('a node answering with another id, another block or another hash is never
         const id = 1000 * i + k;
         const r = await post(sy.url, { jsonrpc: '2.0', id, method, params });
         const body = r.json() as { id: number; result?: unknown };
-        if (body.id !== id || JSON.stringify(body.result) !== truth[k]) problems.push(`${method}: ${r.text.slice(0, 160)}`);
+        if (body.id !== id || JSON.stringify(body.result) !== truth[k])
+          problems.push(`${method}: ${r.text.slice(0, 160)}`);
       }
     }
     return problems;
@@ -109,5 +115,9 @@ t.test('a node answering with another id, another block or another hash is never
   t.match(metrics, /switchyard_failovers_total\{reason="bad_body"\} [1-9]/, 'wrong answers counted as bad bodies');
 
   wrong = false;
-  t.same((await ask()).slice(0, 5), [], 'nothing wrong was cached: the same calls, answered from the cache or the nodes, are right');
+  t.same(
+    (await ask()).slice(0, 5),
+    [],
+    'nothing wrong was cached: the same calls, answered from the cache or the nodes, are right',
+  );
 });

@@ -14,9 +14,16 @@ t.test('newHeads subscriptions move the head between polls', async (t) => {
   t.teardown(() => devnet.stop());
   await devnet.mine(2);
   const nodes = devnet.nodes();
-  const withWs = await startSwitchyard(t, { upstreams: nodes.map((n) => ({ name: n.name, url: n.url, ws: n.wsUrl })), routing: { headPollMs: 60_000 } });
-  const pollOnly = await startSwitchyard(t, { upstreams: nodes.map((n) => ({ name: n.name, url: n.url })), routing: { headPollMs: 60_000 } });
-  const head = async (url: string): Promise<number> => Number((await post(url, { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber' })).json().result);
+  const withWs = await startSwitchyard(t, {
+    upstreams: nodes.map((n) => ({ name: n.name, url: n.url, ws: n.wsUrl })),
+    routing: { headPollMs: 60_000 },
+  });
+  const pollOnly = await startSwitchyard(t, {
+    upstreams: nodes.map((n) => ({ name: n.name, url: n.url })),
+    routing: { headPollMs: 60_000 },
+  });
+  const head = async (url: string): Promise<number> =>
+    Number((await post(url, { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber' })).json().result);
   t.equal(await head(withWs.url), 2, 'both start at the polled head 2');
   t.equal(await head(pollOnly.url), 2);
 
@@ -25,16 +32,24 @@ t.test('newHeads subscriptions move the head between polls', async (t) => {
     'ws heads flowing',
     async () => {
       const n = await devnet.mine(1);
-      return (await waitFor(`block ${n}`, async () => (await head(withWs.url)) === n, { timeoutMs: 2_000 }).catch(() => false)) === true;
+      return (
+        (await waitFor(`block ${n}`, async () => (await head(withWs.url)) === n, { timeoutMs: 2_000 }).catch(
+          () => false,
+        )) === true
+      );
     },
     { timeoutMs: 20_000 },
   );
   for (let i = 0; i < 3; i++) {
     const n = await devnet.mine(1);
-    await waitFor(`block ${n} through the subscription`, async () => (await head(withWs.url)) === n, { timeoutMs: 5_000 });
+    await waitFor(`block ${n} through the subscription`, async () => (await head(withWs.url)) === n, {
+      timeoutMs: 5_000,
+    });
     t.pass(`head ${n} arrived without a poll`);
   }
-  const latest = (await post(withWs.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['latest', false] })).json().result;
+  const latest = (
+    await post(withWs.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: ['latest', false] })
+  ).json().result;
   t.equal(Number(latest.number), await head(withWs.url), 'latest reads follow it');
   const status = (await get(`${withWs.adminUrl}/status`)).json() as { upstreams: { head: number }[] };
   t.same(

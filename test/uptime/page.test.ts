@@ -63,7 +63,12 @@ if (!existsSync(CHROMIUM)) {
     const profile = mkdtempSync(join(tmpdir(), 'switchyard-chromium-'));
     t.teardown(() => rmSync(profile, { recursive: true, force: true }));
     // A persistent context is how playwright takes a fresh --user-data-dir of our choosing.
-    const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 390, height: 844 } });
+    const browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: FLAGS,
+      viewport: { width: 390, height: 844 },
+    });
     t.teardown(() => browser.close());
     const page = browser.pages()[0] ?? (await browser.newPage());
     const requests: string[] = [];
@@ -101,75 +106,117 @@ if (!existsSync(CHROMIUM)) {
       { timeoutMs: 20_000, intervalMs: 200 },
     );
     t.ok(later > first + 1, `the head rose from ${first} to ${later}`);
-    t.equal(await page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce), true, 'without a reload (the page is the same document)');
+    t.equal(
+      await page.evaluate(() => (window as unknown as { loadedOnce?: boolean }).loadedOnce),
+      true,
+      'without a reload (the page is the same document)',
+    );
     t.ok(requests.filter((u) => u.endsWith('/uptime.json')).length >= 1, 'it refreshed itself from uptime.json');
     await shot('operational');
 
-    await t.test('a stalled chain opens a `stalled` incident on the page and in the JSON; blocks resuming close it', async (t) => {
-      for (const n of nodes) t.equal((await fetch(`${devnet.controlUrl}/nodes/${n.index}/stall`, { method: 'POST' })).status, 200, `stall ${n.name}`);
-      const open = await waitFor('a stalled incident in the JSON', async () => (await report(sy.url)).incidents.find((i) => i.kind === 'stalled' && i.endedAt === null), {
-        timeoutMs: 20_000,
-        intervalMs: 100,
-      });
-      t.match(open, { kind: 'stalled', endedAt: null, summary: /did not advance for more than 3 s/ });
-      const r = await report(sy.url);
-      t.equal(r.state, 'degraded', 'degraded: reachable but not advancing');
-      t.same(r.checks.reachable, { ok: true });
-      t.equal(r.checks.advancing.ok, false);
-      t.ok(r.checks.advancing.headAgeSeconds! >= 3, `head age ${r.checks.advancing.headAgeSeconds} s`);
-      await waitFor('the page to show the stall', async () => (await text(page, '#state')) === 'Degraded', { timeoutMs: 20_000, intervalMs: 200 });
-      const item = page.locator('#incidents li').first();
-      t.match(await item.innerText(), /stalled[\s\S]*ongoing/, 'newest incident first, ongoing');
-      t.equal(await text(page, '#advancing'), 'No');
-      t.equal(await openIncidents(sy.adminUrl, 'stalled'), 1, 'the open incident is a metric');
-      await shot('stalled');
+    await t.test(
+      'a stalled chain opens a `stalled` incident on the page and in the JSON; blocks resuming close it',
+      async (t) => {
+        for (const n of nodes)
+          t.equal(
+            (await fetch(`${devnet.controlUrl}/nodes/${n.index}/stall`, { method: 'POST' })).status,
+            200,
+            `stall ${n.name}`,
+          );
+        const open = await waitFor(
+          'a stalled incident in the JSON',
+          async () => (await report(sy.url)).incidents.find((i) => i.kind === 'stalled' && i.endedAt === null),
+          {
+            timeoutMs: 20_000,
+            intervalMs: 100,
+          },
+        );
+        t.match(open, { kind: 'stalled', endedAt: null, summary: /did not advance for more than 3 s/ });
+        const r = await report(sy.url);
+        t.equal(r.state, 'degraded', 'degraded: reachable but not advancing');
+        t.same(r.checks.reachable, { ok: true });
+        t.equal(r.checks.advancing.ok, false);
+        t.ok(r.checks.advancing.headAgeSeconds! >= 3, `head age ${r.checks.advancing.headAgeSeconds} s`);
+        await waitFor('the page to show the stall', async () => (await text(page, '#state')) === 'Degraded', {
+          timeoutMs: 20_000,
+          intervalMs: 200,
+        });
+        const item = page.locator('#incidents li').first();
+        t.match(await item.innerText(), /stalled[\s\S]*ongoing/, 'newest incident first, ongoing');
+        t.equal(await text(page, '#advancing'), 'No');
+        t.equal(await openIncidents(sy.adminUrl, 'stalled'), 1, 'the open incident is a metric');
+        await shot('stalled');
 
-      for (const n of nodes) await fetch(`${devnet.controlUrl}/nodes/${n.index}/resume`, { method: 'POST' });
-      const closed = await waitFor('the stall to close', async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), {
-        timeoutMs: 20_000,
-        intervalMs: 100,
-      });
-      t.ok(Date.parse(closed.endedAt!) > Date.parse(closed.startedAt), 'it has an end after its start');
-      await waitFor(
-        'the page to show it closed',
-        async () => (await text(page, '#state')) === 'Operational' && !(await page.locator('#incidents li').first().innerText()).includes('ongoing'),
-        { timeoutMs: 20_000, intervalMs: 200 },
-      );
-      t.equal(await openIncidents(sy.adminUrl, 'stalled'), 0);
-      const r2 = await report(sy.url);
-      t.ok(r2.uptime['24h']! < 1 && r2.uptime['24h']! > 0, `24 h uptime counts the stall: ${r2.uptime['24h']}`);
-    });
+        for (const n of nodes) await fetch(`${devnet.controlUrl}/nodes/${n.index}/resume`, { method: 'POST' });
+        const closed = await waitFor(
+          'the stall to close',
+          async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null),
+          {
+            timeoutMs: 20_000,
+            intervalMs: 100,
+          },
+        );
+        t.ok(Date.parse(closed.endedAt!) > Date.parse(closed.startedAt), 'it has an end after its start');
+        await waitFor(
+          'the page to show it closed',
+          async () =>
+            (await text(page, '#state')) === 'Operational' &&
+            !(await page.locator('#incidents li').first().innerText()).includes('ongoing'),
+          { timeoutMs: 20_000, intervalMs: 200 },
+        );
+        t.equal(await openIncidents(sy.adminUrl, 'stalled'), 0);
+        const r2 = await report(sy.url);
+        t.ok(r2.uptime['24h']! < 1 && r2.uptime['24h']! > 0, `24 h uptime counts the stall: ${r2.uptime['24h']}`);
+      },
+    );
 
-    await t.test('every node unreachable opens an `unreachable` incident; it closes when one answers again', async (t) => {
-      for (const n of nodes) await devnet.kill(n.index);
-      const open = await waitFor('an unreachable incident', async () => (await report(sy.url)).incidents.find((i) => i.kind === 'unreachable' && i.endedAt === null), {
-        timeoutMs: 20_000,
-        intervalMs: 100,
-      });
-      t.match(open, { kind: 'unreachable', summary: 'No node answered eth_chainId with 0xba' });
-      t.equal((await report(sy.url)).state, 'down');
-      await waitFor('the page to say down', async () => (await text(page, '#state')) === 'Down', { timeoutMs: 20_000, intervalMs: 200 });
-      t.match(await page.locator('#incidents li').first().innerText(), /unreachable[\s\S]*ongoing/);
-      await shot('down');
-      await devnet.restart(0);
-      await waitFor('the outage to close', async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), {
-        timeoutMs: 30_000,
-        intervalMs: 100,
-      });
-      await waitFor('the page to recover', async () => (await text(page, '#state')) !== 'Down', { timeoutMs: 20_000, intervalMs: 200 });
-      const listed = (await report(sy.url)).incidents;
-      t.ok(listed.find((i) => i.id === open.id)?.endedAt, 'the outage is listed, closed');
-      t.ok(
-        listed.some((i) => i.kind === 'stalled' && i.endedAt !== null),
-        'the stall before it is still listed, closed',
-      );
-      const starts = listed.map((i) => Date.parse(i.startedAt));
-      t.same(
-        starts,
-        [...starts].sort((a, b) => b - a),
-        'ordered by start, newest first',
-      );
-    });
+    await t.test(
+      'every node unreachable opens an `unreachable` incident; it closes when one answers again',
+      async (t) => {
+        for (const n of nodes) await devnet.kill(n.index);
+        const open = await waitFor(
+          'an unreachable incident',
+          async () => (await report(sy.url)).incidents.find((i) => i.kind === 'unreachable' && i.endedAt === null),
+          {
+            timeoutMs: 20_000,
+            intervalMs: 100,
+          },
+        );
+        t.match(open, { kind: 'unreachable', summary: 'No node answered eth_chainId with 0xba' });
+        t.equal((await report(sy.url)).state, 'down');
+        await waitFor('the page to say down', async () => (await text(page, '#state')) === 'Down', {
+          timeoutMs: 20_000,
+          intervalMs: 200,
+        });
+        t.match(await page.locator('#incidents li').first().innerText(), /unreachable[\s\S]*ongoing/);
+        await shot('down');
+        await devnet.restart(0);
+        await waitFor(
+          'the outage to close',
+          async () => (await report(sy.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null),
+          {
+            timeoutMs: 30_000,
+            intervalMs: 100,
+          },
+        );
+        await waitFor('the page to recover', async () => (await text(page, '#state')) !== 'Down', {
+          timeoutMs: 20_000,
+          intervalMs: 200,
+        });
+        const listed = (await report(sy.url)).incidents;
+        t.ok(listed.find((i) => i.id === open.id)?.endedAt, 'the outage is listed, closed');
+        t.ok(
+          listed.some((i) => i.kind === 'stalled' && i.endedAt !== null),
+          'the stall before it is still listed, closed',
+        );
+        const starts = listed.map((i) => Date.parse(i.startedAt));
+        t.same(
+          starts,
+          [...starts].sort((a, b) => b - a),
+          'ordered by start, newest first',
+        );
+      },
+    );
 
     const foreign = requests.filter((u) => new URL(u).origin !== origin);
     t.same(foreign, [], `no request to another origin (${requests.length} requests in all)`);

@@ -45,7 +45,10 @@ function capture(): { lines: Record<string, unknown>[]; logger: ReturnType<typeo
 
 t.test('the uptime paths over HTTP', async (t) => {
   const node = await anvil(t);
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'solo', url: node.url }], uptime: { probeIntervalMs: 200, stallAfterSeconds: 30 } });
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'solo', url: node.url }],
+    uptime: { probeIntervalMs: 200, stallAfterSeconds: 30 },
+  });
   await waitFor('a first probe', () => report(sy.url));
 
   const page = await request(`${sy.url}/uptime`);
@@ -68,8 +71,16 @@ t.test('the uptime paths over HTTP', async (t) => {
   t.equal(browserRoot.headers.vary, 'Accept');
   t.match(await browserRoot.body.text(), /<title>Switchyard status<\/title>/);
   const clientRoot = await get(`${sy.url}/`);
-  t.same(Object.keys(clientRoot.json()), ['name', 'version', 'chainId', 'ready'], 'other clients keep the JSON object of SPEC 3.2');
-  t.equal(clientRoot.headers.vary, 'Accept', 'and are told it depends on Accept (a cache must not hand it to a browser)');
+  t.same(
+    Object.keys(clientRoot.json()),
+    ['name', 'version', 'chainId', 'ready'],
+    'other clients keep the JSON object of SPEC 3.2',
+  );
+  t.equal(
+    clientRoot.headers.vary,
+    'Accept',
+    'and are told it depends on Accept (a cache must not hand it to a browser)',
+  );
   const headRoot = await request(`${sy.url}/`, { method: 'HEAD' });
   t.equal(headRoot.statusCode, 200, 'HEAD / (how monitors probe) is answered like GET');
   t.equal(headRoot.headers['content-type'], 'application/json');
@@ -97,7 +108,11 @@ t.test('the uptime paths over HTTP', async (t) => {
   const badge = await request(`${sy.url}/uptime/badge.svg`);
   t.equal(badge.headers['content-type'], 'image/svg+xml; charset=utf-8');
   t.match(await badge.body.text(), /<svg[\s\S]*uptime 30d[\s\S]*100\.00%/);
-  t.equal((await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_chainId' })).json().result, '0xba', 'JSON-RPC on / is untouched');
+  t.equal(
+    (await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_chainId' })).json().result,
+    '0xba',
+    'JSON-RPC on / is untouched',
+  );
 
   const off = await startSwitchyard(t, { upstreams: [{ name: 'solo', url: node.url }], uptime: { enabled: false } });
   t.equal((await get(`${off.url}/uptime`)).status, 404, 'uptime.enabled false: no page');
@@ -110,12 +125,23 @@ t.test('the uptime paths over HTTP', async (t) => {
 t.test('a restart on the same store keeps incidents and uptime history', async (t) => {
   const node = await anvil(t);
   const file = join(tempDir(t), 'uptime.db');
-  const settings = { upstreams: [{ name: 'solo', url: node.url }], uptime: { probeIntervalMs: 100, stallAfterSeconds: 1, store: file } };
+  const settings = {
+    upstreams: [{ name: 'solo', url: node.url }],
+    uptime: { probeIntervalMs: 100, stallAfterSeconds: 1, store: file },
+  };
   const first = await startSwitchyard(t, settings);
   // anvil mines only when asked: the chain stalls by itself, then one block ends the stall.
-  const open = await waitFor('a stalled incident', async () => (await report(first.url)).incidents.find((i) => i.kind === 'stalled'), { timeoutMs: 20_000 });
+  const open = await waitFor(
+    'a stalled incident',
+    async () => (await report(first.url)).incidents.find((i) => i.kind === 'stalled'),
+    { timeoutMs: 20_000 },
+  );
   await post(node.url, { jsonrpc: '2.0', id: 1, method: 'anvil_mine', params: ['0x1'] });
-  const closed = await waitFor('the stall to close', async () => (await report(first.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null), { timeoutMs: 20_000 });
+  const closed = await waitFor(
+    'the stall to close',
+    async () => (await report(first.url)).incidents.find((i) => i.id === open.id && i.endedAt !== null),
+    { timeoutMs: 20_000 },
+  );
   const before = await report(first.url);
   t.ok(before.uptime['24h']! < 1, `the stall cost uptime: ${before.uptime['24h']}`);
   await first.close();
@@ -129,7 +155,10 @@ t.test('a restart on the same store keeps incidents and uptime history', async (
     closed,
     'the incident is still there, same id, start and end',
   );
-  t.ok(after.uptime['24h']! < 1 && after.uptime['24h']! >= before.uptime['24h']! - 0.01, `uptime history kept: ${before.uptime['24h']} then ${after.uptime['24h']}`);
+  t.ok(
+    after.uptime['24h']! < 1 && after.uptime['24h']! >= before.uptime['24h']! - 0.01,
+    `uptime history kept: ${before.uptime['24h']} then ${after.uptime['24h']}`,
+  );
   t.ok(
     after.history.segments.some((s) => s !== null && s < 1),
     'the history bar still shows the stall',
@@ -145,13 +174,33 @@ t.test('a store file that cannot be used: logged naming uptime.store, kept in me
   const garbage = 'this is not an SQLite database\n'.repeat(200);
   writeFileSync(file, garbage);
   const { lines, logger } = capture();
-  const sy = await startSwitchyard(t, { upstreams: [{ name: 'solo', url: node.url }], uptime: { probeIntervalMs: 100, store: file }, log: { level: 'info' } }, { logger });
+  const sy = await startSwitchyard(
+    t,
+    {
+      upstreams: [{ name: 'solo', url: node.url }],
+      uptime: { probeIntervalMs: 100, store: file },
+      log: { level: 'info' },
+    },
+    { logger },
+  );
   const line = lines.find((l) => String(l.msg).includes('uptime.store'));
-  t.match(line, { level: 'error', store: file, msg: /uptime\.store cannot be used; uptime history is kept in memory/ }, 'one clear line naming the option and the file');
-  t.match(line?.err, { message: /not a usable SQLite database|not a database/ }, 'the error through the err serializer');
+  t.match(
+    line,
+    { level: 'error', store: file, msg: /uptime\.store cannot be used; uptime history is kept in memory/ },
+    'one clear line naming the option and the file',
+  );
+  t.match(
+    line?.err,
+    { message: /not a usable SQLite database|not a database/ },
+    'the error through the err serializer',
+  );
   const r = await waitFor('the page works from memory', () => report(sy.url));
   t.equal(r.state, 'operational');
-  t.same(metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_uptime_store_persistent'), [0], 'the metric says it is not persistent');
+  t.same(
+    metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_uptime_store_persistent'),
+    [0],
+    'the metric says it is not persistent',
+  );
   t.equal(readFileSync(file, 'utf8'), garbage, 'the file is left as it was');
 
   // The same through the real process: it serves, it does not exit.

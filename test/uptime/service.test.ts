@@ -28,7 +28,9 @@ class FakeUpstream implements UpstreamView {
   constructor(readonly name: string) {}
   async call(method: string): Promise<CallTiming> {
     if (method !== 'eth_chainId') throw new Error(`unexpected ${method}`);
-    return this.answers ? { verdict: { kind: 'result', result: this.chainId }, ms: 1 } : { verdict: { kind: 'retry', reason: 'transport', health: true }, ms: 1 };
+    return this.answers
+      ? { verdict: { kind: 'result', result: this.chainId }, ms: 1 }
+      : { verdict: { kind: 'retry', reason: 'transport', health: true }, ms: 1 };
   }
 }
 
@@ -45,13 +47,33 @@ class FakeFleet extends EventEmitter {
   }
 }
 
-const SETTINGS: UptimeSettings = { enabled: true, probeIntervalMs: 5_000, stallAfterSeconds: 60, store: null, showUpstreams: true, title: 'Test status' };
+const SETTINGS: UptimeSettings = {
+  enabled: true,
+  probeIntervalMs: 5_000,
+  stallAfterSeconds: 60,
+  store: null,
+  showUpstreams: true,
+  title: 'Test status',
+};
 
-function room(t: Test, settings: Partial<UptimeSettings> = {}): { uptime: Uptime; fleet: FakeFleet; clock: { now: number }; metrics: Metrics } {
+function room(
+  t: Test,
+  settings: Partial<UptimeSettings> = {},
+): { uptime: Uptime; fleet: FakeFleet; clock: { now: number }; metrics: Metrics } {
   const fleet = new FakeFleet();
   const clock = { now: T0 };
   const metrics = new Metrics({ processMetrics: false });
-  const uptime = new Uptime({ ...SETTINGS, ...settings }, { chainId: 186, fleet, metrics, log: createLogger('silent'), upstreamTimeoutMs: 1_000, clock: { now: () => clock.now } });
+  const uptime = new Uptime(
+    { ...SETTINGS, ...settings },
+    {
+      chainId: 186,
+      fleet,
+      metrics,
+      log: createLogger('silent'),
+      upstreamTimeoutMs: 1_000,
+      clock: { now: () => clock.now },
+    },
+  );
   t.teardown(() => uptime.close());
   return { uptime, fleet, clock, metrics };
 }
@@ -83,7 +105,13 @@ t.test('probes at chosen times: a stall and an outage open and close exactly the
   const r = uptime.report()!;
   t.match(r, { state: 'degraded', checks: { advancing: { ok: false, headAgeSeconds: 65 } } });
   t.same(r.incidents, [
-    { id: 1, kind: 'stalled', startedAt: new Date(T0 + 65_000).toISOString(), endedAt: null, summary: 'The chain did not advance for more than 60 s (fleet head at block 100)' },
+    {
+      id: 1,
+      kind: 'stalled',
+      startedAt: new Date(T0 + 65_000).toISOString(),
+      endedAt: null,
+      summary: 'The chain did not advance for more than 60 s (fleet head at block 100)',
+    },
   ]);
   t.equal(await gauge(metrics, 'stalled'), 1);
 
@@ -96,7 +124,11 @@ t.test('probes at chosen times: a stall and an outage open and close exactly the
     { state: 'operational', checks: { advancing: { ok: true, head: '0x65', headAgeSeconds: 3 } } },
     'the head age counts from the rise (the fleet event), not from the probe',
   );
-  t.equal(uptime.report()!.incidents[0]!.endedAt, new Date(T0 + 70_000).toISOString(), 'closed at the probe that saw the rise');
+  t.equal(
+    uptime.report()!.incidents[0]!.endedAt,
+    new Date(T0 + 70_000).toISOString(),
+    'closed at the probe that saw the rise',
+  );
   t.equal(await gauge(metrics, 'stalled'), 0);
 
   for (const u of fleet.upstreams) {
@@ -105,8 +137,15 @@ t.test('probes at chosen times: a stall and an outage open and close exactly the
   }
   clock.now = T0 + 75_000;
   await uptime.probe();
-  t.match(uptime.report(), { state: 'down', checks: { reachable: { ok: false } }, incidents: [{ id: 2, kind: 'unreachable', endedAt: null }, { id: 1 }] });
-  t.match(uptime.report()!.upstreams, [{ name: 'node-a', state: 'down', lag: null, latencyMs: null }, { name: 'node-b' }]);
+  t.match(uptime.report(), {
+    state: 'down',
+    checks: { reachable: { ok: false } },
+    incidents: [{ id: 2, kind: 'unreachable', endedAt: null }, { id: 1 }],
+  });
+  t.match(uptime.report()!.upstreams, [
+    { name: 'node-a', state: 'down', lag: null, latencyMs: null },
+    { name: 'node-b' },
+  ]);
   // One node back, but on another chain: still unreachable.
   fleet.upstreams[0]!.answers = true;
   fleet.upstreams[0]!.chainId = '"0x1"';
@@ -117,10 +156,16 @@ t.test('probes at chosen times: a stall and an outage open and close exactly the
   fleet.upstreams[1]!.state = 'healthy';
   clock.now = T0 + 85_000;
   await uptime.probe();
-  t.match(uptime.report(), { state: 'operational', incidents: [{ id: 2, kind: 'unreachable', endedAt: new Date(T0 + 85_000).toISOString() }, { id: 1 }] });
+  t.match(uptime.report(), {
+    state: 'operational',
+    incidents: [{ id: 2, kind: 'unreachable', endedAt: new Date(T0 + 85_000).toISOString() }, { id: 1 }],
+  });
   // 18 probes (0, 5 ... 60, 65 ... 85 s): 3 failed (the stall at 65 s, the outage at 75 and 80 s).
   t.equal(uptime.report()!.uptime['24h'], Math.round((15 / 18) * 1e6) / 1e6);
-  const probes = metricSamples(await metrics.registry.metrics(), 'switchyard_uptime_probes_total', { check: 'reachable', result: 'fail' });
+  const probes = metricSamples(await metrics.registry.metrics(), 'switchyard_uptime_probes_total', {
+    check: 'reachable',
+    result: 'fail',
+  });
   t.same(probes, [2]);
 });
 
@@ -145,7 +190,11 @@ t.test('a second room on the same store carries on: incidents, history, the stal
   t.match(r.incidents, [{ id: 1, kind: 'stalled', endedAt: null }], 'the open stall is still open after the restart');
   t.equal(r.checks.advancing.ok, false, 'the head has not moved since before the restart: still stalled');
   t.equal(r.checks.advancing.headAgeSeconds, 300, 'its age counts from the rise seen before the restart');
-  t.equal(r.uptime['24h'], Math.round((13 / 20) * 1e6) / 1e6, 'the probes before the restart count (12 advancing up to 60 s, 7 stalled after), plus this one');
+  t.equal(
+    r.uptime['24h'],
+    Math.round((13 / 20) * 1e6) / 1e6,
+    'the probes before the restart count (12 advancing up to 60 s, 7 stalled after), plus this one',
+  );
   second.fleet.rise(501);
   second.clock.now = T0 + 305_000;
   await second.uptime.probe();

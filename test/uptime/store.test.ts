@@ -40,36 +40,39 @@ t.test('a new file gets the current schema; an existing one keeps its rows acros
   b.close(T0 + 10_000);
 });
 
-t.test('an empty file (version 0) is migrated; a newer schema, garbage, damage or a folder are refused and left alone', async (t) => {
-  const dir = tempDir(t);
-  const empty = join(dir, 'empty.db');
-  writeFileSync(empty, '');
-  UptimeStore.open(empty, T0).close(T0);
-  t.ok(statSync(empty).size > 0, 'migrated in place');
+t.test(
+  'an empty file (version 0) is migrated; a newer schema, garbage, damage or a folder are refused and left alone',
+  async (t) => {
+    const dir = tempDir(t);
+    const empty = join(dir, 'empty.db');
+    writeFileSync(empty, '');
+    UptimeStore.open(empty, T0).close(T0);
+    t.ok(statSync(empty).size > 0, 'migrated in place');
 
-  const newer = join(dir, 'newer.db');
-  const db = new Database(newer);
-  db.pragma('user_version = 99');
-  db.close();
-  t.throws(() => UptimeStore.open(newer, T0), { name: 'StoreError', message: /schema version 99 is newer/ });
+    const newer = join(dir, 'newer.db');
+    const db = new Database(newer);
+    db.pragma('user_version = 99');
+    db.close();
+    t.throws(() => UptimeStore.open(newer, T0), { name: 'StoreError', message: /schema version 99 is newer/ });
 
-  const garbage = join(dir, 'garbage.db');
-  writeFileSync(garbage, Buffer.alloc(8192, 'not a database. '));
-  t.throws(() => UptimeStore.open(garbage, T0), StoreError);
-  t.equal(readFileSync(garbage, 'utf8').slice(0, 16), 'not a database. ', 'the refused file is not touched');
+    const garbage = join(dir, 'garbage.db');
+    writeFileSync(garbage, Buffer.alloc(8192, 'not a database. '));
+    t.throws(() => UptimeStore.open(garbage, T0), StoreError);
+    t.equal(readFileSync(garbage, 'utf8').slice(0, 16), 'not a database. ', 'the refused file is not touched');
 
-  // A real store whose table pages are overwritten: the header is fine, the content is not.
-  const damaged = join(dir, 'damaged.db');
-  const s = UptimeStore.open(damaged, T0);
-  for (let i = 0; i < 2_000; i++) s.add({ t: T0 + i * 5_000, reachable: true, advancing: true });
-  s.close(T0 + 10_000_000);
-  const fd = openSync(damaged, 'r+');
-  writeSync(fd, Buffer.alloc(8192, 0xa5), 0, 8192, 4096);
-  closeSync(fd);
-  t.throws(() => UptimeStore.open(damaged, T0), { name: 'StoreError', message: /damaged|not a usable|malformed/ });
+    // A real store whose table pages are overwritten: the header is fine, the content is not.
+    const damaged = join(dir, 'damaged.db');
+    const s = UptimeStore.open(damaged, T0);
+    for (let i = 0; i < 2_000; i++) s.add({ t: T0 + i * 5_000, reachable: true, advancing: true });
+    s.close(T0 + 10_000_000);
+    const fd = openSync(damaged, 'r+');
+    writeSync(fd, Buffer.alloc(8192, 0xa5), 0, 8192, 4096);
+    closeSync(fd);
+    t.throws(() => UptimeStore.open(damaged, T0), { name: 'StoreError', message: /damaged|not a usable|malformed/ });
 
-  t.throws(() => UptimeStore.open(dir, T0), StoreError, 'a folder is refused');
-});
+    t.throws(() => UptimeStore.open(dir, T0), StoreError, 'a folder is refused');
+  },
+);
 
 t.test('killed with SIGKILL while writing: the file opens intact with every committed flush', async (t) => {
   const dir = tempDir(t);
@@ -113,9 +116,17 @@ t.test('30 days of probes every 5 s stay small after compaction', async (t) => {
   }
   store.flush(end);
   const counts = store.counts();
-  t.same(counts, { probes: 17_280, minutes: 6 * 1440, hours: 23 * 24, incidents: 0 }, 'a day of probes, six days of minutes, 23 days of hours');
+  t.same(
+    counts,
+    { probes: 17_280, minutes: 6 * 1440, hours: 23 * 24, incidents: 0 },
+    'a day of probes, six days of minutes, 23 days of hours',
+  );
   const w = uptimeWindows(store, end);
-  t.equal(w['30d'], fraction({ probes: n, ok: n - Math.ceil(n / 1000) }), `30 d uptime from the compacted tiers: ${w['30d']}`);
+  t.equal(
+    w['30d'],
+    fraction({ probes: n, ok: n - Math.ceil(n / 1000) }),
+    `30 d uptime from the compacted tiers: ${w['30d']}`,
+  );
   store.close(end);
   const bytes = statSync(file).size;
   t.ok(bytes < 1_500_000, `${n} probes in ${(bytes / 1024).toFixed(0)} KiB`);
