@@ -70,11 +70,9 @@ export const upstreamSchema = z.strictObject({
   /** Static headers sent with every request to this node (e.g. authorization: "Bearer ${TOKEN}", x-api-key). */
   headers: z
     .record(
-      z
-        .string()
-        .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, {
-          error: (iss) => `expected an HTTP header name, got ${JSON.stringify(iss.input)}`,
-        }),
+      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, {
+        error: (iss) => `expected an HTTP header name, got ${JSON.stringify(iss.input)}`,
+      }),
       z.string().refine((v) => !/[\r\n]/.test(v), { error: 'expected a header value on one line' }),
     )
     .default({})
@@ -158,11 +156,9 @@ export const configSchema = z
          */
         allowedHosts: z
           .array(
-            z
-              .string()
-              .regex(/^(\*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$/, {
-                error: (iss) => `expected a host name or "*", got ${JSON.stringify(iss.input)}`,
-              }),
+            z.string().regex(/^(\*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$/, {
+              error: (iss) => `expected a host name or "*", got ${JSON.stringify(iss.input)}`,
+            }),
           )
           .default([]),
       })
@@ -239,11 +235,9 @@ export const configSchema = z
         apiKeys: z
           .array(
             z.strictObject({
-              name: z
-                .string()
-                .regex(/^[a-zA-Z0-9_.-]{1,64}$/, {
-                  error: (iss) => `expected a name of letters, digits, _ . -, got ${JSON.stringify(iss.input)}`,
-                }),
+              name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, {
+                error: (iss) => `expected a name of letters, digits, _ . -, got ${JSON.stringify(iss.input)}`,
+              }),
               key: z.string().min(16, { error: 'expected a key of at least 16 characters' }),
               ratePerSec: positiveInt,
               burst: positiveInt,

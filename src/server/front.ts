@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { parseBody, type Call, type Slot } from '../jsonrpc/parse.js';
 import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
-import type { Concurrency } from '../limits/concurrency.js';
+import type { Concurrency, SlotGrant } from '../limits/concurrency.js';
 import { limitKey } from '../limits/cidrs.js';
 import type { Admission, Identity, RateLimits } from '../limits/rate.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
@@ -91,57 +91,14 @@ export class Front {
   ): FrontResult | Promise<FrontResult> {
     const methods = (): string[] =>
       slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
-    // admissions[i] belongs to the i-th valid call; refused maps slot index -> seconds to wait, or 'never'.
-    let refused: Map<number, number | 'never'> | null = null;
-    let valid = 0;
-    let retryAfter: number | undefined;
-    for (const s of slots) {
-      if (!s.call) continue;
-      const wait = admissions[valid++];
-      if (wait === null || wait === undefined) continue;
-      (refused ??= new Map()).set(s.call.index, wait);
-      if (wait !== 'never') retryAfter = Math.max(retryAfter ?? 0, wait);
-    }
-    const admitted = valid - (refused?.size ?? 0);
-    // Every call over the limit: the whole request is refused, each call with its own -32005. It is
-    // a 429 with Retry-After when a wait admits any of them; calls no wait admits promise no retry.
-    if (valid > 0 && admitted === 0) {
-      const errorFor = (c: Call): RpcError => rateRefusal(refused?.get(c.index) ?? 1);
-      for (const s of slots)
-        if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), errorFor(s.call).reason);
-      const texts = refuseAll(slots, errorFor);
-      // A notification is not answered, but a refusal with a status still carries a body (SPEC 3.2).
-      const body =
-        writeBody(batch, texts) || (retryAfter === undefined ? '' : errorText('null', rateRefusal(retryAfter)));
-      return {
-        status: retryAfter === undefined ? 200 : 429,
-        body,
-        calls: slots.length,
-        methods,
-        upstreams: NONE,
-        errors: slots.length,
-        retryAfter,
-      };
-    }
+    const waits = rateWaits(slots, admissions);
+    // admissions holds one entry per valid call.
+    const admitted = admissions.length - (waits?.refused.size ?? 0);
+    if (waits !== null && admitted === 0) return refusedByRate(d, batch, slots, waits, methods);
+    const refused = waits?.refused ?? null;
     const ipKey = limitKey(who.ip);
     const admission = d.concurrency.acquire(ipKey, admitted);
-    if (admission !== 'ok') {
-      const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', {
-        data: { retryAfterSeconds: 1 },
-      });
-      d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
-      for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), error.reason);
-      const texts = refuseAll(slots, () => error);
-      return {
-        status: error.http,
-        body: writeBody(batch, texts) || errorText('null', error),
-        calls: slots.length,
-        methods,
-        upstreams: NONE,
-        errors: slots.length,
-        retryAfter: 1,
-      };
-    }
+    if (admission !== 'ok') return refusedByConcurrency(d, batch, slots, admission, admitted, methods);
     let ctx: RequestContext;
     let outcomes: (Outcome | undefined)[];
     let working: Promise<void> | null;
@@ -285,6 +242,75 @@ function written(
 function noop(): void {}
 
 const NONE: string[] = [];
+
+/** The calls a rate limit refused (slot index -> seconds to wait, or 'never'), and the longest wait; null: none. */
+interface RateWaits {
+  refused: Map<number, number | 'never'>;
+  retryAfter: number | undefined;
+}
+
+/** admissions[i] belongs to the i-th valid call. Null when every call was admitted (no allocation then). */
+function rateWaits(slots: readonly Slot[], admissions: readonly Admission[]): RateWaits | null {
+  let waits: RateWaits | null = null;
+  let valid = 0;
+  for (const s of slots) {
+    if (!s.call) continue;
+    const wait = admissions[valid++];
+    if (wait === null || wait === undefined) continue;
+    waits ??= { refused: new Map(), retryAfter: undefined };
+    waits.refused.set(s.call.index, wait);
+    if (wait !== 'never') waits.retryAfter = Math.max(waits.retryAfter ?? 0, wait);
+  }
+  return waits;
+}
+
+/**
+ * Every call over the limit: the whole request is refused, each call with its own -32005. It is a
+ * 429 with Retry-After when a wait admits any of them; calls no wait admits promise no retry.
+ */
+function refusedByRate(
+  d: FrontDeps,
+  batch: boolean,
+  slots: readonly Slot[],
+  { refused, retryAfter }: RateWaits,
+  methods: () => string[],
+): FrontResult {
+  const errorFor = (c: Call): RpcError => rateRefusal(refused.get(c.index) ?? 1);
+  for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), errorFor(s.call).reason);
+  const texts = refuseAll(slots, errorFor);
+  // A notification is not answered, but a refusal with a status still carries a body (SPEC 3.2).
+  const body = writeBody(batch, texts) || (retryAfter === undefined ? '' : errorText('null', rateRefusal(retryAfter)));
+  const status = retryAfter === undefined ? 200 : 429;
+  return { status, body, calls: slots.length, methods, upstreams: NONE, errors: slots.length, retryAfter };
+}
+
+/** No room for the request's calls (this IP's, or the process's): every call refused, retry in 1 s. */
+function refusedByConcurrency(
+  d: FrontDeps,
+  batch: boolean,
+  slots: readonly Slot[],
+  admission: Exclude<SlotGrant, 'ok'>,
+  admitted: number,
+  methods: () => string[],
+): FrontResult {
+  const error = new RpcError(admission === 'ip' ? 'IP_CONCURRENCY' : 'OVERLOADED', { data: { retryAfterSeconds: 1 } });
+  d.metrics.recordRateLimited(admission === 'ip' ? 'ip_concurrency' : 'overloaded', admitted);
+  for (const s of slots) if (s.call) d.metrics.recordRefused(d.pipeline.label(s.call.method), error.reason);
+  const body =
+    writeBody(
+      batch,
+      refuseAll(slots, () => error),
+    ) || errorText('null', error);
+  return {
+    status: error.http,
+    body,
+    calls: slots.length,
+    methods,
+    upstreams: NONE,
+    errors: slots.length,
+    retryAfter: 1,
+  };
+}
 
 /** Every slot's answer when no call is worked on: each call refused with its error, invalid ones as they were. */
 function refuseAll(slots: readonly Slot[], errorFor: (c: Call) => RpcError): (string | undefined)[] {

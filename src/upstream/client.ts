@@ -27,6 +27,7 @@ import { classifyBatch, classifyBatchInOrder, classifyHttp } from './answers.js'
 import { classifyTransport, expensiveVerdict, type Verdict } from './classify.js';
 import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
+import { batchText, requestText } from './request-text.js';
 import { answerCarries, identityOfText, type Identity } from '../methods/identity.js';
 
 export interface CallTiming {
@@ -105,31 +106,6 @@ interface Pending {
   done: boolean;
   resolve: (t: CallTiming) => void;
   budget?: BytePool;
-}
-
-/** The text between a request's id and its params: made once per run of calls of one method in a batch. */
-function methodPart(method: string): string {
-  return `,"method":${JSON.stringify(method)},"params":`;
-}
-
-function requestText(id: number, c: OutgoingCall, part = methodPart(c.method)): string {
-  return `{"jsonrpc":"2.0","id":${id}${part}${c.paramsJson}}`;
-}
-
-/** A batch's text: the k-th call's request with the id `idAt(k)`. */
-function batchText(calls: readonly OutgoingCall[], idAt: (k: number) => number): string {
-  let body = '[';
-  let method = '';
-  let part = '';
-  for (let k = 0; k < calls.length; k++) {
-    const c = calls[k]!;
-    if (c.method !== method) {
-      method = c.method;
-      part = methodPart(method);
-    }
-    body += `${k === 0 ? '' : ','}${requestText(idAt(k), c, part)}`;
-  }
-  return `${body}]`;
 }
 
 /** A batch answer that left a call out. */

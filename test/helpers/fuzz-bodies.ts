@@ -244,21 +244,19 @@ export const shapes: fc.Arbitrary<Input>[] = [
     }),
   goodCall.map((s) => ({ kind: 'BOM', body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), enc(s)]) })),
   // Deep nesting, as the body and inside params.
-  fc
-    .constantFrom(MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 100, 10_000, 100_000)
-    .chain((d) =>
-      fc.constantFrom(
-        { kind: `nested ${d} arrays`, body: enc(nested(d, '[', ']')) },
-        { kind: `nested ${d} objects`, body: enc(nested(d, '{"a":', '}')) },
-        {
-          kind: `params nested ${d}`,
-          body: enc(
-            `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":${nested(Math.max(1, d - 1), '[', ']', '"latest"')}}`,
-          ),
-        },
-        { kind: `nested ${d}, unclosed`, body: enc('['.repeat(d)) },
-      ),
+  fc.constantFrom(MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 100, 10_000, 100_000).chain((d) =>
+    fc.constantFrom(
+      { kind: `nested ${d} arrays`, body: enc(nested(d, '[', ']')) },
+      { kind: `nested ${d} objects`, body: enc(nested(d, '{"a":', '}')) },
+      {
+        kind: `params nested ${d}`,
+        body: enc(
+          `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":${nested(Math.max(1, d - 1), '[', ']', '"latest"')}}`,
+        ),
+      },
+      { kind: `nested ${d}, unclosed`, body: enc('['.repeat(d)) },
     ),
+  ),
   // Huge numbers.
   fc
     .constantFrom(
