@@ -63,7 +63,11 @@ const budgetSchema = z
     ratePerSec: z.number().positive(),
     burst: positiveInt,
   })
-  .refine((r) => r.burst >= r.ratePerSec, { error: 'expected burst >= ratePerSec', path: ['burst'] });
+  // Judged once both are positive: a 0 or a negative is refused on its own, once.
+  .refine((r) => r.burst <= 0 || r.ratePerSec <= 0 || r.burst >= r.ratePerSec, {
+    error: 'expected burst >= ratePerSec',
+    path: ['burst'],
+  });
 
 export const upstreamSchema = z.strictObject({
   /** Used in logs, metrics and /status; the URL never is. */

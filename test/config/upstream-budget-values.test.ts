@@ -25,7 +25,7 @@ t.test('a burst of 0, a zero or negative rate, a burst under the rate are refuse
     [{ ratePerSec: 10, burst: 2.5 }, 'upstreams[0].rateLimit.burst'],
     [{ ratePerSec: 10, burst: 5 }, 'upstreams[0].rateLimit.burst'],
     [{ ratePerSec: 10 }, 'upstreams[0].rateLimit.burst'],
-    [{ ratePerSec: 10, burst: 10, per: 'day' }, 'upstreams[0].rateLimit'],
+    [{ ratePerSec: 10, burst: 10, per: 'day' }, 'upstreams[0].rateLimit.per'],
   ];
   for (const [rateLimit, path] of cases) {
     const problems = problemsOf(rateLimit);
