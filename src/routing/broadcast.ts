@@ -1,5 +1,5 @@
 /**
- * routing.broadcastTransactions: a raw transaction goes to every routable upstream at once; the
+ * routing.broadcastTransactions: a raw transaction goes to every routable upstream not held off at once; the
  * first success (or "already known", which means another copy got there) answers. If none
  * succeeds, the last node error is returned verbatim, or -32002 when no node answered.
  * Reached through dispatch.ts only (a plan with `broadcast`).
@@ -10,8 +10,9 @@ import { alreadyKnown, transactionHash, type Attempted, type DispatchContext, ty
 
 export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<Attempted> {
   const { fleet, metrics, upstreamTimeoutMs } = ctx.routing;
-  const targets = fleet.upstreams.filter((u) => u.available);
-  if (targets.length === 0) return { outcome: { error: rpcErrors.noUpstream('none healthy') } };
+  const targets = fleet.upstreams.filter((u) => u.available && !u.heldOff);
+  if (targets.length === 0)
+    return { outcome: { error: rpcErrors.noUpstream(fleet.healthyCount() > 0 ? 'all held off' : 'none healthy') } };
   const hash = JSON.stringify(transactionHash(call.rawTransaction ?? '0x'));
   let nodeError: string | undefined;
   const attempts = targets.map(async (u): Promise<Outcome> => {
