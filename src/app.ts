@@ -176,6 +176,7 @@ export class App {
       reload: () => this.reloadFile(),
       host: config.admin.host,
       allowedHosts: config.admin.allowedHosts,
+      token: config.admin.token,
       collect: () => {
         cache.collect();
         uptime?.collect();

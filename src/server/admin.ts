@@ -5,13 +5,15 @@
  * Every request must come with a Host the port answers (admin-host.ts: 403 otherwise), and every
  * write with a JSON content type (415 otherwise): a browser page of another site may send a
  * "simple" request (text/plain, a form, no body) anywhere without asking, but a JSON one only
- * after a CORS preflight, which this port never grants.
+ * after a CORS preflight, which this port never grants. Every write must also pass admin-writes.ts
+ * (the bearer admin.token when set, else a loopback peer), judged before routing.
  */
 import { createServer, type Server } from 'node:http';
 import type { Metrics } from '../metrics/registry.js';
 import { cost } from '../routing/select.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { adminHostAllowed } from './admin-host.js';
+import { refuseWrite } from './admin-writes.js';
 import { isJsonContentType } from './body.js';
 import { sendJson } from './json-reply.js';
 
@@ -30,6 +32,8 @@ export interface AdminDeps {
   host: string;
   /** admin.allowedHosts: further names the port answers ("*": any). */
   allowedHosts: readonly string[];
+  /** admin.token: writes need it as a Bearer token; null = writes from loopback peers only. */
+  token: string | null;
 }
 
 export function isReady(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining'>): boolean {
@@ -80,6 +84,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
         error: 'Host not allowed on the admin port: use localhost, an IP address, or a name in admin.allowedHosts',
       });
     }
+    if (refuseWrite(req, res, deps.token)) return;
     if (path === '/-/reload') {
       if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST' });
       req.resume();
