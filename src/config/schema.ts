@@ -232,6 +232,11 @@ export const configSchema = z
           .record(methodName, positiveInt)
           .default({})
           .transform((v) => ({ ...DEFAULT_METHOD_TIMEOUTS_MS, ...v })),
+        /**
+         * The longest a node that answered "too many requests" is held off (its Retry-After, or 1 s
+         * doubling on each repeat, is capped here): upstream/holdoff.ts.
+         */
+        holdOffMaxMs: positiveInt.default(600_000),
         /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
         breaker: z
           .strictObject({

@@ -17,7 +17,7 @@ function perUpstream(registry: Registry, name: string, help: string): Gauge {
   return new Gauge({ name, help, labelNames: ['upstream'], registers: [registry] });
 }
 
-/** What happened: calls sent to upstreams and their latency, failovers, quarantines, reorgs. */
+/** What happened: calls sent to upstreams and their latency, failovers, quarantines, limits, reorgs. */
 function eventSeries(registry: Registry) {
   const registers = [registry];
   return {
@@ -46,6 +46,12 @@ function eventSeries(registry: Registry) {
       labelNames: ['upstream'],
       registers,
     }),
+    rateLimited: new Counter({
+      name: 'switchyard_upstream_rate_limited_total',
+      help: 'Times an upstream answered "too many requests" (HTTP 429, -32005 or a limit message), each holding it off',
+      labelNames: ['upstream'],
+      registers,
+    }),
     reorgs: new Counter({
       name: 'switchyard_reorgs_total',
       help: 'Chain reorganisations seen by the head tracker',
@@ -54,7 +60,7 @@ function eventSeries(registry: Registry) {
   };
 }
 
-/** Each upstream's state now: head, lag, health, load, breaker, latency, quarantine. */
+/** Each upstream's state now: head, lag, health, load, breaker, latency, quarantine, hold-off. */
 function upstreamGauges(registry: Registry) {
   return {
     head: perUpstream(
@@ -84,6 +90,11 @@ function upstreamGauges(registry: Registry) {
       registry,
       'switchyard_upstream_quarantined',
       '1 while the upstream is quarantined for answering another chain id',
+    ),
+    heldOff: perUpstream(
+      registry,
+      'switchyard_upstream_held_off',
+      '1 while the upstream is held off after answering "too many requests" (no calls, not a health failure)',
     ),
   };
 }
@@ -135,12 +146,14 @@ export class UpstreamMetrics {
   declareUpstream(upstream: string): void {
     this.events.quarantines.inc({ upstream }, 0);
     this.upstreams.quarantined.set({ upstream }, 0);
+    this.events.rateLimited.inc({ upstream }, 0);
+    this.upstreams.heldOff.set({ upstream }, 0);
   }
 
   /** Drops every series of an upstream removed by a reload, so dead names do not linger. */
   forgetUpstream(upstream: string): void {
-    const { head, lag, healthy, inFlight, latencyEwma, quarantined, breaker } = this.upstreams;
-    for (const g of [head, lag, healthy, inFlight, latencyEwma, quarantined]) g.remove({ upstream });
+    const { head, lag, healthy, inFlight, latencyEwma, quarantined, heldOff, breaker } = this.upstreams;
+    for (const g of [head, lag, healthy, inFlight, latencyEwma, quarantined, heldOff]) g.remove({ upstream });
     for (const state of BREAKER_STATES) breaker.remove({ upstream, state });
   }
 
@@ -156,6 +169,15 @@ export class UpstreamMetrics {
 
   recordQuarantine(upstream: string): void {
     this.events.quarantines.inc({ upstream });
+  }
+
+  /** The upstream answered "too many requests" (one exchange, however many of its calls it refused). */
+  recordUpstreamRateLimited(upstream: string): void {
+    this.events.rateLimited.inc({ upstream });
+  }
+
+  setHeldOff(upstream: string, on: boolean): void {
+    this.upstreams.heldOff.set({ upstream }, on ? 1 : 0);
   }
 
   setQuarantined(upstream: string, on: boolean): void {

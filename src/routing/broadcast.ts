@@ -1,5 +1,5 @@
 /**
- * routing.broadcastTransactions: a raw transaction goes to every routable upstream at once; the
+ * routing.broadcastTransactions: a raw transaction goes to every routable upstream not held off at once; the
  * first success (or "already known", which means another copy got there) answers. If none
  * succeeds, the last node error is returned verbatim, or -32002 when no node answered. A node out
  * of budget gets no copy; when every node is, UPSTREAM_BUDGET.
@@ -12,8 +12,9 @@ import { alreadyKnown, transactionHash, type Attempted, type DispatchContext, ty
 
 export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<Attempted> {
   const { fleet, metrics, upstreamTimeoutMs } = ctx.routing;
-  const routable = fleet.upstreams.filter((u) => u.available);
-  if (routable.length === 0) return { outcome: { error: rpcErrors.noUpstream('none healthy') } };
+  const routable = fleet.upstreams.filter((u) => u.available && !u.heldOff);
+  if (routable.length === 0)
+    return { outcome: { error: rpcErrors.noUpstream(fleet.healthyCount() > 0 ? 'all held off' : 'none healthy') } };
   // Each copy is a call to its node: a node out of budget gets none.
   const targets = routable.some((u) => u.budget !== null) ? await funded(routable, metrics) : routable;
   if (targets.length === 0) return { outcome: { error: overBudget(routable) } };

@@ -21,7 +21,7 @@ import type { BytePool } from '../upstream/answer-bytes.js';
 import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
 import { overBudget } from './budget.js';
-import { choose, eligible, type Requirement } from './select.js';
+import { choose, eligible, type Ineligible, type Requirement } from './select.js';
 import type { MethodTimeouts } from './timeouts.js';
 
 /** What a call needs of the service to reach a node: the fleet, the metrics, and the routing settings. */
@@ -137,19 +137,24 @@ export function nextCandidate(ctx: DispatchContext, call: Sendable, p: Progress)
     ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head, ctx.head ?? 0) }
     : call.requirement;
   const passed = p.overBudget === undefined ? p.tried : [...p.tried, ...p.overBudget];
-  const candidates = call.only
-    ? call.only.available && !passed.includes(call.only)
-      ? [call.only]
-      : 'none healthy'
-    : eligible(fleet, requirement, passed);
+  const candidates = call.only ? onlyNode(call.only, passed) : eligible(fleet, requirement, passed);
   if (typeof candidates !== 'string') return { upstream: choose(candidates, call.requirement.stickyKey) };
   if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };
   // Only budgets stood in the way before any node was asked: say so at once rather than wait.
   if (p.overBudget !== undefined && p.attempt === 0) return { done: { outcome: { error: overBudget(p.overBudget) } } };
   if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(fleet, requirement.minHead, passed))
     return { wait: true };
-  if (p.attempt === 0) return { done: { outcome: { error: rpcErrors.noUpstream(candidates) } } };
+  // Every node held off is said as such even after a failed attempt (the node that just said "too
+  // many requests"), unless a node's own error answer is there to return.
+  if (p.attempt === 0 || (candidates === 'all held off' && p.lastNodeError === undefined))
+    return { done: { outcome: { error: rpcErrors.noUpstream(candidates) } } };
   return { stop: true };
+}
+
+/** A call only one node can serve (the node holding its filter): that node, or why not. */
+function onlyNode(u: Upstream, tried: readonly Upstream[]): Upstream[] | Ineligible {
+  if (!u.available || tried.includes(u)) return 'none healthy';
+  return u.heldOff ? 'all held off' : [u];
 }
 
 /** Step 2: waits (bounded) until some node reports a new head, rather than answer from an older block. */
@@ -295,7 +300,7 @@ function exhausted(p: Progress): Attempted {
 /** Some untried routable node is below the block the call needs, so it may reach it soon. */
 function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: readonly Upstream[]): boolean {
   if (minHead === undefined) return false;
-  return fleet.upstreams.some((u) => u.available && !tried.includes(u) && u.head < minHead);
+  return fleet.upstreams.some((u) => u.available && !u.heldOff && !tried.includes(u) && u.head < minHead);
 }
 
 /** "Already known": another copy of the transaction reached the node first. */

@@ -67,6 +67,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       failures: u.failures,
       errorRate: u.calls === 0 ? 0 : Math.round((u.failures / u.calls) * 10000) / 10000,
       breaker: u.breaker.state,
+      heldOffUntil: u.heldOffUntil === null ? null : new Date(u.heldOffUntil).toISOString(),
       selectionCost: Math.round(cost(u) * 100) / 100,
       budget: u.budget?.status() ?? null,
     })),

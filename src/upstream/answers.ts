@@ -8,7 +8,7 @@
  */
 import type { Checked } from '../jsonrpc/check.js';
 import { objectMembers, skipValue, skipWs, type Span } from '../jsonrpc/scan.js';
-import { classifyNodeError, type Verdict } from './classify.js';
+import { classifyNodeError, TOO_MANY_REQUESTS, type Verdict } from './classify.js';
 
 /**
  * The verdict on the answer to one call sent alone; `id`: the id it was sent with, which the
@@ -227,7 +227,7 @@ function plainResult(text: string, start: number): Span | null {
 
 /** The verdict when the HTTP status alone says the node failed. */
 function statusVerdict(status: number): Verdict | undefined {
-  if (status === 429) return { kind: 'retry', reason: 'http_429', health: true };
+  if (status === 429) return TOO_MANY_REQUESTS;
   if (status >= 500) return { kind: 'retry', reason: 'http_5xx', health: true };
   return undefined;
 }

@@ -16,9 +16,18 @@ export type Verdict =
    * The node can't serve this call right now: try another; `health` says if the node itself is
    * failing. `unsent`: the request never left (the connection could not be made). `final`: the
    * call must not run on another node, and says nothing about this one (an expensive call's
-   * timeout: client.ts).
+   * timeout: client.ts). `holdOff`: the node says "too many requests": it is held off
+   * (holdoff.ts), which is no health failure.
    */
-  | { kind: 'retry'; reason: RetryReason; health: boolean; error?: string; unsent?: true; final?: true };
+  | {
+      kind: 'retry';
+      reason: RetryReason;
+      health: boolean;
+      error?: string;
+      unsent?: true;
+      final?: true;
+      holdOff?: true;
+    };
 
 /**
  * Retry reasons after which a call moves on to another node (switchyard_failovers_total's `reason`).
@@ -43,6 +52,9 @@ export type RetryReason =
   | 'answers_busy'
   | (typeof FAILOVER_REASONS)[number];
 
+/** A -32005 about the size of what the call asked for, not about how often the node is asked. */
+const ASKED_TOO_MUCH = /returned more than|exceeds max results|response size|block range/i;
+
 /** Node error messages meaning "I don't have that block (yet)", not "it doesn't exist". */
 const MISSING_BLOCK =
   /header not found|unknown block|block not found|BlockOutOfRange|block number out of range|missing trie node/i;
@@ -66,9 +78,14 @@ export function classifyNodeError(error: string, code: number, message: string):
   // never a health signal. Its message holds the contract's reason ("rate limit", "header not
   // found"), so no pattern below may read it.
   if (isRevert(code, message)) return { kind: 'node-error', error, code, message };
-  // -32005 is EIP-1474's "limit exceeded": the node is overloaded, not the call wrong.
+  // -32005 is EIP-1474's "limit exceeded": the node is overloaded, not the call wrong, so it is
+  // held off. Except where the limit is on what the call asked for (a provider's eth_getLogs
+  // "query returned more than 10000 results"): another node may serve it, and one client's wide
+  // query must not hold a node off for every other client.
   if (code === -32005 || /rate limit|too many requests/i.test(message)) {
-    return { kind: 'retry', reason: 'node_limit', health: true, error };
+    return ASKED_TOO_MUCH.test(message)
+      ? { kind: 'retry', reason: 'node_limit', health: false, error }
+      : { kind: 'retry', reason: 'node_limit', health: false, error, holdOff: true };
   }
   if (code === -32601) return { kind: 'retry', reason: 'node_method_missing', health: false, error };
   if (MISSING_BLOCK.test(message)) return { kind: 'retry', reason: 'node_missing_block', health: false, error };
@@ -84,6 +101,9 @@ const NOT_SENT: ReadonlySet<string> = new Set([
   'EHOSTUNREACH',
   'ENETUNREACH',
 ]);
+
+/** HTTP 429: the node (or the provider in front of it) says "too many requests". */
+export const TOO_MANY_REQUESTS: Verdict = { kind: 'retry', reason: 'http_429', health: false, holdOff: true };
 
 export function classifyTransport(err: unknown): Verdict {
   const name = (err as { name?: string; code?: string } | null)?.name ?? '';

@@ -1,19 +1,18 @@
 /**
- * The upstream client: transport to one node, nothing else. Owns the undici Pool, the
- * micro-batcher (calls made in the same event-loop turn leave as one JSON-RPC batch; the fleet's
- * probes and calls with a byte budget always leave alone), exchanges of
- * calls sent together by their caller (callMany: one batch now, one verdict per call), the
- * classification of every answer (classify.ts), and the figures that come from answers alone:
- * in-flight count, calls, failures, latency moving average and the passive-health breaker.
+ * The upstream client: transport to one node, nothing else. Owns the undici Pool, the micro-batcher
+ * (calls made in the same event-loop turn leave as one JSON-RPC batch; the fleet's probes and calls
+ * with a byte budget always leave alone), exchanges of calls sent together by their caller
+ * (callMany: one batch now, one verdict per call), the classification of every answer (classify.ts),
+ * and the figures that come from answers alone: in-flight count, calls, failures, latency moving
+ * average, the passive-health breaker and the hold-off (holdoff.ts: no failure, the breaker untouched).
  * Refuses: any idea of heads, up/down or retiring; that state is the fleet's (fleet.ts).
  * The URL stays inside this object: only `name` leaves.
  *
- * Deadlines: every call is answered by its own deadline. A call sent alone is timed by its
- * exchange (exchange.ts). In a batch whose members' deadlines differ, one timer per exchange
- * fires at the earliest deadline still pending: a call batched with slower or longer-deadline
- * calls is answered with a `timeout` verdict when its own deadline passes, and the exchange
- * carries on for the others until the last member's deadline. Calls sent together (callMany)
- * share one time limit, their caller's.
+ * Deadlines: every call is answered by its own deadline. A call sent alone is timed by its exchange
+ * (exchange.ts). In a batch whose members' deadlines differ, one timer per exchange fires at the
+ * earliest deadline still pending: a call batched with slower or longer-deadline calls is answered
+ * with a `timeout` verdict when its own deadline passes, and the exchange carries on for the others
+ * until the last member's deadline. Calls sent together (callMany) share one time limit, their caller's.
  *
  * Expensive calls (methods/table.ts `expensive`: eth_call, traces, eth_getLogs...) never join a
  * batch: each leaves in an exchange of its own at once, so a slow one holds only itself, and its
@@ -27,6 +26,7 @@ import { classifyBatch, classifyBatchInOrder, classifyHttp } from './answers.js'
 import { classifyTransport, expensiveVerdict, type Verdict } from './classify.js';
 import { postJson } from './exchange.js';
 import { Breaker } from './health.js';
+import { HoldOff } from './holdoff.js';
 import { batchText, requestText } from './request-text.js';
 import { answerCarries, identityOfText, type Identity } from '../methods/identity.js';
 
@@ -40,6 +40,8 @@ export interface UpstreamClient {
   readonly name: string;
   readonly config: UpstreamConfig;
   readonly breaker: Breaker;
+  /** Held off after a "too many requests" answer (holdoff.ts); fakes in tests may have none. */
+  readonly holdOff?: HoldOff;
   readonly inFlight: number;
   /** Resolves once no call is in flight (a removed node is closed then). */
   idle(): Promise<void>;
@@ -86,6 +88,7 @@ export interface ManyTiming {
 export interface ClientOptions {
   dispatcher?: Dispatcher;
   breaker?: Breaker;
+  holdOff?: HoldOff;
   /** Starting latency average (a node replaced on reload keeps its figure). */
   latencyMs?: number;
   /** The pool of large answers being received; the process's own unless a test hands in one. */
@@ -140,6 +143,7 @@ const EWMA_ALPHA = 0.2;
 export class HttpUpstreamClient implements UpstreamClient {
   readonly name: string;
   readonly breaker: Breaker;
+  readonly holdOff: HoldOff;
   inFlight = 0;
   /** Starts optimistic so new nodes get tried. */
   latencyMs = 5;
@@ -164,6 +168,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     this.name = config.name;
     this.url = new URL(config.url);
     this.breaker = opts.breaker ?? new Breaker();
+    this.holdOff = opts.holdOff ?? new HoldOff();
     if (opts.latencyMs !== undefined) this.latencyMs = opts.latencyMs;
     this.pool = opts.pool ?? largeAnswers;
     // Static headers first: Switchyard's own content-type, and a Basic header from URL credentials, win.
@@ -255,7 +260,8 @@ export class HttpUpstreamClient implements UpstreamClient {
       { pool: this.pool },
     )
       .then(
-        ({ status, text, checked }) => classifyBatchInOrder(status, text, first, n, MISSING, checked),
+        ({ status, text, checked, retryAfter }) =>
+          this.holdOff.read(classifyBatchInOrder(status, text, first, n, MISSING, checked), retryAfter),
         (err: unknown) => classifyTransport(err),
       )
       .then((read) => {
@@ -301,7 +307,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
       const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
-      const { status, text, checked } = await postJson(
+      const { status, text, checked, retryAfter } = await postJson(
         this.dispatcher,
         this.target,
         body,
@@ -309,7 +315,8 @@ export class HttpUpstreamClient implements UpstreamClient {
         bytes,
       );
       // A single call's answer must carry the id it was sent with: another's is not its answer.
-      verdicts = single ? classifyHttp(status, text, batch[0]!.id, checked) : classifyBatch(status, text, checked);
+      const read = single ? classifyHttp(status, text, batch[0]!.id, checked) : classifyBatch(status, text, checked);
+      verdicts = this.holdOff.read(read, retryAfter);
     } catch (err) {
       verdicts = classifyTransport(err);
     }
@@ -362,8 +369,8 @@ export class HttpUpstreamClient implements UpstreamClient {
 
   /** What one answered call teaches: failures, the latency average, the breaker (routed calls only). */
   private recordVerdict(verdict: Verdict, ms: number, passive: boolean): void {
-    // The call's own cost, not the node's: no failure, no latency sample, only the trial slot back.
-    if (verdict.kind === 'retry' && verdict.final === true) {
+    // The call's own cost, or a hold-off (holdoff.ts): not the node failing. No failure, no latency, the slot back.
+    if (verdict.kind === 'retry' && (verdict.final === true || verdict.holdOff === true)) {
       if (passive) this.breaker.release();
       return;
     }

@@ -24,6 +24,8 @@ export interface Answer {
    * JSON (the text is then empty: nothing of it is kept). Absent for an answer below the threshold.
    */
   checked?: Checked | null;
+  /** The answer's Retry-After header, when it has one (a node holding Switchyard off: holdoff.ts). */
+  retryAfter?: string;
 }
 
 /** A large answer is decoded and checked this many bytes at a time. */
@@ -128,6 +130,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   private controller: Controller | null = null;
   private timedOut = false;
   private status = 0;
+  private retryAfter: string | undefined = undefined;
   private first: Buffer | undefined = undefined;
   private chunks: Buffer[] | undefined = undefined;
   private size = 0;
@@ -192,6 +195,8 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseStart(_c: Controller, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     this.status = statusCode;
+    const retryAfter = headers['retry-after'];
+    if (retryAfter !== undefined) this.retryAfter = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
     // A declared length is taken before the first byte: refused at once rather than half read.
     const declared = Number(headers['content-length']);
     if (Number.isSafeInteger(declared)) this.hold(declared);
@@ -219,11 +224,17 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.large !== null) {
       const read = this.large.end();
       if (read === null) return this.notJson();
-      return this.done(null, { status, text: read.text, checked: read.checked });
+      return this.done(null, this.answer({ status, text: read.text, checked: read.checked }));
     }
     const { first, chunks } = this;
     const buf = first === undefined ? undefined : chunks === undefined ? first : Buffer.concat(chunks, this.size);
-    this.done(null, { status, text: buf === undefined ? '' : buf.toString('utf8') });
+    this.done(null, this.answer({ status, text: buf === undefined ? '' : buf.toString('utf8') }));
+  }
+
+  /** The answer with its Retry-After, when it had one (most answers have none: no key then). */
+  private answer(a: Answer): Answer {
+    if (this.retryAfter !== undefined) a.retryAfter = this.retryAfter;
+    return a;
   }
 
   onResponseError(_c: Controller, err: Error): void {

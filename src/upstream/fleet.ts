@@ -1,8 +1,8 @@
 /**
  * The fleet: every configured upstream, their state and heads, and the fleet head derived from them.
- * Owns: chain-id verification (quarantine), head polling, the fleet head and finalized height, the
- * block number served to clients (it never goes backwards), and applying a reloaded configuration
- * (which nodes stay, come and go: membership.ts).
+ * Owns: chain-id verification (quarantine), head polling, the fleet head and finalized height, the block
+ * number served to clients (it never goes backwards), each node's hold-off clock and limit (holdoff.ts),
+ * and applying a reloaded configuration (which nodes stay, come and go: membership.ts).
  * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts).
  *
  * The fleet is the only writer of upstream state (node.ts `NodeStatus`). Everything else reports
@@ -25,10 +25,12 @@ import type { Logger } from 'pino';
 import type { Config, UpstreamConfig } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
 import { HeadBelief } from './belief.js';
+import { collectCallGauges, publishHeads } from './gauges.js';
 import { Canon, finalizedHeight, type Header } from './heads.js';
-import { HttpUpstreamClient, type UpstreamClient } from './client.js';
+import { HttpUpstreamClient, type ClientOptions, type UpstreamClient } from './client.js';
 import { Breaker } from './health.js';
 import { memoryBudgets, type BudgetMaker } from '../limits/budget.js';
+import { nodeHoldOff } from './holdoff.js';
 import { freshStatus, movesHead, Upstream, type NodeStatus, type UpstreamState } from './node.js';
 import { Probe, type ProbeSettings } from './probe.js';
 import {
@@ -66,10 +68,8 @@ export class Fleet extends EventEmitter {
     private readonly metrics: Metrics,
     private readonly log: Logger,
     /** Builds the transport for one node (tests inject fakes); `latencyMs` seeds a replacement's average. */
-    private readonly makeClient: (
-      c: UpstreamConfig,
-      seed: { latencyMs?: number; breaker?: Breaker },
-    ) => UpstreamClient = (c, seed) => new HttpUpstreamClient(c, seed),
+    private readonly makeClient: (c: UpstreamConfig, seed: ClientOptions) => UpstreamClient = (c, seed) =>
+      new HttpUpstreamClient(c, seed),
     /** The routing clock: head times, breaker cooldowns, call deadlines (routing/failover.ts). Tests pass a controlled one. */
     readonly now: () => number = Date.now,
     private readonly makeBudget: BudgetMaker = memoryBudgets(),
@@ -85,7 +85,8 @@ export class Fleet extends EventEmitter {
   }
 
   private build(c: UpstreamConfig, status: NodeStatus, seed: { latencyMs?: number }): Upstream {
-    const client = this.makeClient(c, { ...seed, breaker: new Breaker({ now: this.now }) });
+    const holdOff = nodeHoldOff(c.name, this.now, () => this.opts.holdOffMaxMs, this.metrics, this.log);
+    const client = this.makeClient(c, { ...seed, breaker: new Breaker({ now: this.now }), holdOff });
     const u = new Upstream(client, status, this.makeBudget(c));
     this.status.set(u, status);
     return u;
@@ -122,7 +123,7 @@ export class Fleet extends EventEmitter {
   latest(): number {
     const served = this.blockNumber();
     let top = -1;
-    for (const u of this.upstreams) if (u.available && u.head > top) top = u.head;
+    for (const u of this.upstreams) if (u.available && !u.heldOff && u.head > top) top = u.head;
     return top < 0 || this.head < 0 ? served : Math.min(served, this.head, top);
   }
 
@@ -339,24 +340,12 @@ export class Fleet extends EventEmitter {
   }
 
   private publish(): void {
-    for (const u of this.upstreams) {
-      this.metrics.setUpstreamHead(u.name, u.head);
-      this.metrics.setUpstreamLag(u.name, Number.isFinite(this.lag(u)) ? this.lag(u) : -1);
-      this.metrics.setUpstreamHealthy(u.name, u.available);
-      this.metrics.setQuarantined(u.name, u.state === 'quarantined');
-    }
-    this.metrics.setFleetHead(this.head);
-    this.metrics.setFleetFinalized(this.finalized);
+    publishHeads(this.metrics, this.upstreams, (u) => this.lag(u), this.head, this.finalized);
   }
 
   /** Refreshes the gauges that move with every call (scraped, not pushed). */
   collect(): void {
-    for (const u of this.upstreams) {
-      this.metrics.setUpstreamInFlight(u.name, u.inFlight);
-      this.metrics.setBreakerState(u.name, u.breaker.label);
-      this.metrics.setUpstreamLatency(u.name, u.latencyMs / 1000);
-      this.metrics.setUpstreamHealthy(u.name, u.available);
-    }
+    collectCallGauges(this.metrics, this.upstreams);
   }
 
   /**

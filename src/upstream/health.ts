@@ -2,8 +2,9 @@
  * Passive health: a per-upstream circuit breaker fed by real traffic.
  * Closed: calls flow. After `threshold` consecutive failures it opens: no calls for `cooldownMs`.
  * Then half-open: one trial call at a time; a success closes it, a failure opens it again.
- * Failures are timeouts, transport errors, HTTP 5xx/429 and node "limit" errors (classify.ts);
- * an expensive call's timeout is none (classify.ts expensiveVerdict), and never a revert.
+ * Failures are timeouts, transport errors and HTTP 5xx (classify.ts); an expensive call's timeout
+ * is none (classify.ts expensiveVerdict), nor a "too many requests" answer (it holds the node off:
+ * holdoff.ts), and never a revert.
  */
 
 export type BreakerState = 'closed' | 'open' | 'half-open';

@@ -26,6 +26,8 @@ export interface FleetOptions {
   headSlackBlocks?: number;
   /** Circuit breaker settings for every upstream (routing.breaker); absent = the Breaker's defaults. */
   breaker?: { threshold: number; cooldownMs: number };
+  /** routing.holdOffMaxMs: the longest a node that said "too many requests" is held off (holdoff.ts). */
+  holdOffMaxMs?: number;
 }
 
 export function fleetOptions(cfg: Config): FleetOptions {
@@ -38,6 +40,7 @@ export function fleetOptions(cfg: Config): FleetOptions {
     maxHeadJumpBlocks: cfg.routing.maxHeadJumpBlocks,
     headSlackBlocks: cfg.routing.headSlackBlocks,
     breaker: { threshold: cfg.routing.breaker.failureThreshold, cooldownMs: cfg.routing.breaker.cooldownMs },
+    holdOffMaxMs: cfg.routing.holdOffMaxMs,
   };
 }
 

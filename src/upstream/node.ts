@@ -99,6 +99,14 @@ export class Upstream {
   get breaker(): Breaker {
     return this.client.breaker;
   }
+  /** It said "too many requests" and gets no calls yet (holdoff.ts); not a health matter, so not in `available`. */
+  get heldOff(): boolean {
+    return this.client.holdOff?.active === true;
+  }
+  /** When its hold-off ends (routing clock, ms since the epoch), or null when it is not held off. */
+  get heldOffUntil(): number | null {
+    return this.client.holdOff?.until ?? null;
+  }
   get inFlight(): number {
     return this.client.inFlight;
   }

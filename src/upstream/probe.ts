@@ -7,6 +7,8 @@
  * POLL_TIMEOUTS_TO_DOWN timeouts in a row, none while the node runs an expensive call, mark it
  * down. A node running one heavy call (anvil tracing) answers everything late for that long: the
  * node is skipped meanwhile, not declared an outage. Any other failure (refused, a bad answer) marks it down at once.
+ * A node held off (holdoff.ts) is not polled until its hold-off ends, and a poll answered "too many
+ * requests" leaves its state as it was: a hold-off is no health failure.
  */
 import type { Header } from './heads.js';
 import { parseHeader } from './heads.js';
@@ -89,6 +91,7 @@ export class Probe {
 
   private async poll(): Promise<void> {
     const { u } = this;
+    if (u.heldOff) return;
     const settings = this.settings();
     const timeout = Math.min(settings.upstreamTimeoutMs, Math.max(1000, settings.headPollMs * 2));
     const now = this.now();
@@ -123,6 +126,7 @@ export class Probe {
    * gets no new calls), after which timeouts count again.
    */
   private failed(why: string, verdict: Verdict): void {
+    if (verdict.kind === 'retry' && verdict.holdOff === true) return;
     const timedOut = verdict.kind === 'retry' && verdict.reason === 'timeout';
     if (timedOut && this.u.state === 'healthy') {
       if (this.u.expensiveInFlight > 0) return this.sink.late(why);

@@ -9,7 +9,8 @@ import type { Test } from 'tap';
 export type FakeAnswer =
   | { result: unknown; delayMs?: number }
   | { error: { code: number; message: string; data?: unknown }; delayMs?: number }
-  | { status: number; body: string; delayMs?: number }
+  /** `headers`: sent beside the content type (a 429's Retry-After). */
+  | { status: number; body: string; headers?: Record<string, string>; delayMs?: number }
   | { hang: true }
   | { reset: true }
   /** Sends 200 and its headers (and the first bytes of a body), then never finishes the body. */
@@ -102,7 +103,7 @@ export async function startFakeNode(
         }
         const send = (): void => {
           if ('status' in answer) {
-            res.writeHead(answer.status, { 'content-type': 'application/json' });
+            res.writeHead(answer.status, { ...answer.headers, 'content-type': 'application/json' });
             res.end(answer.body);
             return;
           }

@@ -1,7 +1,7 @@
 /**
  * Faults a real node can't produce, from a scriptable fake node next to a real anvil (both chain
- * 186, same head): a garbage body, a hang after the headers, HTTP 500, HTTP 429 with a -32005 body,
- * a connection reset. For each, at least 50 calls all get the anvil's correct answer (failover),
+ * 186, same head): a garbage body, a hang after the headers, HTTP 500, a connection reset. (A 429
+ * is no failure: it holds the node off, test/routing/hold-off.test.ts.) For each, at least 50 calls all get the anvil's correct answer (failover),
  * none is -32603, the process stays up with nothing left in flight, and the fake node's breaker
  * opens. Then: an open breaker keeps routed calls away for its whole cooldown although the fake
  * node keeps answering the head polls, and lets exactly one trial through afterwards.
@@ -24,17 +24,12 @@ const FAULTS: [string, FakeAnswer][] = [
   ['garbage body', { status: 200, body: 'not json' }],
   ['hang after headers', { hangAfterHeaders: true }],
   ['HTTP 500', { status: 500, body: 'internal server error' }],
-  [
-    'HTTP 429 with -32005',
-    { status: 429, body: '{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"rate limit exceeded"}}' },
-  ],
   ['connection reset', { reset: true }],
 ];
 const FAILOVER_REASON: Record<string, string> = {
   'garbage body': 'bad_body',
   'hang after headers': 'timeout',
   'HTTP 500': 'http_5xx',
-  'HTTP 429 with -32005': 'http_429',
   'connection reset': 'transport',
 };
 

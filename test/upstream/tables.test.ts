@@ -56,9 +56,12 @@ t.test('classifyNodeError: answer, or retry elsewhere and why', async (t) => {
     [3, 'execution reverted', 'node-error'],
     [-32000, 'nonce too low', 'node-error'],
     [-32602, 'invalid argument 0: hex string without 0x prefix', 'node-error'],
-    [-32005, 'limit exceeded', 'retry node_limit health'],
-    [-32000, 'Too Many Requests', 'retry node_limit health'],
-    [-32016, 'rate limit reached', 'retry node_limit health'],
+    // A node's limit holds it off (upstream/holdoff.ts): no health failure.
+    [-32005, 'limit exceeded', 'retry node_limit hold-off'],
+    [-32000, 'Too Many Requests', 'retry node_limit hold-off'],
+    [-32016, 'rate limit reached', 'retry node_limit hold-off'],
+    // A limit on what the call asked for: tried elsewhere, but the node is not held off for it.
+    [-32005, 'query returned more than 10000 results', 'retry node_limit'],
     [-32601, 'the method eth_foo does not exist', 'retry node_method_missing'],
     [-32000, 'header not found', 'retry node_missing_block'],
     [-32000, 'unknown block', 'retry node_missing_block'],
@@ -79,13 +82,14 @@ t.test('classifyNodeError: answer, or retry elsewhere and why', async (t) => {
       'node-error',
     ],
     // Only the start of a message says it is a revert: a node's own limit message is still one.
-    [-32000, 'rate limit: execution reverted too often', 'retry node_limit health'],
+    [-32000, 'rate limit: execution reverted too often', 'retry node_limit hold-off'],
     [-32000, 'header not found (execution reverted)', 'retry node_missing_block'],
   ];
   for (const [code, message, expected] of rows) {
     const error = JSON.stringify({ code, message });
     const v = classifyNodeError(error, code, message);
-    const got = v.kind === 'retry' ? `retry ${v.reason}${v.health ? ' health' : ''}` : v.kind;
+    const got =
+      v.kind === 'retry' ? `retry ${v.reason}${v.health ? ' health' : ''}${v.holdOff ? ' hold-off' : ''}` : v.kind;
     t.equal(got, expected, `${code} ${message}`);
     t.equal(v.kind === 'result' ? undefined : v.error, error, 'the node error text travels with the verdict');
   }
@@ -96,7 +100,11 @@ t.test('expensiveVerdict: a timeout or a connection lost once sent is final and 
     ['timeout', { kind: 'retry', reason: 'timeout', health: true }, true],
     ['connection lost after sending', { kind: 'retry', reason: 'transport', health: true }, true],
     ['connection refused: never sent', { kind: 'retry', reason: 'transport', health: true, unsent: true }, false],
-    ['the node says it is limited', { kind: 'retry', reason: 'node_limit', health: true, error: '{}' }, false],
+    [
+      'the node says it is limited',
+      { kind: 'retry', reason: 'node_limit', health: false, error: '{}', holdOff: true },
+      false,
+    ],
     ['HTTP 5xx', { kind: 'retry', reason: 'http_5xx', health: true }, false],
     ['a result', { kind: 'result', result: '"0x"' }, false],
   ];
