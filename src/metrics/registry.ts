@@ -52,6 +52,7 @@ export class Metrics {
   readonly recordFailover = this.upstreams.recordFailover.bind(this.upstreams);
   readonly recordQuarantine = this.upstreams.recordQuarantine.bind(this.upstreams);
   readonly setQuarantined = this.upstreams.setQuarantined.bind(this.upstreams);
+  readonly setUpstreamCordoned = this.upstreams.setUpstreamCordoned.bind(this.upstreams);
   readonly setBreakerState = this.upstreams.setBreakerState.bind(this.upstreams);
   readonly recordReorg = this.upstreams.recordReorg.bind(this.upstreams);
   readonly setUpstreamHead = this.upstreams.setUpstreamHead.bind(this.upstreams);

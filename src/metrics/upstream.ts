@@ -85,6 +85,11 @@ function upstreamGauges(registry: Registry) {
       'switchyard_upstream_quarantined',
       '1 while the upstream is quarantined for answering another chain id',
     ),
+    cordoned: perUpstream(
+      registry,
+      'switchyard_upstream_cordoned',
+      '1 while an operator has the upstream cordoned (no new calls; still probed)',
+    ),
   };
 }
 
@@ -135,12 +140,13 @@ export class UpstreamMetrics {
   declareUpstream(upstream: string): void {
     this.events.quarantines.inc({ upstream }, 0);
     this.upstreams.quarantined.set({ upstream }, 0);
+    this.upstreams.cordoned.set({ upstream }, 0);
   }
 
   /** Drops every series of an upstream removed by a reload, so dead names do not linger. */
   forgetUpstream(upstream: string): void {
-    const { head, lag, healthy, inFlight, latencyEwma, quarantined, breaker } = this.upstreams;
-    for (const g of [head, lag, healthy, inFlight, latencyEwma, quarantined]) g.remove({ upstream });
+    const { head, lag, healthy, inFlight, latencyEwma, quarantined, cordoned, breaker } = this.upstreams;
+    for (const g of [head, lag, healthy, inFlight, latencyEwma, quarantined, cordoned]) g.remove({ upstream });
     for (const state of BREAKER_STATES) breaker.remove({ upstream, state });
   }
 
@@ -160,6 +166,10 @@ export class UpstreamMetrics {
 
   setQuarantined(upstream: string, on: boolean): void {
     this.upstreams.quarantined.set({ upstream }, on ? 1 : 0);
+  }
+
+  setUpstreamCordoned(upstream: string, on: boolean): void {
+    this.upstreams.cordoned.set({ upstream }, on ? 1 : 0);
   }
 
   /** One series per state, 1 on the current one: `switchyard_upstream_breaker_state{state="open"} == 1` reads as it says. */

@@ -10,7 +10,7 @@ import { alreadyKnown, transactionHash, type Attempted, type DispatchContext, ty
 
 export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<Attempted> {
   const { fleet, metrics, upstreamTimeoutMs } = ctx.routing;
-  const targets = fleet.upstreams.filter((u) => u.available);
+  const targets = fleet.upstreams.filter((u) => u.available && !fleet.cordons.has(u.name));
   if (targets.length === 0) return { outcome: { error: rpcErrors.noUpstream('none healthy') } };
   const hash = JSON.stringify(transactionHash(call.rawTransaction ?? '0x'));
   let nodeError: string | undefined;

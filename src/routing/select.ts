@@ -1,6 +1,6 @@
 /**
  * Which upstreams may serve a call, and which one does.
- * Eligibility: routable (healthy, right chain, breaker allows), has the capability, has the block.
+ * Eligibility: routable (healthy, right chain, breaker allows), not cordoned, has the capability, has the block.
  * Selection: power of two choices on cost = (inFlight + 1) x EWMA latency / weight: two eligible
  * nodes drawn at random, the cheaper one wins. It spreads load like least-outstanding-requests
  * without herding every call onto the one node that looked best a moment ago.
@@ -20,6 +20,7 @@ export interface Requirement {
 
 export type Ineligible =
   | 'none healthy'
+  | 'all cordoned'
   | 'none in sync'
   | 'none has the block'
   | 'none has the capability'
@@ -31,7 +32,7 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstr
   if (req.capability === undefined) {
     const out: Upstream[] = [];
     for (const u of fleet.upstreams) {
-      if (!u.available || exclude.includes(u)) continue;
+      if (!u.available || fleet.cordons.has(u.name) || exclude.includes(u)) continue;
       if (req.minHead !== undefined && u.head < req.minHead) continue;
       if (req.maxLag !== undefined && fleet.lag(u) > req.maxLag) continue;
       out.push(u);
@@ -40,6 +41,8 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstr
   }
   let pool = fleet.upstreams.filter((u) => u.available);
   if (pool.length === 0) return 'none healthy';
+  pool = pool.filter((u) => !fleet.cordons.has(u.name));
+  if (pool.length === 0) return 'all cordoned';
   if (req.capability === 'debug') {
     pool = pool.filter((u) => u.tags.has('debug'));
     if (pool.length === 0) return 'none has the capability';

@@ -3,7 +3,8 @@
  * Owns: chain-id verification (quarantine), head polling, the fleet head and finalized height, the
  * block number served to clients (it never goes backwards), and applying a reloaded configuration
  * (which nodes stay, come and go: membership.ts).
- * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts).
+ * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts), keeping cordons
+ * (cordons.ts: `cordons` is the set in force, which routing and the status pages read).
  *
  * The fleet is the only writer of upstream state (node.ts `NodeStatus`). Everything else reports
  * observations through these transitions, and the fleet decides what they mean:
@@ -27,6 +28,7 @@ import type { Metrics } from '../metrics/registry.js';
 import { HeadBelief } from './belief.js';
 import { Canon, finalizedHeight, type Header } from './heads.js';
 import { HttpUpstreamClient, type UpstreamClient } from './client.js';
+import { CordonSet } from './cordons.js';
 import { Breaker } from './health.js';
 import { freshStatus, movesHead, Upstream, type NodeStatus, type UpstreamState } from './node.js';
 import { Probe, type ProbeSettings } from './probe.js';
@@ -58,6 +60,7 @@ export class Fleet extends EventEmitter {
   /** The writable state of every upstream, current and retiring: the fleet's alone. */
   private readonly status = new WeakMap<Upstream, NodeStatus>();
   private readonly canon = new Canon();
+  readonly cordons = new CordonSet();
 
   constructor(
     private opts: FleetOptions,
@@ -119,7 +122,7 @@ export class Fleet extends EventEmitter {
   latest(): number {
     const served = this.blockNumber();
     let top = -1;
-    for (const u of this.upstreams) if (u.available && u.head > top) top = u.head;
+    for (const u of this.upstreams) if (u.available && !this.cordons.has(u.name) && u.head > top) top = u.head;
     return top < 0 || this.head < 0 ? served : Math.min(served, this.head, top);
   }
 
@@ -186,10 +189,7 @@ export class Fleet extends EventEmitter {
     this.emit('upstream-head', u);
   }
 
-  /**
-   * Another replica saw `u` at n (replicas/shared-heads.ts): what Redis holds is input, so it is
-   * taken only as far as this replica's own nodes make it possible (reach()). False: refused.
-   */
+  /** Another replica saw `u` at n (shared-heads.ts): Redis is input, taken only within reach(). False: refused. */
   takeShared(u: Upstream, n: number): boolean {
     if (!Number.isSafeInteger(n) || n < 0 || n > this.reach()) return false;
     this.proveBlock(u, n);
@@ -342,6 +342,7 @@ export class Fleet extends EventEmitter {
       this.metrics.setUpstreamLag(u.name, Number.isFinite(this.lag(u)) ? this.lag(u) : -1);
       this.metrics.setUpstreamHealthy(u.name, u.available);
       this.metrics.setQuarantined(u.name, u.state === 'quarantined');
+      this.metrics.setUpstreamCordoned(u.name, this.cordons.has(u.name));
     }
     this.metrics.setFleetHead(this.head);
     this.metrics.setFleetFinalized(this.finalized);
