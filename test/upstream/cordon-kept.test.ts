@@ -24,7 +24,7 @@ t.test('a cordon is kept in the uptime store across a restart and reloads', asyn
 
   let sy = await start();
   t.equal((await listed(sy)).keptIn, 'uptime store', 'kept in the uptime store');
-  t.equal((await post(`${sy.adminUrl}/upstreams/${second}/cordon`, { reason: 'disk full' })).status, 200);
+  t.equal((await post(`${sy.adminUrl}/upstreams/${second}/cordon`, { reason: 'disk full' })).status, 200, 'cordoned');
   const page = await waitFor('the uptime JSON lists the nodes', async () => {
     const r = await get(`${sy.url}/uptime.json`);
     return r.status === 200 ? r.json() : undefined;

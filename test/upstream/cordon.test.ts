@@ -44,7 +44,11 @@ t.test('a cordoned node gets no new calls until uncordoned', async (t) => {
   const target = names[1]!;
   const res = await admin(`/upstreams/${target}/cordon`, { reason: 'geth upgrade' });
   t.equal(res.status, 200, 'cordon answered 200');
-  t.match(res.json(), { name: target, cordoned: true, cordon: { reason: 'geth upgrade', since: String } });
+  t.match(
+    res.json(),
+    { name: target, cordoned: true, cordon: { reason: 'geth upgrade', since: String } },
+    'with the cordon',
+  );
 
   const listed = await upstreams();
   t.same(
@@ -94,7 +98,7 @@ t.test('a cordoned node gets no new calls until uncordoned', async (t) => {
   await admin(`/upstreams/${target}/cordon`);
   const un = await admin(`/upstreams/${target}/uncordon`);
   t.equal(un.status, 200, 'uncordon answered 200');
-  t.match(un.json(), { name: target, cordoned: false, wasCordoned: true });
+  t.match(un.json(), { name: target, cordoned: false, wasCordoned: true }, 'and says it was cordoned');
   t.equal((await upstreams())[1]!.state, 'healthy', 'it reads healthy again');
   const back = await callsTo(target);
   await waitFor('the uncordoned node takes calls again', async () => {
@@ -132,7 +136,7 @@ t.test('bad input: unknown names, long reasons, no JSON content type; all cordon
   );
   t.equal(listed.keptIn, 'memory', 'kept in memory: no Redis, uptime store in memory');
 
-  for (const n of names) t.equal((await post(`${sy.adminUrl}/upstreams/${n}/cordon`, '')).status, 200);
+  for (const n of names) t.equal((await post(`${sy.adminUrl}/upstreams/${n}/cordon`, '')).status, 200, `${n} cordoned`);
   const r = await call(sy.url, 'eth_getBalance', [DEV_ADDRESS, 'latest']);
   t.match(r.error, { code: -32002, data: { why: 'all cordoned' } }, 'every node cordoned: -32002 all cordoned');
   t.equal((await get(`${sy.adminUrl}/ready`)).status, 200, '/ready unchanged: a cordon is no outage');
