@@ -2,7 +2,8 @@
  * Cordons shared through Redis (SPEC 4.8): two Switchyard replicas with one real redis-server in
  * front of a replicated two-node anvil devnet. A cordon through replica A is seen by replica B
  * (the delay is reported), B routes no call to the node, and the cordon survives closing and
- * starting both replicas again; an uncordon through B reaches A. What Redis holds is input: a
+ * starting both replicas again; an uncordon through B reaches A; a cordon written to Redis without
+ * an announcement is found by the periodic re-read. What Redis holds is input: a
  * value that is no cordon, or a field that is no upstream name, is refused and counted, and
  * cordons nothing.
  */
@@ -64,9 +65,19 @@ t.test('a cordon through one replica reaches the other and survives restarting b
   await waitFor('A sees the uncordon', async () => (await stateOf(a, first)) === 'healthy', { timeoutMs: 10_000 });
   t.comment(`A saw the uncordon ${Date.now() - lifted} ms after B was asked`);
 
-  // Poisoned by a writer of the test's own: nothing is taken, each is counted.
   const writer = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   t.teardown(() => writer.disconnect());
+  // Written without an announcement (as if the message were missed): the periodic re-read finds it.
+  const quiet = Date.now();
+  await writer.hset('switchyard:186:cordons', second, JSON.stringify({ reason: 'quiet', at: quiet }));
+  await waitFor('A reads the unannounced cordon', async () => (await stateOf(a, second)) === 'cordoned', {
+    timeoutMs: 10_000,
+  });
+  t.comment(`A read a cordon written without an announcement ${Date.now() - quiet} ms later`);
+  await writer.hdel('switchyard:186:cordons', second);
+  await waitFor('and its removal', async () => (await stateOf(a, second)) === 'healthy', { timeoutMs: 10_000 });
+
+  // Poisoned by a writer of the test's own: nothing is taken, each is counted.
   const refused = (): Promise<number> => metric(a, 'switchyard_redis_values_refused_total', { use: 'cordons' });
   const was = await refused();
   await writer.hset('switchyard:186:cordons', second, '{"reason":42}', 'not a name!', '{"reason":null,"at":1}');
