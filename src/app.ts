@@ -189,6 +189,7 @@ export class App {
       cordons: this.rooms.cordons,
       host: config.admin.host,
       allowedHosts: config.admin.allowedHosts,
+      token: config.admin.token,
       collect: () => {
         cache.collect();
         uptime?.collect();

@@ -91,13 +91,14 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 
 /**
  * Options whose values may hold credentials: upstream URLs (user:key@, keys in the path or query)
- * and headers (authorization, x-api-key), Redis URLs (passwords), API keys.
+ * and headers (authorization, x-api-key), Redis URLs (passwords), API keys, the admin token.
  */
 function secretKind(path: readonly PropertyKey[]): 'url' | 'secret' | null {
   const [a, b, c, d] = path;
   if (a === 'upstreams' && typeof b === 'number')
     return c === 'url' || c === 'ws' ? 'url' : c === 'headers' ? 'secret' : null;
   if (a === 'rateLimit' && b === 'apiKeys' && d === 'key') return 'secret';
+  if (a === 'admin' && b === 'token') return 'secret';
   return path.at(-1) === 'redis' ? 'url' : null;
 }
 

@@ -2,7 +2,7 @@
  * The effective configuration as `switchyard check --print` shows it: every default filled in,
  * secrets masked. Upstream and Redis URLs keep scheme, host and port (an operator must see where
  * they point) and lose credentials, path and query (where providers put API keys); API keys and
- * header values are replaced whole.
+ * header values and the admin token are replaced whole.
  */
 import type { Config } from './schema.js';
 
@@ -54,5 +54,7 @@ export function maskedConfig(config: Config): unknown {
   if (copy.rateLimit.redis !== null) copy.rateLimit.redis = maskUrl(copy.rateLimit.redis);
   for (const k of copy.rateLimit.apiKeys) k.key = MASK;
   if (typeof copy.redis === 'string') copy.redis = maskUrl(copy.redis);
+  const admin = copy.admin as { token: string | null };
+  if (admin.token !== null) admin.token = MASK;
   return copy;
 }

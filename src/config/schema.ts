@@ -161,6 +161,18 @@ export const configSchema = z
             }),
           )
           .default([]),
+        /**
+         * Admin writes (POST /-/reload and any other request but GET or HEAD on the admin port) need
+         * `Authorization: Bearer <token>`; null = writes only from loopback peers
+         * (server/admin-writes.ts). Printable ASCII without spaces: it travels in a header, and a
+         * trailing newline from a secret file is refused at start rather than never matching.
+         */
+        token: z
+          .string()
+          .min(16, { error: 'expected at least 16 characters' })
+          .regex(/^[\x21-\x7e]*$/, { error: 'expected printable ASCII without spaces' })
+          .nullable()
+          .default(null),
       })
       .prefault({}),
     upstreams: z.array(upstreamSchema).min(1, { error: 'expected at least one upstream' }),

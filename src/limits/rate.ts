@@ -46,7 +46,7 @@ export interface RateLimitConfig {
 }
 
 /** Who is charged: an API key's holder, or a client IP. */
-export interface Identity {
+export interface Payer {
   ip: string;
   apiKey?: string;
 }
@@ -199,7 +199,7 @@ export class RateLimits {
    * (no promise) when no limit applies to this client, which keeps unlimited traffic off the
    * microtask queue.
    */
-  admit(who: Identity, methods: readonly string[]): Admission[] | Promise<Admission[]> {
+  admit(who: Payer, methods: readonly string[]): Admission[] | Promise<Admission[]> {
     const keyed = who.apiKey === undefined ? undefined : this.byKey.get(who.apiKey);
     const limiter = keyed?.limiter ?? (this.perIp === null || this.isExempt(who.ip) ? null : this.perIp);
     if (limiter === null) return methods.map(() => null);

@@ -15,7 +15,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       level,
       base: { pid: process.pid },
       redact: {
-        paths: ['url', '*.url', 'ws', '*.ws', 'headers.authorization', 'config.upstreams'],
+        paths: ['url', '*.url', 'ws', '*.ws', 'headers.authorization', 'config.upstreams', 'config.admin.token'],
         censor: '[redacted]',
       },
       formatters: { level: (label) => ({ level: label }) },

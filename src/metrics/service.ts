@@ -1,6 +1,7 @@
 /** The process as a whole: what is running, its configuration reloads, and the public uptime page. */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { INCIDENT_KINDS, type IncidentKind } from '../uptime/store.js';
+import { toQuantity } from '../jsonrpc/hex.js';
 
 export const RELOAD_RESULTS = ['success', 'failure'] as const;
 /** The uptime probe's two checks, each counted ok or fail. */
@@ -79,7 +80,7 @@ export class ServiceMetrics {
 
   /** What is running: the one series of switchyard_build_info. */
   setBuildInfo(build: BuildInfo): void {
-    this.buildInfo.set({ version: build.version ?? 'unknown', chain_id: `0x${(build.chainId ?? 0).toString(16)}` }, 1);
+    this.buildInfo.set({ version: build.version ?? 'unknown', chain_id: toQuantity(build.chainId ?? 0) }, 1);
   }
 
   /** A configuration load was attempted (SIGHUP, POST /-/reload): the result and, on success, when. */

@@ -11,7 +11,7 @@
 import { rpcErrors, type RpcError } from '../jsonrpc/errors.js';
 import { MAX_BLOCK_COUNT, type MethodSpec } from '../methods/table.js';
 import type { Requirement } from '../routing/select.js';
-import { blockNumberOf, heightOf, isHash } from '../jsonrpc/hex.js';
+import { blockNumberOf, heightOf, isHash, toQuantity } from '../jsonrpc/hex.js';
 
 export interface Resolution {
   params: unknown[];
@@ -33,7 +33,7 @@ const TAGS = new Set(['latest', 'pending', 'earliest', 'safe', 'finalized']);
 type BlockRef = { kind: 'latest' } | { kind: 'tag'; tag: string } | { kind: 'number'; n: number } | { kind: 'hash' };
 
 const LATEST: BlockRef = Object.freeze({ kind: 'latest' });
-const HASH: BlockRef = Object.freeze({ kind: 'hash' });
+const BY_HASH: BlockRef = Object.freeze({ kind: 'hash' });
 
 const where = (index: number, member: string): string =>
   member === '' ? `params[${index}]` : `params[${index}].${member}`;
@@ -46,14 +46,14 @@ function readBlockRef(v: unknown, index: number, member = ''): BlockRef | RpcErr
     const n = blockNumberOf(v);
     if (n !== null) return { kind: 'number', n };
     // A bare block hash (execution-apis BlockNumberOrTagOrHash; geth reads it as {blockHash}).
-    if (isHash(v)) return HASH;
+    if (isHash(v)) return BY_HASH;
     return rpcErrors.invalidParams(
       `${where(index, member)}: expected a block number, tag or hash, got ${JSON.stringify(v.slice(0, 80))}`,
     );
   }
   if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
     const o = v as { blockHash?: unknown; blockNumber?: unknown };
-    if (isHash(o.blockHash)) return HASH;
+    if (isHash(o.blockHash)) return BY_HASH;
     if (o.blockNumber !== undefined) return readBlockRef(o.blockNumber, index, member);
   }
   return rpcErrors.invalidParams(`${where(index, member)}: expected a block number, tag, hash or {blockHash}`);
@@ -89,10 +89,10 @@ const sticky = (ctx: BlockContext): Requirement => ({ maxLag: ctx.maxLagBlocks, 
 /** A block number as a quantity; the head's text is made once per head, not once per call. */
 let lastHead = -1;
 let lastHeadHex = '';
-function hex(n: number): string {
+function headQuantity(n: number): string {
   if (n !== lastHead) {
     lastHead = n;
-    lastHeadHex = `0x${n.toString(16)}`;
+    lastHeadHex = toQuantity(n);
   }
   return lastHeadHex;
 }
@@ -110,14 +110,14 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
       if (spec.block === 0 || params.length < spec.block)
         return { params, requirement: { minHead: ctx.head }, rewritten: false };
       const copy = params.slice();
-      copy[spec.block] = hex(ctx.head);
+      copy[spec.block] = headQuantity(ctx.head);
       return { params: copy, requirement: { minHead: ctx.head }, rewritten: true };
     }
     const ref = readBlockRef(v, spec.block);
     if ('code' in ref) return ref;
     if (ref.kind !== 'latest') return { params, requirement: requirementFor(ref, ctx), rewritten: false };
     const copy = params.slice();
-    copy[spec.block] = hex(ctx.head);
+    copy[spec.block] = headQuantity(ctx.head);
     return { params: copy, requirement: requirementFor(ref, ctx), rewritten: true };
   }
   if (spec.filterObject !== undefined) return resolveFilter(spec.filterObject, params, ctx);
@@ -143,7 +143,7 @@ function resolveFilter(index: number, params: unknown[], ctx: BlockContext): Res
     const ref = v === undefined || v === null ? LATEST : readBlockRef(v, index, key);
     if ('code' in ref) return ref;
     if (ref.kind === 'latest') {
-      copy[key] = hex(ctx.head);
+      copy[key] = headQuantity(ctx.head);
       rewritten = true;
       minHead = Math.max(minHead, ctx.head);
     } else if (ref.kind === 'number') {

@@ -6,11 +6,12 @@
 import { rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { Fleet } from '../upstream/fleet.js';
+import { toQuantity } from '../jsonrpc/hex.js';
 
 export function answerLocally(method: string, chainId: number, fleet: Fleet): Outcome {
   switch (method) {
     case 'eth_chainId':
-      return { result: `"0x${chainId.toString(16)}"` };
+      return { result: `"${toQuantity(chainId)}"` };
     case 'net_version':
       return { result: `"${chainId}"` };
     case 'net_listening':
@@ -21,7 +22,7 @@ export function answerLocally(method: string, chainId: number, fleet: Fleet): Ou
     case 'eth_blockNumber': {
       if (fleet.healthyCount() === 0) return { error: rpcErrors.noUpstream('none healthy') };
       const n = fleet.blockNumber();
-      return n < 0 ? { error: rpcErrors.noUpstream('no head known yet') } : { result: `"0x${n.toString(16)}"` };
+      return n < 0 ? { error: rpcErrors.noUpstream('no head known yet') } : { result: `"${toQuantity(n)}"` };
     }
     default:
       return { error: rpcErrors.methodNotFound(method) };

@@ -15,7 +15,7 @@
  * they are read).
  */
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
-import { heightOf } from '../jsonrpc/hex.js';
+import { heightOf, toQuantity } from '../jsonrpc/hex.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import { BytePool } from '../upstream/answer-bytes.js';
 
@@ -68,7 +68,7 @@ export function splitLogsRange(
   for (let start = from; start <= to; start += cfg.maxBlockRange) {
     const end = Math.min(to, start + cfg.maxBlockRange - 1);
     const copy = params.slice();
-    copy[index] = { ...filter, fromBlock: `0x${start.toString(16)}`, toBlock: `0x${end.toString(16)}` };
+    copy[index] = { ...filter, fromBlock: toQuantity(start), toBlock: toQuantity(end) };
     out.push(copy);
   }
   return out;

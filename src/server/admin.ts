@@ -6,7 +6,8 @@
  * Every request must come with a Host the port answers (admin-host.ts: 403 otherwise), and every
  * write with a JSON content type (415 otherwise): a browser page of another site may send a
  * "simple" request (text/plain, a form, no body) anywhere without asking, but a JSON one only
- * after a CORS preflight, which this port never grants.
+ * after a CORS preflight, which this port never grants. Every write must also pass admin-writes.ts
+ * (the bearer admin.token when set, else a loopback peer), judged before routing.
  */
 import { createServer, type Server } from 'node:http';
 import type { Metrics } from '../metrics/registry.js';
@@ -15,6 +16,7 @@ import type { Cordons } from '../upstream/cordons.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { cordonLine, cordonRoute, isCordonPath } from './admin-cordons.js';
 import { adminHostAllowed } from './admin-host.js';
+import { refuseWrite } from './admin-writes.js';
 import { isJsonContentType } from './body.js';
 import { sendJson } from './json-reply.js';
 
@@ -35,6 +37,8 @@ export interface AdminDeps {
   allowedHosts: readonly string[];
   /** The cordons (SPEC 4.8): GET /upstreams, POST /upstreams/{name}/cordon|uncordon. */
   cordons?: Cordons;
+  /** admin.token: writes need it as a Bearer token; null = writes from loopback peers only. */
+  token: string | null;
 }
 
 export function isReady(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining'>): boolean {
@@ -86,6 +90,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
         error: 'Host not allowed on the admin port: use localhost, an IP address, or a name in admin.allowedHosts',
       });
     }
+    if (refuseWrite(req, res, deps.token)) return;
     if (path === '/-/reload') {
       if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST' });
       req.resume();

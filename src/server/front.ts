@@ -11,7 +11,7 @@ import { parseBody, type Call, type Slot } from '../jsonrpc/parse.js';
 import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
 import type { Concurrency, SlotGrant } from '../limits/concurrency.js';
 import { limitKey } from '../limits/cidrs.js';
-import type { Admission, Identity, RateLimits } from '../limits/rate.js';
+import type { Admission, Payer, RateLimits } from '../limits/rate.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { Pipeline, Plan, RequestContext, Split, SubscriptionSession } from '../pipeline/index.js';
 import { fetchChunks } from '../pipeline/logs.js';
@@ -32,7 +32,7 @@ export interface FrontResult {
 }
 
 /** Who sent a body; a WebSocket connection also brings its subscriptions (eth_subscribe works only there). */
-export interface Caller extends Identity {
+export interface Caller extends Payer {
   session?: SubscriptionSession;
 }
 

@@ -278,7 +278,7 @@ export class HttpUpstreamClient implements UpstreamClient {
           for (let k = 0; k < n; k++)
             verdicts[k] = checked(identityOfText(calls[k]!.method, calls[k]!.paramsJson), verdicts[k]!);
         } else verdicts = new Array<Verdict>(n).fill(read);
-        for (const v of verdicts) this.settle(v, ms, true);
+        for (const v of verdicts) this.recordVerdict(v, ms, true);
         return { verdicts, ms };
       });
   }
@@ -356,12 +356,12 @@ export class HttpUpstreamClient implements UpstreamClient {
     this.ended(1);
     if (p.expensive) this.expensiveInFlight--;
     const ms = performance.now() - p.started;
-    this.settle(verdict, ms, p.passive);
+    this.recordVerdict(verdict, ms, p.passive);
     p.resolve({ verdict, ms });
   }
 
   /** What one answered call teaches: failures, the latency average, the breaker (routed calls only). */
-  private settle(verdict: Verdict, ms: number, passive: boolean): void {
+  private recordVerdict(verdict: Verdict, ms: number, passive: boolean): void {
     // The call's own cost, not the node's: no failure, no latency sample, only the trial slot back.
     if (verdict.kind === 'retry' && verdict.final === true) {
       if (passive) this.breaker.release();

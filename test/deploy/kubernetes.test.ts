@@ -3,7 +3,10 @@
  * ports are the configured ports, the probes hit /health and /ready on the admin port, the
  * termination period leaves room for shutdownDelayMs + shutdownGraceMs, selectors match, the
  * kustomization lists every manifest, and the shipped Prometheus scrape job has the job name the
- * alert rules select and keeps the Switchyard pods' admin port.
+ * alert rules select and keeps the Switchyard pods' admin port. Admin writes (SPEC 9): admin.token
+ * comes from the Secret through the container's environment, and the NetworkPolicy selects the pods
+ * and lets only Prometheus reach the admin port (the kubelet's probes come from the node, which a
+ * NetworkPolicy does not block: networkpolicy.yaml says so).
  */
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -17,6 +20,11 @@ const docs: any[] = readdirSync(DIR)
   .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
   .flatMap((f) => parseAllDocuments(readFileSync(join(DIR, f), 'utf8')).map((d) => d.toJS()));
 const find = (kind: string, name: string): any => docs.find((d) => d.kind === kind && d.metadata.name === name);
+/** The ConfigMap's config, with the environment the Deployment gives the container (the Secret's token). */
+const shippedConfig = (): ReturnType<typeof parseConfigText> =>
+  parseConfigText(find('ConfigMap', 'switchyard-config').data['config.yaml'], {
+    SWITCHYARD_ADMIN_TOKEN: find('Secret', 'switchyard-admin').stringData.token,
+  });
 
 t.test('the kustomization lists every manifest', async (t) => {
   const k = parse(readFileSync(join(DIR, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
@@ -25,8 +33,7 @@ t.test('the kustomization lists every manifest', async (t) => {
 });
 
 t.test('the manifests agree with the configuration they ship', async (t) => {
-  const cm = find('ConfigMap', 'switchyard-config');
-  const config = parseConfigText(cm.data['config.yaml'], {});
+  const config = shippedConfig();
   const dep = find('Deployment', 'switchyard');
   t.equal(dep.spec.replicas, 2, 'two replicas');
   const pod = dep.spec.template.spec;
@@ -109,7 +116,7 @@ t.test(
     );
 
     const dep = find('Deployment', 'switchyard');
-    const config = parseConfigText(find('ConfigMap', 'switchyard-config').data['config.yaml'], {});
+    const config = shippedConfig();
     const keep = (label: string): RegExp => {
       const r = sc.relabel_configs.find(
         (c: any) => c.action === 'keep' && c.source_labels.length === 1 && c.source_labels[0] === label,
@@ -133,3 +140,54 @@ t.test(
     );
   },
 );
+
+t.test('admin writes: the token comes from the Secret, not from the ConfigMap', async (t) => {
+  const secret = find('Secret', 'switchyard-admin');
+  t.ok(secret, 'a Secret switchyard-admin ships');
+  const raw = parse(find('ConfigMap', 'switchyard-config').data['config.yaml']) as { admin: { token: unknown } };
+  t.equal(raw.admin.token, '${SWITCHYARD_ADMIN_TOKEN}', 'the config names the variable, never the token');
+  const c = find('Deployment', 'switchyard').spec.template.spec.containers[0];
+  const env = (c.env ?? []).find((e: any) => e.name === 'SWITCHYARD_ADMIN_TOKEN');
+  t.same(
+    env?.valueFrom?.secretKeyRef,
+    { name: secret.metadata.name, key: 'token' },
+    'the container gets SWITCHYARD_ADMIN_TOKEN from the Secret',
+  );
+  t.ok(Object.hasOwn(secret.stringData, 'token'), 'the Secret holds that key');
+  t.equal(shippedConfig().admin.token, secret.stringData.token, 'the config validates with it as admin.token');
+});
+
+t.test('the NetworkPolicy lets only Prometheus reach the admin port, and clients the JSON-RPC ports', async (t) => {
+  const np = find('NetworkPolicy', 'switchyard');
+  t.ok(np, 'a NetworkPolicy ships');
+  const dep = find('Deployment', 'switchyard');
+  const labels = dep.spec.template.metadata.labels;
+  t.has(labels, np.spec.podSelector.matchLabels, 'it selects the Switchyard pods');
+  t.ok(np.spec.policyTypes.includes('Ingress'), 'it restricts ingress');
+  const ports = dep.spec.template.spec.containers[0].ports as { name: string; containerPort: number }[];
+  const config = shippedConfig();
+  /** The ingress rules that admit a connection to the container port `name` (a rule without ports admits all). */
+  const rulesFor = (name: string): any[] => {
+    const number = ports.find((p) => p.name === name)!.containerPort;
+    return np.spec.ingress.filter(
+      (r: any) => r.ports === undefined || r.ports.some((p: any) => p.port === name || p.port === number),
+    );
+  };
+  for (const name of ['rpc', 'ws'])
+    t.ok(
+      rulesFor(name).some((r) => r.from === undefined || r.from.length === 0),
+      `${name} is open to every client`,
+    );
+  t.equal(ports.find((p) => p.name === 'admin')!.containerPort, config.admin.port, 'the admin port is admin.port');
+  const admin = rulesFor('admin');
+  t.ok(admin.length > 0, 'a rule admits the admin port');
+  for (const r of admin) {
+    t.ok(Array.isArray(r.from) && r.from.length > 0, 'never from everywhere');
+    for (const peer of r.from ?? [])
+      t.same(
+        peer,
+        { namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } },
+        'only from the Prometheus pods',
+      );
+  }
+});

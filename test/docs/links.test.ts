@@ -22,6 +22,7 @@ const PAGES = [
   'uptime-page.md',
   'errors.md',
   'benchmarks.md',
+  'architecture.md',
 ];
 
 const files = [
