@@ -9,6 +9,7 @@ import type { Config } from './config/schema.js';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { changedSections, reloadedConfig } from './config/restart.js';
 import { ResponseCache } from './cache/index.js';
+import { Budgets } from './limits/budget.js';
 import { Concurrency } from './limits/concurrency.js';
 import { createLogger, redactUrls } from './log/logger.js';
 import { Metrics } from './metrics/registry.js';
@@ -76,9 +77,10 @@ interface Rooms {
 function buildRooms(config: Config, opts: AppOptions): Rooms {
   const log = opts.logger ?? createLogger(config.log.level);
   const metrics = new Metrics({ processMetrics: opts.processMetrics, version: VERSION, chainId: config.chainId });
-  const fleet = new Fleet(fleetOptions(config), config.upstreams, metrics, log, undefined, opts.now);
+  const redis = new RedisConnections(metrics, log.child({ room: 'redis' }), opts.now);
+  const budgets = new Budgets(config.redis, config.chainId, redis, metrics);
+  const fleet = new Fleet(fleetOptions(config), config.upstreams, metrics, log, undefined, opts.now, budgets.of);
   largeAnswers.resize(config.routing.maxLargeAnswerBytes);
-  const redis = new RedisConnections(metrics, log.child({ room: 'redis' }), fleet.now);
   const cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, metrics, log, redis);
   fleet.on('reorg', () => cache.onReorg());
   const sharedHeadsMs = Math.min(config.routing.headPollMs, 1_000);
@@ -193,6 +195,7 @@ export class App {
       collect: () => {
         cache.collect();
         uptime?.collect();
+        metrics.setBudgetsRemaining(fleet.upstreams.flatMap((u) => (u.budget ? [[u.name, u.budget.remaining()]] : [])));
         metrics.setInFlight(concurrency.inFlight);
         metrics.setMaxLagBlocks(config.routing.maxLagBlocks);
       },

@@ -54,6 +54,21 @@ const rateSchema = z
   })
   .refine((r) => r.burst >= r.ratePerSec, { error: 'expected burst >= ratePerSec', path: ['burst'] });
 
+/**
+ * upstreams[].rateLimit: the most Switchyard sends one node (a provider plan's cap), per call. A
+ * rate may be a fraction (a plan counted per day: 100000 a day is 1.16 a second); burst is whole calls.
+ */
+const budgetSchema = z
+  .strictObject({
+    ratePerSec: z.number().positive(),
+    burst: positiveInt,
+  })
+  // Judged once both are positive: a 0 or a negative is refused on its own, once.
+  .refine((r) => r.burst <= 0 || r.ratePerSec <= 0 || r.burst >= r.ratePerSec, {
+    error: 'expected burst >= ratePerSec',
+    path: ['burst'],
+  });
+
 export const upstreamSchema = z.strictObject({
   /** Used in logs, metrics and /status; the URL never is. */
   name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, {
@@ -94,6 +109,8 @@ export const upstreamSchema = z.strictObject({
     .default(null),
   /** Largest answer body accepted from this node; a larger one is cut off and the call gets -32005. */
   maxResponseBytes: positiveInt.default(64 * 1024 * 1024),
+  /** The node's budget (limits/budget.ts); null = no budget. Shared by replicas through the top-level redis. */
+  rateLimit: budgetSchema.nullable().default(null),
 });
 
 export const configSchema = z
@@ -325,7 +342,8 @@ export const configSchema = z
       .default(null),
     /**
      * The default Redis for cache.redis and rateLimit.redis: a section's own URL wins, a section's
-     * null (or absent) takes this one. Replicas share heads through it (src/replicas/shared-heads.ts).
+     * null (or absent) takes this one. Replicas share heads (src/replicas/shared-heads.ts) and upstream
+     * budgets (src/limits/budget.ts) through it.
      */
     redis: redisUrl.default(null),
   })

@@ -179,6 +179,12 @@ export const CATALOGUE = {
     message: 'server overloaded: too many large answers being received, retry later',
     doc: 'the answer is large (over 1 MiB) and `routing.maxLargeAnswerBytes` of large answers are being received already; cut off at once, not retried on another node; `data.retryAfterSeconds`',
   },
+  UPSTREAM_BUDGET: {
+    code: -32005,
+    http: 503,
+    message: 'upstream budget exhausted',
+    doc: 'every node the call could go to has spent its budget (`upstreams[].rateLimit`) for now; answered at once, never queued; `data.retryAfterSeconds` says when the first budget refills',
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorName = keyof typeof CATALOGUE;

@@ -8,6 +8,7 @@
  * No URL ever.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { BudgetMetrics } from './budget.js';
 import { CacheMetrics } from './cache.js';
 import { CallMetrics } from './calls.js';
 import { ConnectionMetrics } from './connections.js';
@@ -31,6 +32,7 @@ export class Metrics {
   private readonly redis = new RedisMetrics(this.registry);
   private readonly connections = new ConnectionMetrics(this.registry);
   private readonly service = new ServiceMetrics(this.registry);
+  private readonly budgets = new BudgetMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -87,6 +89,11 @@ export class Metrics {
   readonly recordSubscribed = this.connections.recordSubscribed.bind(this.connections);
   readonly recordUnsubscribed = this.connections.recordUnsubscribed.bind(this.connections);
   readonly recordNotifications = this.connections.recordNotifications.bind(this.connections);
+
+  // Upstream budgets (budget.ts)
+  readonly declareBudget = this.budgets.declareBudget.bind(this.budgets);
+  readonly recordBudgetExhausted = this.budgets.recordBudgetExhausted.bind(this.budgets);
+  readonly setBudgetsRemaining = this.budgets.setBudgetsRemaining.bind(this.budgets);
 
   // Build, configuration reloads and the uptime page (service.ts)
   readonly recordReload = this.service.recordReload.bind(this.service);

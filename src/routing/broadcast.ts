@@ -1,17 +1,24 @@
 /**
  * routing.broadcastTransactions: a raw transaction goes to every routable upstream at once; the
  * first success (or "already known", which means another copy got there) answers. If none
- * succeeds, the last node error is returned verbatim, or -32002 when no node answered.
+ * succeeds, the last node error is returned verbatim, or -32002 when no node answered. A node out
+ * of budget gets no copy; when every node is, UPSTREAM_BUDGET.
  * Reached through dispatch.ts only (a plan with `broadcast`).
  */
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
+import { funded, overBudget } from './budget.js';
 import { alreadyKnown, transactionHash, type Attempted, type DispatchContext, type Sendable } from './failover.js';
 
 export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<Attempted> {
   const { fleet, metrics, upstreamTimeoutMs } = ctx.routing;
-  const targets = fleet.upstreams.filter((u) => u.available && !fleet.cordons.has(u.name));
-  if (targets.length === 0) return { outcome: { error: rpcErrors.noUpstream('none healthy') } };
+  const live = fleet.upstreams.filter((u) => u.available);
+  if (live.length === 0) return { outcome: { error: rpcErrors.noUpstream('none healthy') } };
+  const routable = live.filter((u) => !fleet.cordons.has(u.name));
+  if (routable.length === 0) return { outcome: { error: rpcErrors.noUpstream('all cordoned') } };
+  // Each copy is a call to its node: a node out of budget gets none.
+  const targets = routable.some((u) => u.budget !== null) ? await funded(routable, metrics) : routable;
+  if (targets.length === 0) return { outcome: { error: overBudget(routable) } };
   const hash = JSON.stringify(transactionHash(call.rawTransaction ?? '0x'));
   let nodeError: string | undefined;
   const attempts = targets.map(async (u): Promise<Outcome> => {

@@ -8,7 +8,8 @@
  * go alone with their options: expensive ones (a slow one would hold every call sharing it; a
  * timeout is final), a null that may mean a lagging node (second opinion), a transaction waiting
  * for its receipt (one attempt), a filter call (its one node), a split eth_getLogs chunk (its byte
- * budget), and a broadcast transaction (every node, broadcast.ts).
+ * budget), and a broadcast transaction (every node, broadcast.ts). A node with a budget
+ * (upstreams[].rateLimit) gets a chunk only when its budget gives a token for every call of it.
  * Refuses: what a call is and what its answer means for the cache (pipeline/), and the shape of
  * an exchange on the wire (upstream/client.ts).
  */
@@ -83,8 +84,27 @@ function sendGroup(
       waits.push(alone(calls[k]!, ctx).then((a) => void (answers[k] = a)));
       continue;
     }
-    waits.push(exchange(u, calls, chunk, ctx, remaining, answers));
+    if (u.budget === null) waits.push(exchange(u, calls, chunk, ctx, remaining, answers));
+    else waits.push(budgeted(u, calls, chunk, ctx, answers));
   }
+}
+
+/**
+ * A chunk for a budgeted node takes one token per call at once; when the budget cannot give them
+ * all, each call goes its own way (taking its own token, or going elsewhere: failover.ts).
+ */
+function budgeted(
+  u: Upstream,
+  calls: readonly Sendable[],
+  chunk: readonly number[],
+  ctx: DispatchContext,
+  answers: Attempted[],
+): Promise<void> {
+  return u.budget!.take(chunk.length).then((granted) => {
+    const remaining = ctx.deadline - ctx.routing.fleet.now();
+    if (granted && remaining > 0) return exchange(u, calls, chunk, ctx, remaining, answers);
+    return Promise.all(chunk.map((k) => alone(calls[k]!, ctx).then((a) => void (answers[k] = a)))).then(noop);
+  });
 }
 
 /** One exchange with `u`: results are answers; anything else goes on as a call sent alone would go on. */

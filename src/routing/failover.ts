@@ -1,7 +1,8 @@
 /**
  * Failover, the steps of a call's way to a node (dispatch.ts starts it): the best eligible upstream
  * and, when the answer means "this node can't" (classify.ts), the next one, up to `maxAttempts`,
- * inside the call's deadline.
+ * inside the call's deadline. A node whose budget has no token for the call is passed over
+ * (budget.ts): the call goes to another, or gets UPSTREAM_BUDGET when no node was asked yet.
  * Deterministic answers (reverts, invalid params, nonce too low) return at once, verbatim.
  * An expensive call (methods/table.ts) that timed out or lost its connection once sent is
  * answered at once with EXPENSIVE_CALL_FAILED: at most one node runs it.
@@ -19,6 +20,7 @@ import type { Verdict } from '../upstream/classify.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
+import { overBudget } from './budget.js';
 import { choose, eligible, type Requirement } from './select.js';
 import type { MethodTimeouts } from './timeouts.js';
 
@@ -100,6 +102,8 @@ export interface Progress {
   lastReason: string;
   /** The first node that answered null where null may mean it lags. */
   nullFrom?: Upstream;
+  /** Nodes passed over because their budget had no token for the call (budget.ts); not attempts. */
+  overBudget?: Upstream[];
 }
 
 /** A call's way before its first attempt. */
@@ -132,14 +136,17 @@ export function nextCandidate(ctx: DispatchContext, call: Sendable, p: Progress)
   const requirement = p.nullFrom
     ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head, ctx.head ?? 0) }
     : call.requirement;
+  const passed = p.overBudget === undefined ? p.tried : [...p.tried, ...p.overBudget];
   const candidates = call.only
-    ? call.only.available && !p.tried.includes(call.only)
+    ? call.only.available && !passed.includes(call.only)
       ? [call.only]
       : 'none healthy'
-    : eligible(fleet, requirement, p.tried);
+    : eligible(fleet, requirement, passed);
   if (typeof candidates !== 'string') return { upstream: choose(candidates, call.requirement.stickyKey) };
   if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };
-  if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(fleet, requirement.minHead, p.tried))
+  // Only budgets stood in the way before any node was asked: say so at once rather than wait.
+  if (p.overBudget !== undefined && p.attempt === 0) return { done: { outcome: { error: overBudget(p.overBudget) } } };
+  if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(fleet, requirement.minHead, passed))
     return { wait: true };
   if (p.attempt === 0) return { done: { outcome: { error: rpcErrors.noUpstream(candidates) } } };
   return { stop: true };
@@ -235,6 +242,21 @@ export function attempt(ctx: DispatchContext, call: Sendable, p: Progress): Prom
   // Waiting for a head is not an attempt: the same attempt number goes on after it.
   if ('wait' in next) return waitForHead(ctx, p, remaining).then(() => attempt(ctx, call, p));
   const u = next.upstream;
+  if (u.budget === null) return send(ctx, call, p, u, remaining);
+  return u.budget.take(1).then((granted) => {
+    if (!granted) {
+      r.metrics.recordBudgetExhausted(u.name);
+      (p.overBudget ??= []).push(u);
+      return attempt(ctx, call, p);
+    }
+    const left = ctx.deadline - r.fleet.now();
+    return left > 0 ? send(ctx, call, p, u, left) : attempt(ctx, call, p);
+  });
+}
+
+/** Step 4: the call goes to `u`, and its verdict decides what comes next. */
+function send(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, remaining: number): Promise<Attempted> {
+  const r = ctx.routing;
   p.tried.push(u);
   ctx.trail.push(u.name);
   const before = u.breaker.state;

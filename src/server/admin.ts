@@ -75,6 +75,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       errorRate: u.calls === 0 ? 0 : Math.round((u.failures / u.calls) * 10000) / 10000,
       breaker: u.breaker.state,
       selectionCost: Math.round(cost(u) * 100) / 100,
+      budget: u.budget?.status() ?? null,
     })),
     ...deps.extraStatus?.(),
   };

@@ -30,6 +30,7 @@ import { Canon, finalizedHeight, type Header } from './heads.js';
 import { HttpUpstreamClient, type UpstreamClient } from './client.js';
 import { CordonSet } from './cordons.js';
 import { Breaker } from './health.js';
+import { memoryBudgets, type BudgetMaker } from '../limits/budget.js';
 import { freshStatus, movesHead, Upstream, type NodeStatus, type UpstreamState } from './node.js';
 import { Probe, type ProbeSettings } from './probe.js';
 import {
@@ -74,6 +75,7 @@ export class Fleet extends EventEmitter {
     ) => UpstreamClient = (c, seed) => new HttpUpstreamClient(c, seed),
     /** The routing clock: head times, breaker cooldowns, call deadlines (routing/failover.ts). Tests pass a controlled one. */
     readonly now: () => number = Date.now,
+    private readonly makeBudget: BudgetMaker = memoryBudgets(),
   ) {
     super();
     // Every call waiting for a block adds a listener for a moment; thousands at once are normal.
@@ -86,7 +88,8 @@ export class Fleet extends EventEmitter {
   }
 
   private build(c: UpstreamConfig, status: NodeStatus, seed: { latencyMs?: number }): Upstream {
-    const u = new Upstream(this.makeClient(c, { ...seed, breaker: new Breaker({ now: this.now }) }), status);
+    const client = this.makeClient(c, { ...seed, breaker: new Breaker({ now: this.now }) });
+    const u = new Upstream(client, status, this.makeBudget(c));
     this.status.set(u, status);
     return u;
   }
@@ -197,9 +200,8 @@ export class Fleet extends EventEmitter {
   }
 
   /**
-   * A new head from polling or from the node's newHeads subscription. `observedAt`: when the
-   * question was asked; a lower head asked for before the node last proved a higher one is an old
-   * answer, not a reorg.
+   * A new head from polling or from the node's newHeads subscription. `observedAt`: when the question was asked;
+   * a lower head asked for before the node last proved a higher one is an old answer, not a reorg.
    */
   observeHeader(u: Upstream, header: Header, observedAt = this.now()): void {
     const s = this.s(u);

@@ -5,6 +5,7 @@
  * Refuses: choosing nodes (routing/), tracking heads across the fleet (fleet.ts).
  */
 import type { UpstreamConfig } from '../config/schema.js';
+import type { Budget } from '../limits/budget.js';
 import type { CallOptions, CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from './client.js';
 import type { Breaker } from './health.js';
 
@@ -60,6 +61,8 @@ export class Upstream {
   constructor(
     readonly client: UpstreamClient,
     private readonly status: Readonly<NodeStatus>,
+    /** upstreams[].rateLimit: routing takes a token per call sent (limits/budget.ts); null = no budget. */
+    readonly budget: Budget | null = null,
   ) {
     this.name = client.name;
     this.weight = client.config.weight;

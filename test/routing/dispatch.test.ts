@@ -285,3 +285,28 @@ t.test('`latest` is pinned to the head in the params text as the client wrote it
   const sent = new Map(clients.get('a')!.sent.map((c) => [c.method + c.paramsJson, c.paramsJson]));
   for (const [method, , want] of calls) t.equal(sent.get(method + want), want, `${method} ${want}`);
 });
+
+t.test('a chunk for a budgeted node takes a token per call; past the budget each call goes its own way', async (t) => {
+  // a's budget: 10 calls, refilled in hours (no window ends within the test).
+  const { clients, request, metrics } = stack(t, {
+    a: { latencyMs: 1, answer: balanceOf, config: { rateLimit: { ratePerSec: 0.0001, burst: 10 } } },
+    b: { latencyMs: 10, answer: balanceOf },
+  });
+  const first = await request(balances(1, 4));
+  t.same(
+    first.outcomes.map((o) => o.result),
+    expected(1, 4),
+  );
+  t.same(clients.get('a')!.exchanges, [4], 'within the budget: one exchange of 4, 4 tokens');
+  const second = await request(balances(5, 10));
+  t.same(
+    second.outcomes.map((o) => o.result),
+    expected(5, 10),
+    'every call answered, in place',
+  );
+  t.same(clients.get('a')!.exchanges, [4], 'the chunk of 10 did not fit the 6 left: no exchange');
+  t.equal(clients.get('a')!.sent.length, 10, 'a got the 6 it had tokens for, one by one');
+  t.equal(clients.get('b')!.sent.length, 4, 'the other 4 went to b');
+  const text = await metrics.registry.metrics();
+  t.match(text, /switchyard_upstream_budget_exhausted_total\{upstream="a"\} 4\b/, 'each call turned away counted once');
+});
