@@ -3,8 +3,7 @@
  * Owns: chain-id verification (quarantine), head polling, the fleet head and finalized height, the
  * block number served to clients (it never goes backwards), and applying a reloaded configuration
  * (which nodes stay, come and go: membership.ts).
- * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts), keeping cordons
- * (cordons.ts: `cordons` is the set in force, which routing and the status pages read).
+ * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts), keeping cordons (cordons.ts).
  *
  * The fleet is the only writer of upstream state (node.ts `NodeStatus`). Everything else reports
  * observations through these transitions, and the fleet decides what they mean:
