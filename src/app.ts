@@ -27,6 +27,8 @@ import {
 import { buildRequestPath, discardPath, type PathParts, type RequestPath } from './server/path.js';
 import { Fleet, fleetOptions } from './upstream/fleet.js';
 import { SharedHeads } from './replicas/shared-heads.js';
+import { SharedCordons } from './replicas/shared-cordons.js';
+import { Cordons, MemoryCordons, type CordonKeeper } from './upstream/cordons.js';
 import { RedisConnections } from './redis/connections.js';
 import { Uptime } from './uptime/index.js';
 import { ChainFeed, feedSettings } from './subscriptions/chain.js';
@@ -66,6 +68,8 @@ interface Rooms {
   /** Heads shared with the other replicas through the top-level redis (null without one). */
   sharedHeads: SharedHeads | null;
   uptime: Uptime | null;
+  /** Cordoned upstreams, kept in the top-level redis, else the uptime store, else memory. */
+  cordons: Cordons;
   feed: ChainFeed;
   pending: PendingFeed;
 }
@@ -87,6 +91,11 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     log,
     upstreamTimeoutMs: config.routing.upstreamTimeoutMs,
   };
+  const uptime = config.uptime.enabled ? new Uptime(config.uptime, uptimeDeps) : null;
+  const keeper: CordonKeeper =
+    config.redis !== null
+      ? new SharedCordons(redis, config.redis, config.chainId, () => fleet.upstreams.map((u) => u.name), metrics)
+      : (uptime?.cordonKeeper() ?? new MemoryCordons());
   return {
     log,
     metrics,
@@ -98,7 +107,8 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
       config.redis === null
         ? null
         : new SharedHeads(redis, config.redis, config.chainId, fleet, metrics, sharedHeadsMs),
-    uptime: config.uptime.enabled ? new Uptime(config.uptime, uptimeDeps) : null,
+    uptime,
+    cordons: new Cordons(fleet, keeper, metrics, log.child({ room: 'cordons' })),
     feed: new ChainFeed(fleet, feedSettings(config), metrics, log.child({ room: 'subscriptions' })),
     pending: new PendingFeed(fleet, log.child({ room: 'subscriptions' })),
   };
@@ -136,8 +146,10 @@ export class App {
 
   static async start(config: Config, opts: AppOptions = {}): Promise<App> {
     const app = new App(config, opts);
-    const { fleet, sharedHeads, feed, uptime, log } = app.rooms;
+    const { fleet, sharedHeads, feed, uptime, cordons, log } = app.rooms;
     fleet.start();
+    // Before listening: a node cordoned before this replica started gets no call from it.
+    await cordons.start();
     sharedHeads?.start();
     feed.start();
     uptime?.start();
@@ -176,6 +188,7 @@ export class App {
         websocket: this.listeners.ws.status(),
       }),
       reload: () => this.reloadFile(),
+      cordons: this.rooms.cordons,
       host: config.admin.host,
       allowedHosts: config.admin.allowedHosts,
       token: config.admin.token,
@@ -290,10 +303,11 @@ export class App {
   async close(): Promise<void> {
     this.stopping = true;
     this.draining = true;
-    const { feed, pending, uptime, sharedHeads, fleet, cache, redis } = this.rooms;
+    const { feed, pending, uptime, sharedHeads, cordons, fleet, cache, redis } = this.rooms;
     feed.stop();
     pending.stop();
     await closeListeners(this.listeners);
+    await cordons.close();
     await uptime?.close();
     await sharedHeads?.close();
     await fleet.stop();

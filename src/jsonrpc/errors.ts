@@ -129,7 +129,7 @@ export const CATALOGUE = {
     code: -32002,
     http: 200,
     message: 'no upstream available',
-    doc: 'no upstream is eligible for the call (`data.why`: none healthy, none in sync, none has the block, none has the capability, all held off)',
+    doc: 'no upstream is eligible for the call (`data.why`: none healthy, all cordoned, all held off, none in sync, none has the block, none has the capability)',
   },
   UPSTREAM_FAILED: {
     code: -32002,

@@ -11,8 +11,8 @@ export const REDIS_UP = 'switchyard_redis_up';
 const SHARED_HEADS_FAILURES = 'switchyard_shared_heads_failures_total';
 const SHARED_HEADS_TAKEN = 'switchyard_shared_heads_taken_total';
 
-/** What a refused value was read for: the cache's second level, or the heads the replicas share. */
-export type RedisUse = 'cache' | 'heads';
+/** What a refused value was read for: the cache's second level, the heads or the cordons the replicas share. */
+export type RedisUse = 'cache' | 'heads' | 'cordons';
 
 export class RedisMetrics {
   private readonly refused: Counter;
@@ -35,7 +35,7 @@ export class RedisMetrics {
   constructor(private readonly registry: Registry) {
     this.refused = new Counter({
       name: 'switchyard_redis_values_refused_total',
-      help: "Values read from a shared Redis and refused as input: a cache entry that is not one JSON value answering its call, a shared head that is not a height or beyond what this replica's nodes make possible; by use (cache, heads)",
+      help: "Values read from a shared Redis and refused as input: a cache entry that is not one JSON value answering its call, a shared head that is not a height or beyond what this replica's nodes make possible, a shared cordon that is not one; by use (cache, heads, cordons)",
       labelNames: ['use'],
       registers: [registry],
     });

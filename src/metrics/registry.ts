@@ -56,6 +56,7 @@ export class Metrics {
   readonly setQuarantined = this.upstreams.setQuarantined.bind(this.upstreams);
   readonly recordUpstreamRateLimited = this.upstreams.recordUpstreamRateLimited.bind(this.upstreams);
   readonly setHeldOff = this.upstreams.setHeldOff.bind(this.upstreams);
+  readonly setUpstreamCordoned = this.upstreams.setUpstreamCordoned.bind(this.upstreams);
   readonly setBreakerState = this.upstreams.setBreakerState.bind(this.upstreams);
   readonly recordReorg = this.upstreams.recordReorg.bind(this.upstreams);
   readonly setUpstreamHead = this.upstreams.setUpstreamHead.bind(this.upstreams);

@@ -96,6 +96,11 @@ function upstreamGauges(registry: Registry) {
       'switchyard_upstream_held_off',
       '1 while the upstream is held off after answering "too many requests" (no calls, not a health failure)',
     ),
+    cordoned: perUpstream(
+      registry,
+      'switchyard_upstream_cordoned',
+      '1 while an operator has the upstream cordoned (no new calls; still probed)',
+    ),
   };
 }
 
@@ -148,12 +153,13 @@ export class UpstreamMetrics {
     this.upstreams.quarantined.set({ upstream }, 0);
     this.events.rateLimited.inc({ upstream }, 0);
     this.upstreams.heldOff.set({ upstream }, 0);
+    this.upstreams.cordoned.set({ upstream }, 0);
   }
 
   /** Drops every series of an upstream removed by a reload, so dead names do not linger. */
   forgetUpstream(upstream: string): void {
-    const { head, lag, healthy, inFlight, latencyEwma, quarantined, heldOff, breaker } = this.upstreams;
-    for (const g of [head, lag, healthy, inFlight, latencyEwma, quarantined, heldOff]) g.remove({ upstream });
+    const { head, lag, healthy, inFlight, latencyEwma, quarantined, heldOff, cordoned, breaker } = this.upstreams;
+    for (const g of [head, lag, healthy, inFlight, latencyEwma, quarantined, heldOff, cordoned]) g.remove({ upstream });
     for (const state of BREAKER_STATES) breaker.remove({ upstream, state });
   }
 
@@ -182,6 +188,10 @@ export class UpstreamMetrics {
 
   setQuarantined(upstream: string, on: boolean): void {
     this.upstreams.quarantined.set({ upstream }, on ? 1 : 0);
+  }
+
+  setUpstreamCordoned(upstream: string, on: boolean): void {
+    this.upstreams.cordoned.set({ upstream }, on ? 1 : 0);
   }
 
   /** One series per state, 1 on the current one: `switchyard_upstream_breaker_state{state="open"} == 1` reads as it says. */

@@ -1,6 +1,6 @@
 /**
  * One Redis connection per URL for the whole process, shared by the cache's second level
- * (cache.redis), the shared rate limits (rateLimit.redis) and shared heads (top-level redis); pub/sub
+ * (cache.redis), the shared rate limits (rateLimit.redis), shared heads and cordons (top-level redis); pub/sub
  * gets a second connection of its own, opened only when asked for, since a subscribed connection
  * can run no other command.
  * Redis is a helper, never a dependency: commands are never queued while it is unreachable (they

@@ -12,9 +12,12 @@ import { alreadyKnown, transactionHash, type Attempted, type DispatchContext, ty
 
 export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<Attempted> {
   const { fleet, metrics, upstreamTimeoutMs } = ctx.routing;
-  const routable = fleet.upstreams.filter((u) => u.available && !u.heldOff);
-  if (routable.length === 0)
-    return { outcome: { error: rpcErrors.noUpstream(fleet.healthyCount() > 0 ? 'all held off' : 'none healthy') } };
+  const live = fleet.upstreams.filter((u) => u.available);
+  if (live.length === 0) return { outcome: { error: rpcErrors.noUpstream('none healthy') } };
+  const uncordoned = live.filter((u) => !fleet.cordons.has(u.name));
+  if (uncordoned.length === 0) return { outcome: { error: rpcErrors.noUpstream('all cordoned') } };
+  const routable = uncordoned.filter((u) => !u.heldOff);
+  if (routable.length === 0) return { outcome: { error: rpcErrors.noUpstream('all held off') } };
   // Each copy is a call to its node: a node out of budget gets none.
   const targets = routable.some((u) => u.budget !== null) ? await funded(routable, metrics) : routable;
   if (targets.length === 0) return { outcome: { error: overBudget(routable) } };

@@ -300,7 +300,9 @@ function exhausted(p: Progress): Attempted {
 /** Some untried routable node is below the block the call needs, so it may reach it soon. */
 function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: readonly Upstream[]): boolean {
   if (minHead === undefined) return false;
-  return fleet.upstreams.some((u) => u.available && !u.heldOff && !tried.includes(u) && u.head < minHead);
+  return fleet.upstreams.some(
+    (u) => u.available && !u.heldOff && !fleet.cordons.has(u.name) && !tried.includes(u) && u.head < minHead,
+  );
 }
 
 /** "Already known": another copy of the transaction reached the node first. */

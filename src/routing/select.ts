@@ -1,7 +1,7 @@
 /**
  * Which upstreams may serve a call, and which one does.
- * Eligibility: routable (healthy, right chain, breaker allows), not held off (it said "too many
- * requests": upstream/holdoff.ts), has the capability, has the block.
+ * Eligibility: routable (healthy, right chain, breaker allows), not cordoned, not held off (it said
+ * "too many requests": upstream/holdoff.ts), has the capability, has the block.
  * Selection: power of two choices on cost = (inFlight + 1) x EWMA latency / weight: two eligible
  * nodes drawn at random, the cheaper one wins. It spreads load like least-outstanding-requests
  * without herding every call onto the one node that looked best a moment ago.
@@ -21,6 +21,7 @@ export interface Requirement {
 
 export type Ineligible =
   | 'none healthy'
+  | 'all cordoned'
   | 'none in sync'
   | 'none has the block'
   | 'none has the capability'
@@ -34,7 +35,7 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstr
   if (req.capability === undefined) {
     const out: Upstream[] = [];
     for (const u of fleet.upstreams) {
-      if (!u.available || u.heldOff || exclude.includes(u)) continue;
+      if (!u.available || u.heldOff || fleet.cordons.has(u.name) || exclude.includes(u)) continue;
       if (req.minHead !== undefined && u.head < req.minHead) continue;
       if (req.maxLag !== undefined && fleet.lag(u) > req.maxLag) continue;
       out.push(u);
@@ -43,6 +44,8 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstr
   }
   let pool = fleet.upstreams.filter((u) => u.available);
   if (pool.length === 0) return 'none healthy';
+  pool = pool.filter((u) => !fleet.cordons.has(u.name));
+  if (pool.length === 0) return 'all cordoned';
   pool = pool.filter((u) => !u.heldOff);
   if (pool.length === 0) return 'all held off';
   if (req.capability === 'debug') {

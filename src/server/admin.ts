@@ -1,7 +1,8 @@
 /**
  * The admin port (127.0.0.1 by default): /health (process alive), /ready (an upstream is healthy
  * and in sync, and not draining), /status (the fleet as an operator reads it; names, never URLs),
- * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does).
+ * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does), and the
+ * cordons under /upstreams (admin-cordons.ts).
  * Every request must come with a Host the port answers (admin-host.ts: 403 otherwise), and every
  * write with a JSON content type (415 otherwise): a browser page of another site may send a
  * "simple" request (text/plain, a form, no body) anywhere without asking, but a JSON one only
@@ -11,7 +12,9 @@
 import { createServer, type Server } from 'node:http';
 import type { Metrics } from '../metrics/registry.js';
 import { cost } from '../routing/select.js';
+import type { Cordons } from '../upstream/cordons.js';
 import type { Fleet } from '../upstream/fleet.js';
+import { cordonLine, cordonRoute, isCordonPath } from './admin-cordons.js';
 import { adminHostAllowed } from './admin-host.js';
 import { refuseWrite } from './admin-writes.js';
 import { isJsonContentType } from './body.js';
@@ -32,6 +35,8 @@ export interface AdminDeps {
   host: string;
   /** admin.allowedHosts: further names the port answers ("*": any). */
   allowedHosts: readonly string[];
+  /** The cordons (SPEC 4.8): GET /upstreams, POST /upstreams/{name}/cordon|uncordon. */
+  cordons?: Cordons;
   /** admin.token: writes need it as a Bearer token; null = writes from loopback peers only. */
   token: string | null;
 }
@@ -53,8 +58,10 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
     blockNumber: fleet.blockNumber(),
     upstreams: fleet.upstreams.map((u) => ({
       name: u.name,
-      state: u.state,
-      routable: u.available,
+      state: fleet.cordons.has(u.name) ? 'cordoned' : u.state,
+      probeState: u.state,
+      cordon: cordonLine(fleet.cordons.get(u.name)),
+      routable: u.available && !fleet.cordons.has(u.name),
       pollLate: u.late,
       implausibleHead: u.implausible,
       head: u.head,
@@ -78,7 +85,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
 export function createAdminServer(getDeps: () => AdminDeps): Server {
   return createServer((req, res) => {
     const deps = getDeps();
-    const path = (req.url ?? '/').split('?', 1)[0];
+    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
     if (!adminHostAllowed(req.headers.host, deps.host, deps.allowedHosts)) {
       req.resume();
       return sendJson(res, 403, {
@@ -100,6 +107,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       );
       return;
     }
+    if (isCordonPath(path)) return cordonRoute(req, res, path, deps.fleet, deps.cordons);
     if (req.method !== 'GET') return sendJson(res, 405, { error: 'use GET' });
     switch (path) {
       case '/health':
@@ -124,7 +132,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       default:
         return sendJson(res, 404, {
           error: 'not found',
-          paths: ['/health', '/ready', '/status', '/metrics', 'POST /-/reload'],
+          paths: ['/health', '/ready', '/status', '/metrics', '/upstreams', 'POST /-/reload'],
         });
     }
   });

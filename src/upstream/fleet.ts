@@ -3,7 +3,7 @@
  * Owns: chain-id verification (quarantine), head polling, the fleet head and finalized height, the block
  * number served to clients (it never goes backwards), each node's hold-off clock and limit (holdoff.ts),
  * and applying a reloaded configuration (which nodes stay, come and go: membership.ts).
- * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts).
+ * Refuses: choosing an upstream for a call (routing/select.ts), transport (client.ts), keeping cordons (cordons.ts).
  *
  * The fleet is the only writer of upstream state (node.ts `NodeStatus`). Everything else reports
  * observations through these transitions, and the fleet decides what they mean:
@@ -28,6 +28,7 @@ import { HeadBelief } from './belief.js';
 import { collectCallGauges, publishHeads } from './gauges.js';
 import { Canon, finalizedHeight, type Header } from './heads.js';
 import { HttpUpstreamClient, type ClientOptions, type UpstreamClient } from './client.js';
+import { CordonSet } from './cordons.js';
 import { Breaker } from './health.js';
 import { memoryBudgets, type BudgetMaker } from '../limits/budget.js';
 import { nodeHoldOff } from './holdoff.js';
@@ -61,6 +62,7 @@ export class Fleet extends EventEmitter {
   /** The writable state of every upstream, current and retiring: the fleet's alone. */
   private readonly status = new WeakMap<Upstream, NodeStatus>();
   private readonly canon = new Canon();
+  readonly cordons = new CordonSet();
 
   constructor(
     private opts: FleetOptions,
@@ -123,7 +125,8 @@ export class Fleet extends EventEmitter {
   latest(): number {
     const served = this.blockNumber();
     let top = -1;
-    for (const u of this.upstreams) if (u.available && !u.heldOff && u.head > top) top = u.head;
+    for (const u of this.upstreams)
+      if (u.available && !u.heldOff && !this.cordons.has(u.name) && u.head > top) top = u.head;
     return top < 0 || this.head < 0 ? served : Math.min(served, this.head, top);
   }
 
@@ -190,10 +193,7 @@ export class Fleet extends EventEmitter {
     this.emit('upstream-head', u);
   }
 
-  /**
-   * Another replica saw `u` at n (replicas/shared-heads.ts): what Redis holds is input, so it is
-   * taken only as far as this replica's own nodes make it possible (reach()). False: refused.
-   */
+  /** Another replica saw `u` at n (shared-heads.ts): Redis is input, taken only within reach(). False: refused. */
   takeShared(u: Upstream, n: number): boolean {
     if (!Number.isSafeInteger(n) || n < 0 || n > this.reach()) return false;
     this.proveBlock(u, n);
@@ -340,7 +340,7 @@ export class Fleet extends EventEmitter {
   }
 
   private publish(): void {
-    publishHeads(this.metrics, this.upstreams, (u) => this.lag(u), this.head, this.finalized);
+    publishHeads(this.metrics, this.upstreams, (u) => this.lag(u), this.head, this.finalized, this.cordons);
   }
 
   /** Refreshes the gauges that move with every call (scraped, not pushed). */

@@ -11,6 +11,7 @@ export function publishHeads(
   lagOf: (u: Upstream) => number,
   head: number,
   finalized: number,
+  cordons: { has(name: string): boolean },
 ): void {
   for (const u of upstreams) {
     const lag = lagOf(u);
@@ -18,6 +19,7 @@ export function publishHeads(
     metrics.setUpstreamLag(u.name, Number.isFinite(lag) ? lag : -1);
     metrics.setUpstreamHealthy(u.name, u.available);
     metrics.setQuarantined(u.name, u.state === 'quarantined');
+    metrics.setUpstreamCordoned(u.name, cordons.has(u.name));
   }
   metrics.setFleetHead(head);
   metrics.setFleetFinalized(finalized);

@@ -21,6 +21,8 @@ export interface UpstreamView {
 export interface FleetView {
   readonly head: number;
   readonly upstreams: readonly UpstreamView[];
+  /** Cordoned names (upstream/cordons.ts): the page shows them as such. */
+  readonly cordons?: { get(name: string): { reason: string | null; at: number } | undefined };
 }
 
 /**

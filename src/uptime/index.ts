@@ -2,7 +2,8 @@
  * The public uptime room (SPEC 12): every uptime.probeIntervalMs it runs the two checks
  * (checks.ts), opens and closes incidents (tracker.ts), keeps results and incidents in the store
  * (store.ts, a SQLite file or memory) and makes the report the page, its JSON and the badge show
- * (report.ts, page.ts, badge.ts). The clock is injected; tests drive probe() themselves.
+ * (report.ts, page.ts, badge.ts). Without a shared Redis it also keeps the cordons in its store
+ * (cordonKeeper). The clock is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
  * routes.ts for an answer).
  *
@@ -27,6 +28,7 @@ import {
   type UptimeReport,
 } from './report.js';
 import type { UptimePages } from './routes.js';
+import { cordonText, parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../upstream/cordons.js';
 import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
 
@@ -271,13 +273,17 @@ export class Uptime implements UptimePages {
     if (s.showUpstreams) {
       report.upstreams = fleet.upstreams
         .filter((u) => !u.retiring)
-        .map((u) => ({
-          name: u.name,
-          state: u.state,
-          head: headQuantity(u.head),
-          lag: u.state !== 'healthy' || fleet.head < 0 || u.head < 0 ? null : Math.max(0, fleet.head - u.head),
-          latencyMs: u.state === 'healthy' ? Math.round(u.latencyMs * 10) / 10 : null,
-        }));
+        .map((u) => {
+          const cordon = fleet.cordons?.get(u.name);
+          return {
+            name: u.name,
+            state: cordon ? 'cordoned' : u.state,
+            head: headQuantity(u.head),
+            lag: u.state !== 'healthy' || fleet.head < 0 || u.head < 0 ? null : Math.max(0, fleet.head - u.head),
+            latencyMs: u.state === 'healthy' ? Math.round(u.latencyMs * 10) / 10 : null,
+            ...(cordon && { cordon: { reason: cordon.reason, since: iso(cordon.at) } }),
+          };
+        });
     }
     return report;
   }
@@ -293,6 +299,38 @@ export class Uptime implements UptimePages {
   uptime30d(): number | null {
     if (this.summary) return this.summary.uptime['30d'];
     return this.write(() => fraction(this.store.tally(this.clock.now() - WINDOWS['30d']))) ?? null;
+  }
+
+  /**
+   * Cordons kept in this store (without a shared Redis): across restarts when it is a file. A row
+   * that is not a cordon (the file is input too) is left out. A write that fails even in memory rejects.
+   */
+  cordonKeeper(): CordonKeeper {
+    const set = async (name: string, value: string | null): Promise<void> => {
+      let done = false;
+      this.write(() => {
+        this.store.setCordon(name, value, this.clock.now());
+        done = true;
+      });
+      if (!done) throw new Error('the uptime store could not keep the cordon');
+    };
+    const store = this.store;
+    return {
+      get keptIn() {
+        return store.persistent ? 'uptime store' : 'memory';
+      },
+      start: async (seen) => {
+        const all = new Map<string, Cordon>();
+        for (const [name, text] of this.write(() => this.store.cordons()) ?? []) {
+          const c = parseCordon(text);
+          if (c !== null && UPSTREAM_NAME.test(name)) all.set(name, c);
+        }
+        seen(all);
+      },
+      put: (name, c) => set(name, cordonText(c)),
+      drop: (name) => set(name, null),
+      close: async () => undefined,
+    };
   }
 
   /** For /status on the admin port. */

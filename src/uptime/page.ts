@@ -47,7 +47,7 @@ table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums;font
 th,td{text-align:left;padding:6px 8px;border-top:1px solid var(--line);white-space:nowrap}
 th{color:var(--muted);font-weight:500;border-top:0}
 td.num,th.num{text-align:right}
-.st{font-weight:600}.st.healthy{color:var(--ok)}.st.down,.st.quarantined{color:var(--bad)}.st.connecting{color:var(--warn)}
+.st{font-weight:600}.st.healthy{color:var(--ok)}.st.down,.st.quarantined{color:var(--bad)}.st.connecting,.st.cordoned{color:var(--warn)}.st .hint{white-space:normal;font-weight:400}
 footer{color:var(--muted);font-size:.82rem;text-align:center;margin-top:14px}
 footer a{color:inherit}
 .stale{color:var(--bad);font-weight:600}
@@ -157,7 +157,9 @@ const SCRIPT = `
       data.upstreams.forEach(function (u) {
         var tr = el('tr');
         tr.appendChild(el('td', 'name', u.name));
-        tr.appendChild(el('td', 'st ' + u.state, u.state));
+        var st = el('td', 'st ' + u.state, u.state);
+        if (u.cordon) st.appendChild(el('div', 'hint', (u.cordon.reason ? u.cordon.reason + ', ' : '') + 'since ' + when(u.cordon.since)));
+        tr.appendChild(st);
         var n = num(u.head);
         tr.appendChild(el('td', 'num', n === null ? '-' : n.toLocaleString()));
         tr.appendChild(el('td', 'num', u.lag === null ? '-' : String(u.lag)));

@@ -22,6 +22,8 @@ export interface UpstreamLine {
   head: string | null;
   lag: number | null;
   latencyMs: number | null;
+  /** While an operator has the node cordoned (state `cordoned`): why and since when. */
+  cordon?: { reason: string | null; since: string };
 }
 
 export interface UptimeReport {

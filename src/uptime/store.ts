@@ -1,5 +1,6 @@
 /**
- * The uptime store: probe results and incidents in one SQLite database (a file, or memory).
+ * The uptime store: probe results and incidents in one SQLite database (a file, or memory), and
+ * the cordons (upstream/cordons.ts) when there is no shared Redis to keep them.
  * Owns: the schema and its migrations, batched writes, compaction of old probes into per-minute
  * and per-hour aggregates, and the sums the report is made of. Refuses: deciding what a probe
  * means (tracker.ts) and presenting it (report.ts).
@@ -73,6 +74,8 @@ const MIGRATIONS: readonly string[] = [
      ended_at INTEGER, summary TEXT NOT NULL);
    CREATE INDEX incidents_started ON incidents (started_at);
    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
+  // Cordons (upstream/cordons.ts) when there is no shared Redis: kept across restarts.
+  `CREATE TABLE cordons (name TEXT PRIMARY KEY, value TEXT NOT NULL);`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -301,6 +304,18 @@ export class UptimeStore {
 
   openIncidents(): Incident[] {
     return this.incidents(Number.MAX_SAFE_INTEGER, 100);
+  }
+
+  /** Stored cordons by upstream name, as JSON text (upstream/cordons.ts parses them). */
+  cordons(): Map<string, string> {
+    const rows = this.db.prepare('SELECT name, value FROM cordons').all() as { name: string; value: string }[];
+    return new Map(rows.map((r) => [r.name, r.value]));
+  }
+
+  /** Stores (a cordon's text) or removes (null) the cordon of `name` at once, with what is buffered. */
+  setCordon(name: string, value: string | null, now: number): void {
+    const sql = value === null ? 'DELETE FROM cordons WHERE name = ?' : 'INSERT OR REPLACE INTO cordons VALUES (?, ?)';
+    this.write(now, () => this.db.prepare(sql).run(...(value === null ? [name] : [name, value])));
   }
 
   /** Row counts per tier: for tests and the size figures of docs/uptime-page.md. */

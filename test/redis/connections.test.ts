@@ -99,7 +99,7 @@ t.test('one connection per Redis URL, shared by cache, rate limits and shared he
   t.equal(down[0]?.level, 'warn', 'a warning');
   t.same(
     [...(down[0]?.users ?? [])].sort(),
-    ['cache', 'rate limits', 'shared heads'],
+    ['cache', 'cordons', 'rate limits', 'shared heads'],
     'naming every user of that Redis',
   );
   t.notMatch(JSON.stringify(down[0]), String(redis.port), 'and never its address');
