@@ -1,6 +1,7 @@
 // The dashboard read as a person reads it: a series drawn on an axis is in that axis' unit (no
 // entry counts on a bytes axis), counts of rare events are counts (reorgs), the job, instance and
-// upstream variables exist and are used, and reorgs and reloads are annotated.
+// upstream variables exist and are used, reorgs and reloads are annotated, and upstreams out of
+// rotation (held off, cordoned, over budget) have panels pointing at their runbook section.
 
 import t from 'tap';
 import { readFileSync } from 'node:fs';
@@ -17,6 +18,7 @@ interface Panel {
   id: number;
   title: string;
   type: string;
+  description?: string;
   targets?: Target[];
   fieldConfig?: { defaults?: { unit?: string }; overrides?: Override[] };
   panels?: Panel[];
@@ -86,4 +88,23 @@ t.test('variables job, instance, upstream; panels filter on them; annotations fo
     );
   const names = d.annotations.list.filter((a) => a.expr).map((a) => a.name);
   t.same(names, ['Reorgs', 'Config reloads']);
+});
+
+t.test('upstreams out of rotation: held off, cordoned, 429s and budgets, each pointing at the runbook', async (t) => {
+  const queried = (p: Panel): string => (p.targets ?? []).map((x) => x.expr).join('\n');
+  const out = panels.find((p) => p.title === 'Upstreams held off or cordoned')!;
+  t.ok(out, 'panel Upstreams held off or cordoned');
+  t.match(queried(out), /switchyard_upstream_held_off\{/);
+  t.match(queried(out), /switchyard_upstream_cordoned\{/);
+  const refusals = panels.find((p) => p.title === 'Upstream 429s and budget refusals / s')!;
+  t.match(queried(refusals), /rate\(switchyard_upstream_rate_limited_total\{/);
+  t.match(queried(refusals), /rate\(switchyard_upstream_budget_exhausted_total\{/);
+  const remaining = panels.find((p) => p.title === 'Upstream budget remaining')!;
+  t.match(queried(remaining), /switchyard_upstream_budget_remaining\{/);
+  for (const p of [out, refusals, remaining])
+    t.match(
+      p.description,
+      /docs\/observability\.md#allupstreamsheldofforcordoned/,
+      `${p.title} links the runbook`,
+    );
 });

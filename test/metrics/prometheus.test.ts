@@ -192,10 +192,11 @@ if (!existsSync(PROMETHEUS)) {
       // Process metrics on: the dashboard's process panels need them (startSwitchyard turns them off).
       // Rate limits roomy enough for the traffic below, except eth_getLogs, which costs more than a
       // second's budget and so fits only the hourly burst allowance, once: the second such call is
-      // refused deterministically (switchyard_rate_limited_calls_total).
+      // refused deterministically (switchyard_rate_limited_calls_total). node-a has a budget far above
+      // that traffic: the budget series (the dashboard's budget panels) exist only for a budgeted node.
       const config = validateConfig(
         testConfig({
-          upstreams: [{ name: 'node-a', url: anvil.url }],
+          upstreams: [{ name: 'node-a', url: anvil.url, rateLimit: { ratePerSec: 10_000, burst: 30_000 } }],
           rateLimit: {
             perIp: { ratePerSec: 10_000, burst: 30_000, burstWindowSec: 3600 },
             methodCost: { eth_getLogs: 15_000 },
