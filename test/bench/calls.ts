@@ -39,8 +39,10 @@ async function main(): Promise<void> {
   const app = await App.start(config, { logger: log, processMetrics: false });
   try {
     await waitUntil('switchyard ready', async () => app.ready);
-    // The front is private to the app: this tool measures it without the HTTP listener around it.
-    const front = (app as unknown as { front: Front }).front;
+    // The front is private to the app (in its request path; a build before the request path kept it
+    // on the app): this tool measures it without the HTTP listener around it.
+    const inner = app as unknown as { path?: { front: Front }; front?: Front };
+    const front = (inner.path?.front ?? inner.front)!;
     let n = 0;
     const call = (): string => {
       n++;
