@@ -102,9 +102,5 @@ t.test('upstreams out of rotation: held off, cordoned, 429s and budgets, each po
   const remaining = panels.find((p) => p.title === 'Upstream budget remaining')!;
   t.match(queried(remaining), /switchyard_upstream_budget_remaining\{/);
   for (const p of [out, refusals, remaining])
-    t.match(
-      p.description,
-      /docs\/observability\.md#allupstreamsheldofforcordoned/,
-      `${p.title} links the runbook`,
-    );
+    t.match(p.description, /docs\/observability\.md#allupstreamsheldofforcordoned/, `${p.title} links the runbook`);
 });
