@@ -11,6 +11,16 @@ import { Metrics } from '../../src/metrics/registry.js';
 import { createLogger } from '../../src/log/logger.js';
 
 /** An upstream entry as the config schema builds it (its defaults, nothing hand-copied). */
+/** Fleet settings for fleets of fake clients: the chain, a 1 s poll, defaults elsewhere. */
+export const TEST_FLEET_OPTIONS: FleetOptions = {
+  chainId: 186,
+  headPollMs: 1000,
+  chainIdCheckMs: 60_000,
+  upstreamTimeoutMs: 1000,
+  finalityDepth: 64,
+  maxHeadJumpBlocks: 1000,
+};
+
 export function upstreamConfig(name: string, extra: Partial<UpstreamConfig> = {}): UpstreamConfig {
   return upstreamSchema.parse({ name, url: 'http://127.0.0.1:9', maxConnections: 1, ...extra });
 }

@@ -8,19 +8,12 @@ import { dispatch, type DispatchContext, type Sendable } from '../../src/routing
 import type { RpcError } from '../../src/jsonrpc/errors.js';
 import type { Outcome } from '../../src/jsonrpc/response.js';
 import { Metrics } from '../../src/metrics/registry.js';
-import type { Fleet, FleetOptions } from '../../src/upstream/fleet.js';
+import type { Fleet } from '../../src/upstream/fleet.js';
 import type { Verdict } from '../../src/upstream/classify.js';
 import type { Requirement } from '../../src/routing/select.js';
-import { fakeFleet } from '../helpers/fake-client.js';
+import { fakeFleet, TEST_FLEET_OPTIONS } from '../helpers/fake-client.js';
 
-const OPTS: FleetOptions = {
-  chainId: 186,
-  headPollMs: 1000,
-  chainIdCheckMs: 60_000,
-  upstreamTimeoutMs: 1000,
-  finalityDepth: 64,
-  maxHeadJumpBlocks: 1000,
-};
+const OPTS = TEST_FLEET_OPTIONS;
 const RAW = '0x02f8';
 const ok = (result: string): Verdict => ({ kind: 'result', result });
 const revert: Verdict = {

@@ -16,17 +16,9 @@ import { Pipeline, type RequestContext } from '../../src/pipeline/index.js';
 import { Front } from '../../src/server/front.js';
 import type { UpstreamConfig } from '../../src/config/schema.js';
 import type { Verdict } from '../../src/upstream/classify.js';
-import type { FleetOptions } from '../../src/upstream/fleet.js';
-import { fakeFleet, type SentCall } from '../helpers/fake-client.js';
+import { fakeFleet, type SentCall, TEST_FLEET_OPTIONS } from '../helpers/fake-client.js';
 
-const OPTS: FleetOptions = {
-  chainId: 186,
-  headPollMs: 1000,
-  chainIdCheckMs: 60_000,
-  upstreamTimeoutMs: 1000,
-  finalityDepth: 64,
-  maxHeadJumpBlocks: 1000,
-};
+const OPTS = TEST_FLEET_OPTIONS;
 const HEAD = 100;
 const NOW = 1_000_000;
 const log = createLogger('silent');

@@ -4,21 +4,14 @@
  * cheaper node (random injected), weight scaling, and sticky keys that hold still.
  */
 import t, { type Test } from 'tap';
-import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
+import { Fleet } from '../../src/upstream/fleet.js';
 import { freshStatus, Upstream } from '../../src/upstream/node.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { createLogger } from '../../src/log/logger.js';
 import { choose, cost, eligible, hash } from '../../src/routing/select.js';
-import { FakeClient, upstreamConfig } from '../helpers/fake-client.js';
+import { FakeClient, upstreamConfig, TEST_FLEET_OPTIONS } from '../helpers/fake-client.js';
 
-const OPTS: FleetOptions = {
-  chainId: 186,
-  headPollMs: 1000,
-  chainIdCheckMs: 60_000,
-  upstreamTimeoutMs: 1000,
-  finalityDepth: 64,
-  maxHeadJumpBlocks: 1000,
-};
+const OPTS = TEST_FLEET_OPTIONS;
 
 interface Setup {
   name: string;

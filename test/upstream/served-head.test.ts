@@ -4,20 +4,13 @@
  * node of this chain has (one judged implausible, or above a reorg to a shorter chain).
  */
 import t, { type Test } from 'tap';
-import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
+import { Fleet } from '../../src/upstream/fleet.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { createLogger } from '../../src/log/logger.js';
 import type { Upstream } from '../../src/upstream/node.js';
-import { FakeClient, upstreamConfig } from '../helpers/fake-client.js';
+import { FakeClient, upstreamConfig, TEST_FLEET_OPTIONS } from '../helpers/fake-client.js';
 
-const OPTS: FleetOptions = {
-  chainId: 186,
-  headPollMs: 1000,
-  chainIdCheckMs: 60_000,
-  upstreamTimeoutMs: 1000,
-  finalityDepth: 64,
-  maxHeadJumpBlocks: 1000,
-};
+const OPTS = TEST_FLEET_OPTIONS;
 
 function fleetOf(t: Test, names: string[]): { fleet: Fleet; by: (name: string) => Upstream; clock: { ms: number } } {
   const clock = { ms: 1_000_000 };
