@@ -131,6 +131,8 @@ export class SharedCordons implements CordonKeeper {
       this.link.note(false);
       return false;
     }
+    // close() may have run while the script was in flight: then the answer has no one to go to.
+    if (this.seen === null) return false;
     this.seen(this.parse(flat));
     return true;
   }

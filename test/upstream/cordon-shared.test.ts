@@ -10,6 +10,10 @@
 import { Redis } from 'ioredis';
 import t from 'tap';
 import { startDevnet } from '../../src/devnet/index.js';
+import { createLogger } from '../../src/log/logger.js';
+import { Metrics } from '../../src/metrics/registry.js';
+import { RedisConnections } from '../../src/redis/connections.js';
+import { SharedCordons } from '../../src/replicas/shared-cordons.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { startRedis } from '../helpers/redis.js';
 import { call, get, post } from '../helpers/rpc.js';
@@ -84,4 +88,24 @@ t.test('a cordon through one replica reaches the other and survives restarting b
   await waitFor('the poisoned values counted', async () => (await refused()) >= was + 2, { timeoutMs: 10_000 });
   t.equal(await stateOf(a, second), 'healthy', 'a value that is no cordon cordons nothing');
   t.same((await get(`${a.adminUrl}/upstreams`)).json().ignoredCordons, [], 'and a field that is no name is no cordon');
+});
+
+t.test('closed while a read is in flight: the answer goes nowhere and nothing throws', async (t) => {
+  const redis = await startRedis(t);
+  const connections = new RedisConnections(new Metrics(), createLogger('silent'));
+  // Another user keeps the connection open, as the cache or the heads do in a replica.
+  const other = connections.link(redis.url, { name: 'other', whileDown: 'nothing' });
+  const cordons = new SharedCordons(connections, redis.url, 186, () => ['a'], new Metrics());
+  const seen: number[] = [];
+  await cordons.start((all) => seen.push(all.size));
+  const before = seen.length;
+  t.ok(before >= 1, 'the first read reached the keeper');
+  redis.pause(); // the next read's script waits in Redis, so close() runs while it is in flight
+  const read = (cordons as unknown as { read(): Promise<boolean> }).read();
+  await cordons.close();
+  redis.resume();
+  t.equal(await read, false, 'the read in flight resolves false instead of calling a closed keeper');
+  t.equal(seen.length, before, 'and hands nothing on');
+  other.release();
+  await connections.close();
 });
