@@ -35,6 +35,7 @@ import { ChainFeed, feedSettings } from './subscriptions/chain.js';
 import { PendingFeed } from './subscriptions/pending.js';
 import { VERSION } from './version.js';
 import { largeAnswers } from './upstream/answer-bytes.js';
+import { Tracing } from './tracing/index.js';
 
 export type { Ports } from './server/listeners.js';
 
@@ -72,6 +73,8 @@ interface Rooms {
   cordons: Cordons;
   feed: ChainFeed;
   pending: PendingFeed;
+  /** The span exporter (tracing.enabled at start); null when tracing is off. */
+  tracing: Tracing | null;
 }
 
 function buildRooms(config: Config, opts: AppOptions): Rooms {
@@ -111,6 +114,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     cordons: new Cordons(fleet, keeper, metrics, log.child({ room: 'cordons' })),
     feed: new ChainFeed(fleet, feedSettings(config), metrics, log.child({ room: 'subscriptions' })),
     pending: new PendingFeed(fleet, log.child({ room: 'subscriptions' })),
+    tracing: config.tracing.enabled ? new Tracing(config.tracing, metrics) : null,
   };
 }
 
@@ -314,5 +318,7 @@ export class App {
     await cache.close();
     await this.path.rateLimits.close();
     await redis.close();
+    // Last: the spans of the calls drained above are sent, within Tracing.close's bound.
+    await this.rooms.tracing?.close();
   }
 }

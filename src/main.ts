@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --enable-source-maps
 /**
  * Process entry: argv, signals, exit codes. The only file that touches process.* for control.
  *   switchyard [serve] --config FILE     the proxy alone (SWITCHYARD_CONFIG may name the file)

@@ -2,7 +2,7 @@
  * The effective configuration as `switchyard check --print` shows it: every default filled in,
  * secrets masked. Upstream and Redis URLs keep scheme, host and port (an operator must see where
  * they point) and lose credentials, path and query (where providers put API keys); API keys and
- * header values and the admin token are replaced whole.
+ * header values (upstreams' and the tracing collector's) and the admin token are replaced whole.
  */
 import type { Config } from './schema.js';
 
@@ -56,5 +56,8 @@ export function maskedConfig(config: Config): unknown {
   if (typeof copy.redis === 'string') copy.redis = maskUrl(copy.redis);
   const admin = copy.admin as { token: string | null };
   if (admin.token !== null) admin.token = MASK;
+  const tracing = copy.tracing as { endpoint: string | null; headers: Record<string, string> };
+  if (tracing.endpoint !== null) tracing.endpoint = maskUrl(tracing.endpoint);
+  for (const h of Object.keys(tracing.headers)) tracing.headers[h] = MASK;
   return copy;
 }

@@ -12,7 +12,8 @@ import type { Config } from './schema.js';
  * labels every metric and is what nodes are checked against; the cache's entries were judged
  * immutable under its finalityDepth and some sit in Redis, so changing it under them would serve
  * answers judged by another rule; `redis` carries the heads shared between replicas; the uptime
- * store is one open file; `devnet` is read by `switchyard start` before the proxy runs.
+ * store is one open file; the tracing exporter and its queue are built once (sampleRate and slowMs
+ * reload); `devnet` is read by `switchyard start` before the proxy runs.
  * (cache.redis and rateLimit.redis fall back to `redis`: the cache's keeps the start value with the
  * cache, the rate limits' reloads with them.)
  */
@@ -30,6 +31,12 @@ export const RESTART_KEYS = [
   'redis',
   'uptime.enabled',
   'uptime.store',
+  'tracing.enabled',
+  'tracing.endpoint',
+  'tracing.headers',
+  'tracing.maxQueueSize',
+  'tracing.maxExportBatchSize',
+  'tracing.exportTimeoutMs',
   'devnet',
 ] as const;
 

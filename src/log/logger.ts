@@ -27,10 +27,14 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   );
 }
 
-/** Replaces anything that looks like a URL (with or without credentials) in free text. */
+/**
+ * Replaces anything that looks like a URL (with or without credentials) in free text. `file://`
+ * URLs are kept: they are this process's own files (ESM stack frames read
+ * `at f (file:///app/dist/x.js:10:5)`), and a stack without file and line is no use to anyone.
+ */
 export function redactUrls(text: string): string {
   return text
-    .replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, '[url]')
+    .replace(/\b(?!file:\/\/)[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi, '[url]')
     .replace(/\b\d{1,3}(\.\d{1,3}){3}:\d+\b/g, '[address]');
 }
 

@@ -14,6 +14,7 @@ import { CallMetrics } from './calls.js';
 import { ConnectionMetrics } from './connections.js';
 import { RedisMetrics } from './redis.js';
 import { ServiceMetrics, type BuildInfo } from './service.js';
+import { TracingMetrics } from './tracing.js';
 import { UpstreamMetrics } from './upstream.js';
 
 export { CALL_OUTCOMES, CALL_REASONS, INVALID_METHOD, type CallOutcome, type CallReason } from './calls.js';
@@ -33,6 +34,7 @@ export class Metrics {
   private readonly connections = new ConnectionMetrics(this.registry);
   private readonly service = new ServiceMetrics(this.registry);
   private readonly budgets = new BudgetMetrics(this.registry);
+  private readonly tracing = new TracingMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -103,4 +105,8 @@ export class Metrics {
   readonly setUptimeIncidents = this.service.setUptimeIncidents.bind(this.service);
   readonly setUptimeHeadAge = this.service.setUptimeHeadAge.bind(this.service);
   readonly setUptimeStorePersistent = this.service.setUptimeStorePersistent.bind(this.service);
+
+  // Tracing export (tracing.ts)
+  readonly recordSpansDropped = this.tracing.recordSpansDropped.bind(this.tracing);
+  readonly recordSpansExported = this.tracing.recordSpansExported.bind(this.tracing);
 }

@@ -119,30 +119,34 @@ function exchange(
   const sent = chunk.map((k) => calls[k]!);
   ctx.trail.push(u.name);
   const before = u.breaker.state;
-  return u.callMany(sent, Math.min(exchangeTimeout(ctx, sent), remaining)).then(({ verdicts, ms }) => {
-    const after = u.breaker.state;
-    if (after !== before) ctx.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
-    recordExchange(ctx, u, sent, verdicts, ms);
-    let later: Promise<void>[] | undefined;
-    for (let i = 0; i < chunk.length; i++) {
-      const k = chunk[i]!;
-      const verdict = verdicts[i]!;
-      if (verdict.kind === 'result') {
-        answers[k] = { outcome: { result: verdict.result }, upstream: u };
-        continue;
+  const span = ctx.trace?.exchange(u.name, sent);
+  return u
+    .callMany(sent, Math.min(exchangeTimeout(ctx, sent), remaining), span?.traceparent)
+    .then(({ verdicts, ms }) => {
+      span?.endMany(verdicts);
+      const after = u.breaker.state;
+      if (after !== before) ctx.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
+      recordExchange(ctx, u, sent, verdicts, ms);
+      let later: Promise<void>[] | undefined;
+      for (let i = 0; i < chunk.length; i++) {
+        const k = chunk[i]!;
+        const verdict = verdicts[i]!;
+        if (verdict.kind === 'result') {
+          answers[k] = { outcome: { result: verdict.result }, upstream: u };
+          continue;
+        }
+        const progress = fresh();
+        progress.tried.push(u);
+        const answer = interpretVerdict(ctx, sent[i]!, progress, u, verdict, ms);
+        if (answer !== null) {
+          answers[k] = answer;
+          continue;
+        }
+        progress.attempt++;
+        (later ??= []).push(attempt(ctx, sent[i]!, progress).then((a) => void (answers[k] = a)));
       }
-      const progress = fresh();
-      progress.tried.push(u);
-      const answer = interpretVerdict(ctx, sent[i]!, progress, u, verdict, ms);
-      if (answer !== null) {
-        answers[k] = answer;
-        continue;
-      }
-      progress.attempt++;
-      (later ??= []).push(attempt(ctx, sent[i]!, progress).then((a) => void (answers[k] = a)));
-    }
-    return later === undefined ? undefined : Promise.all(later).then(noop);
-  });
+      return later === undefined ? undefined : Promise.all(later).then(noop);
+    });
 }
 
 /** One exchange answers all its calls together: it may take as long as its longest-allowed call. */

@@ -20,6 +20,7 @@ import type { Verdict } from '../upstream/classify.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
+import type { CallTrace, RequestTrace } from '../tracing/index.js';
 import { overBudget } from './budget.js';
 import { choose, eligible, type Ineligible, type Requirement } from './select.js';
 import type { MethodTimeouts } from './timeouts.js';
@@ -46,6 +47,8 @@ export interface DispatchContext {
   trail: string[];
   /** The request's logger: failovers and breaker transitions are written at debug. */
   log?: Logger;
+  /** The request's trace (tracing/); absent when it is not traced. */
+  trace?: RequestTrace | null;
 }
 
 export interface Attempted {
@@ -83,6 +86,8 @@ export interface Sendable {
   only?: Upstream;
   /** The bytes the call's request may still hold (a split eth_getLogs); past it, RESPONSE_TOO_LARGE. */
   budget?: BytePool;
+  /** The call's span when its request is traced: each attempt is a CLIENT span under it. */
+  trace?: CallTrace;
 }
 
 /** How long, and how many times, a call waits for a node to reach the block it needs. */
@@ -266,7 +271,10 @@ function send(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, re
   ctx.trail.push(u.name);
   const before = u.breaker.state;
   const limit = Math.min(timeoutOf(r, call), remaining);
-  return u.call(call.method, call.paramsJson, limit, callOptions(call)).then(({ verdict, ms }) => {
+  const span = call.trace?.attempt(u.name);
+  const opts = span === undefined ? callOptions(call) : { ...callOptions(call), traceparent: span.traceparent };
+  return u.call(call.method, call.paramsJson, limit, opts).then(({ verdict, ms }) => {
+    span?.end(verdict);
     r.metrics.recordUpstreamCall(
       u.name,
       call.label,

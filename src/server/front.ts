@@ -16,6 +16,7 @@ import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { Pipeline, Plan, RequestContext, Split, SubscriptionSession } from '../pipeline/index.js';
 import { fetchChunks } from '../pipeline/logs.js';
 import { dispatch } from '../routing/dispatch.js';
+import type { RequestTrace } from '../tracing/index.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 
 export interface FrontResult {
@@ -56,7 +57,7 @@ export class Front {
    * (local answers, memory cache hits, refusals): each promise and microtask hop is a measurable
    * share of a cached answer's cost.
    */
-  process(text: string, who: Caller, log: Logger): FrontResult | Promise<FrontResult> {
+  process(text: string, who: Caller, log: Logger, trace?: RequestTrace | null): FrontResult | Promise<FrontResult> {
     const d = this.deps;
     const parsed = parseBody(text, d.maxBatchSize);
     if (parsed.kind === 'error') {
@@ -77,8 +78,8 @@ export class Front {
       else d.metrics.recordRefused(INVALID_METHOD, s.error.reason);
     }
     const admitting = d.rateLimits.admit(who, methods);
-    if (Array.isArray(admitting)) return this.admitted(d, parsed.batch, parsed.slots, who, log, admitting);
-    return admitting.then((a) => this.admitted(d, parsed.batch, parsed.slots, who, log, a));
+    if (Array.isArray(admitting)) return this.admitted(d, parsed.batch, parsed.slots, who, log, admitting, trace);
+    return admitting.then((a) => this.admitted(d, parsed.batch, parsed.slots, who, log, a, trace));
   }
 
   private admitted(
@@ -88,6 +89,7 @@ export class Front {
     who: Caller,
     log: Logger,
     admissions: readonly Admission[],
+    trace?: RequestTrace | null,
   ): FrontResult | Promise<FrontResult> {
     const methods = (): string[] =>
       slots.slice(0, LOGGED_METHODS).map((s) => (s.call ? d.pipeline.label(s.call.method) : 'invalid'));
@@ -104,6 +106,7 @@ export class Front {
     let working: Promise<void> | null;
     try {
       ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
+      if (trace) ctx.trace = trace;
       outcomes = new Array<Outcome | undefined>(slots.length);
       working = this.work(d, ctx, slots, refused, outcomes);
     } catch (err) {
@@ -112,11 +115,13 @@ export class Front {
     }
     if (working === null) {
       d.concurrency.release(ipKey, admitted);
+      trace?.answered(outcomes);
       return written(batch, slots, outcomes, ctx.trail, methods);
     }
     return working.then(
       () => {
         d.concurrency.release(ipKey, admitted);
+        trace?.answered(outcomes);
         return written(batch, slots, outcomes, ctx.trail, methods);
       },
       (err: unknown) => {
@@ -150,11 +155,14 @@ export class Front {
         outcomes[i] = { error: refusal };
         continue;
       }
+      ctx.trace?.call(i, call, d.pipeline.label(call.method));
       const decision = d.pipeline.decide(ctx, call);
       if (decision instanceof Promise) (waits ??= []).push(decision.then((o) => void (outcomes[i] = o)));
       else if (!('kind' in decision)) outcomes[i] = decision;
-      else if (decision.kind === 'plan') (plans ??= []).push(decision);
-      else (waits ??= []).push(this.split(d, ctx, decision).then((o) => void (outcomes[i] = o)));
+      else if (decision.kind === 'plan') {
+        (plans ??= []).push(decision);
+        ctx.trace?.planned(i, call, decision);
+      } else (waits ??= []).push(this.split(d, ctx, decision).then((o) => void (outcomes[i] = o)));
     }
     if (plans !== undefined) {
       const sent = plans;
@@ -202,6 +210,7 @@ export class Front {
       const decision = d.pipeline.decideChunk(ctx, { ...s.call, params, paramsText: undefined }, budget);
       if (decision instanceof Promise) return decision;
       if (!('kind' in decision)) return Promise.resolve(decision);
+      decision.trace = ctx.trace?.at(s.call.index);
       return this.send(d, ctx, [decision]).then((done) => done[0]!);
     };
     return fetchChunks(s.chunks, s.maxBytes, chunk).then(

@@ -11,6 +11,7 @@ import { toQuantity } from '../jsonrpc/hex.js';
 import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
+import { remoteParent, startTrace, type RequestTrace, type RequestTracing } from '../tracing/index.js';
 import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
 import { type BodyResult, isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
@@ -46,6 +47,8 @@ export interface HttpDeps {
   logRequests?: 'all' | 'errors' | 'off';
   /** The public uptime page and its JSON and badge (SPEC 12); null when uptime.enabled is false. */
   uptime?: UptimePages | null;
+  /** Tracing with the path's sampling (tracing/); null or absent when tracing is off. */
+  tracing?: RequestTracing | null;
 }
 
 /** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
@@ -196,6 +199,8 @@ class HttpRequest {
   private readonly logRequests: boolean;
   private readonly started: number;
   apiKey: string | undefined = undefined;
+  /** The request's trace when tracing is on (a SERVER span, ended as the answer is written). */
+  readonly trace: RequestTrace | null;
 
   constructor(
     readonly deps: HttpDeps,
@@ -210,11 +215,21 @@ class HttpRequest {
     this.logRequests = deps.logRequests !== 'off' && deps.log.isLevelEnabled('info');
     this.started = this.logRequests ? performance.now() : 0;
     this.log = this.logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: this.reqId }) : deps.log;
+    // JSON-RPC requests only: a GET page or a preflight is no call.
+    this.trace =
+      deps.tracing && req.method === 'POST'
+        ? startTrace(deps.tracing, 'http', remoteParent(req.headers.traceparent, req.headers.tracestate))
+        : null;
   }
 
   finish(status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void {
     const { deps, res } = this;
     closeIfStopping(deps, res);
+    if (this.trace !== null)
+      extra = {
+        ...extra,
+        traceparent: this.trace.end(status, info.errors ?? (status === 200 ? 0 : 1), info.calls ?? null),
+      };
     if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes)
       sendAnswer(res, status, body, this.reqId, this.cors, extra);
     else sendLargeAnswer(res, this.req, status, body, this.reqId, this.cors, extra);
@@ -239,6 +254,7 @@ class HttpRequest {
         ms: Math.round(performance.now() - this.started),
         ua: userAgentOf(this.req),
         apiKey,
+        trace_id: this.trace?.traceId,
       },
       'request',
     );
@@ -288,17 +304,22 @@ class HttpRequest {
     const deps = this.deps;
     try {
       if (!body.ok) {
-        if (body.why === 'aborted') return;
+        if (body.why === 'aborted') return void this.trace?.end(499, 1, null);
         if (body.why === 'too_large') return this.reject('BODY_TOO_LARGE', CONNECTION_CLOSE);
         deps.metrics.recordRefused(INVALID_METHOD, 'PARSE_ERROR');
         return this.finish(200, errorText('null', new RpcError('PARSE_ERROR')), NO_HEADERS, { errors: 1 });
       }
-      const out = deps.front.process(body.text, { ip: this.clientIp, apiKey: this.apiKey }, this.log);
-      if (out instanceof Promise) out.then((o) => this.answer(o)).catch((err: unknown) => crashed(deps, this.res, err));
+      const out = deps.front.process(body.text, { ip: this.clientIp, apiKey: this.apiKey }, this.log, this.trace);
+      if (out instanceof Promise) out.then((o) => this.answer(o)).catch((err: unknown) => this.crashed(err));
       else this.answer(out);
     } catch (err) {
-      crashed(deps, this.res, err);
+      this.crashed(err);
     }
+  }
+
+  private crashed(err: unknown): void {
+    crashed(this.deps, this.res, err);
+    this.trace?.end(500, 1, null);
   }
 
   private answer(out: FrontResult): void {

@@ -23,6 +23,7 @@ import type { ChainFeed } from '../subscriptions/chain.js';
 import type { PendingFeed } from '../subscriptions/pending.js';
 import type { WsDeps } from './ws.js';
 import type { Fleet } from '../upstream/fleet.js';
+import type { RequestTracing, Tracing } from '../tracing/index.js';
 import type { Uptime } from '../uptime/index.js';
 import { VERSION } from '../version.js';
 import { ClientIp } from './client-ip.js';
@@ -52,6 +53,8 @@ export interface PathParts {
   feed: ChainFeed;
   pending: PendingFeed;
   uptime: Uptime | null;
+  /** The span exporter, built at start when tracing.enabled; null when off. */
+  tracing: Tracing | null;
   /** The process's open-file limit (null: not checked). */
   fdLimit: number | null;
   isReady: () => boolean;
@@ -142,6 +145,7 @@ function httpDeps(c: Config, parts: PathParts, front: Front, clientIp: ClientIp,
     logRequests: c.log.requests,
     gzipMinBytes: c.server.gzipMinBytes,
     uptime: parts.uptime,
+    tracing: requestTracing(c, parts),
   };
 }
 
@@ -164,7 +168,14 @@ function wsDeps(c: Config, parts: PathParts, front: Front, clientIp: ClientIp, r
     isDraining: parts.isDraining,
     knowsKey: (key) => rateLimits.knowsKey(key),
     admitRequest: (ip) => rateLimits.admitRequest(ip),
+    tracing: requestTracing(c, parts),
   };
+}
+
+/** The exporter built at start with this path's sampling (tracing.sampleRate and slowMs reload). */
+function requestTracing(c: Config, parts: PathParts): RequestTracing | null {
+  if (parts.tracing === null) return null;
+  return Object.freeze({ tracing: parts.tracing, sampleRate: c.tracing.sampleRate, slowMs: c.tracing.slowMs });
 }
 
 /** The connection caps in force: server.maxConnections lowered to what the open-file limit allows (warned). */

@@ -28,6 +28,7 @@ import type { ChainFeed } from '../subscriptions/chain.js';
 import type { PendingFeed } from '../subscriptions/pending.js';
 import { Frames, type Started } from '../subscriptions/frames.js';
 import { Session } from '../subscriptions/session.js';
+import { startTrace, type RequestTrace, type RequestTracing } from '../tracing/index.js';
 
 export interface WsDeps {
   front: Front;
@@ -47,6 +48,8 @@ export interface WsDeps {
   knowsKey: (key: string) => boolean;
   /** Charges a guess at an API key to the client IP's rate budget (limits/rate.ts admitRequest). */
   admitRequest: (ip: string) => Admission | Promise<Admission>;
+  /** Tracing with the path's sampling (tracing/): a SERVER span per frame; null or absent when off. */
+  tracing?: RequestTracing | null;
 }
 
 /** A slow reader's socket gets this long to take the close frame before it is cut. */
@@ -196,19 +199,27 @@ export class WsFront {
       text = '\u0000'; // not JSON: the front answers it with -32700, in its turn
     }
     const frame = session.frame();
+    // A frame carries no headers: each is a trace of its own.
+    const trace = this.deps.tracing ? startTrace(this.deps.tracing, 'websocket', null) : null;
     let out: FrontResult | Promise<FrontResult>;
     try {
-      out = this.closing ? this.shuttingDown() : this.deps.front.process(text, { ip, apiKey, session: frame }, log);
+      out = this.closing
+        ? this.shuttingDown()
+        : this.deps.front.process(text, { ip, apiKey, session: frame }, log, trace);
     } catch (err) {
+      trace?.end(500, 1, null);
       return { answer: this.crashed(err), written: () => frame.written() };
     }
     const answer =
       out instanceof Promise
         ? out.then(
-            (r) => r.body,
-            (err: unknown) => this.crashed(err),
+            (r) => bodyOf(r, trace),
+            (err: unknown) => {
+              trace?.end(500, 1, null);
+              return this.crashed(err);
+            },
           )
-        : out.body;
+        : bodyOf(out, trace);
     return { answer, written: () => frame.written() };
   }
 
@@ -357,4 +368,10 @@ export class WsFront {
     for (const c of this.clients.values()) subscriptions += c.session.size;
     return { connections: this.clients.size, subscriptions };
   }
+}
+
+/** A frame's answer; its trace ends with it. */
+function bodyOf(r: FrontResult, trace: RequestTrace | null): string {
+  trace?.end(r.status, r.errors, r.calls);
+  return r.body;
 }

@@ -65,7 +65,7 @@ export interface UpstreamClient {
    * Sends these calls in one exchange now (a batch, up to maxBatchSize calls), bypassing the
    * micro-batcher: a verdict per call, in order, and the exchange's time. Never throws.
    */
-  callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming>;
+  callMany(calls: readonly OutgoingCall[], timeoutMs: number, traceparent?: string): Promise<ManyTiming>;
   close(): Promise<void>;
 }
 
@@ -73,6 +73,8 @@ export interface CallOptions {
   probe?: boolean;
   expensive?: boolean;
   budget?: BytePool;
+  /** W3C traceparent for the exchange (tracing/): the attempt's CLIENT span, so the node's trace joins. */
+  traceparent?: string;
 }
 
 export interface OutgoingCall {
@@ -109,6 +111,7 @@ interface Pending {
   done: boolean;
   resolve: (t: CallTiming) => void;
   budget?: BytePool;
+  traceparent?: string;
 }
 
 /** A batch answer that left a call out. */
@@ -197,6 +200,7 @@ export class HttpUpstreamClient implements UpstreamClient {
   call(method: string, paramsJson: string, timeoutMs: number, opts: CallOptions = {}): Promise<CallTiming> {
     return new Promise((resolve) => {
       const p = this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve, opts.expensive === true);
+      if (opts.traceparent !== undefined) p.traceparent = opts.traceparent;
       // Alone: an expensive call, so that a slow one holds no other call; a probe, so that no
       // routed call's large or slow answer holds it past its deadline (a node answering polls in
       // time must not be marked down for another call's answer); a call with a budget, so that
@@ -244,7 +248,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     return new Promise((resolve) => void this.send([this.pending(c.method, c.paramsJson, timeoutMs, true, resolve)]));
   }
 
-  callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming> {
+  callMany(calls: readonly OutgoingCall[], timeoutMs: number, traceparent?: string): Promise<ManyTiming> {
     const n = calls.length;
     const started = performance.now();
     const first = this.nextId;
@@ -254,7 +258,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     for (let k = 0; k < n; k++) this.breaker.begin();
     return postJson(
       this.dispatcher,
-      this.target,
+      this.traced(traceparent),
       batchText(calls, (k) => first + k),
       Math.max(1, timeoutMs),
       { pool: this.pool },
@@ -309,7 +313,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
       const { status, text, checked, retryAfter } = await postJson(
         this.dispatcher,
-        this.target,
+        this.traced(batch.find((p) => p.traceparent !== undefined)?.traceparent),
         body,
         Math.max(1, last - now),
         bytes,
@@ -332,6 +336,15 @@ export class HttpUpstreamClient implements UpstreamClient {
       const v = verdicts instanceof Map ? (verdicts.get(p.id) ?? MISSING) : verdicts;
       this.finish(p, v);
     }
+  }
+
+  /**
+   * Where an exchange goes, with the traceparent of a traced call in it. One exchange carries one
+   * traceparent: in a batch of several traced requests' calls, the first traced call's.
+   */
+  private traced(traceparent: string | undefined): { origin: string; path: string; headers: Record<string, string> } {
+    if (traceparent === undefined) return this.target;
+    return { ...this.target, headers: { ...this.headers, traceparent } };
   }
 
   /**

@@ -128,8 +128,8 @@ export class Upstream {
     return this.client.call(method, paramsJson, timeoutMs, opts);
   }
 
-  callMany(calls: readonly OutgoingCall[], timeoutMs: number): Promise<ManyTiming> {
-    return this.client.callMany(calls, timeoutMs);
+  callMany(calls: readonly OutgoingCall[], timeoutMs: number, traceparent?: string): Promise<ManyTiming> {
+    return this.client.callMany(calls, timeoutMs, traceparent);
   }
 
   /** Routable at all: reachable, answering its polls, right chain, plausible head, breaker lets calls through, not being removed. */

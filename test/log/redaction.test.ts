@@ -39,6 +39,30 @@ t.test('the err serializer scrubs URLs from message and stack', async (t) => {
   t.equal(redactUrls('see http://a:b@h:1/p?q=1 now'), 'see [url] now');
 });
 
+t.test('stack frames keep their file and line while URLs in the same error are scrubbed', async (t) => {
+  const log = capture();
+  const logger = createLogger('debug', log.stream);
+  const err = new Error('connect ECONNREFUSED https://alice:s3cret@rpc.example.com/v2/KEY 10.1.2.3:8545');
+  // The frames an ESM process writes: file URLs of its own modules, with line and column.
+  err.stack = [
+    `Error: ${err.message}`,
+    '    at send (file:///app/dist/upstream/client.js:212:17)',
+    '    at file:///app/src/routing/failover.ts:301:5',
+    '    at process.processTicksAndRejections (node:internal/process/task_queues:105:5)',
+  ].join('\n');
+  logger.error({ err }, 'failed');
+  const stack = (JSON.parse(log.text()) as { err: { stack: string } }).err.stack;
+  t.match(stack, 'at send (file:///app/dist/upstream/client.js:212:17)', 'a dist frame with file and line');
+  t.match(stack, 'at file:///app/src/routing/failover.ts:301:5', 'a source-mapped frame with file and line');
+  t.match(stack, 'node:internal/process/task_queues:105:5', 'a node frame');
+  for (const secret of ['s3cret', 'alice', 'rpc.example.com', 'KEY', '10.1.2.3'])
+    t.notMatch(stack, secret, `no ${secret}`);
+  t.equal(redactUrls('at f (file:///a/b.js:1:2) via http://h:1/k'), 'at f (file:///a/b.js:1:2) via [url]');
+  // A real stack of this process: its first frame names this file.
+  const real = new Error('x');
+  t.match(redactUrls(real.stack ?? ''), /redaction\.test\.ts:\d+:\d+/, 'a live frame keeps file and line');
+});
+
 t.test('an unreachable upstream with credentials in its URL leaves no trace of them in the log', async (t) => {
   const log = capture();
   const port = await freePort();

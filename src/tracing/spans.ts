@@ -1,0 +1,270 @@
+/**
+ * One traced request: its SERVER span (an HTTP request or a WebSocket frame), a span per JSON-RPC
+ * call in it (OpenTelemetry's JSON-RPC conventions), a CLIENT span per upstream attempt, and one
+ * CLIENT span per exchange of several calls with a node, linking each call's span. Attributes name
+ * methods, ids, codes, cache use, attempts, the pinned block and upstreams by name; never params,
+ * results, addresses, URLs, keys or tokens. When the request ends, whether its spans are exported
+ * is decided (tail.ts): a sampled parent or the head sample, a request slower than tracing.slowMs,
+ * or any error (a call's, a failed attempt's, or an HTTP error status).
+ */
+import { SpanKind, SpanStatusCode, trace, type Link, type Span, type SpanContext } from '@opentelemetry/api';
+import type { Call } from '../jsonrpc/parse.js';
+import type { Outcome } from '../jsonrpc/response.js';
+import type { Verdict } from '../upstream/classify.js';
+import { isSampled, parentContext, traceparentOf } from './context.js';
+import type { Tracing } from './provider.js';
+
+/** The settings of the request path in force (they reload) over the long-lived provider. */
+export interface RequestTracing {
+  readonly tracing: Tracing;
+  readonly sampleRate: number;
+  readonly slowMs: number;
+}
+
+/** What the tracing reads of a pipeline Plan (and the one field it writes: the call's span). */
+export interface PlanView {
+  readonly cache: unknown;
+  readonly spec: { readonly block?: number };
+  readonly params: readonly unknown[];
+  trace?: CallTrace;
+}
+
+/** What a call was answered from: `none` for a call no cache level could hold. */
+export type CacheUse = 'hit' | 'miss' | 'none';
+
+/** A client's method name outside the method table is cut to this many characters in rpc.method_original. */
+const MAX_METHOD_CHARS = 64;
+const MAX_ID_CHARS = 128;
+
+/** A traced request; null when tracing is off or too many requests are traced at once. */
+export function startTrace(
+  rt: RequestTracing | null | undefined,
+  transport: 'http' | 'websocket',
+  parent: SpanContext | null,
+): RequestTrace | null {
+  if (rt === null || rt === undefined) return null;
+  const span = rt.tracing.tracer.startSpan(
+    transport === 'http' ? 'POST' : 'websocket frame',
+    { kind: SpanKind.SERVER, attributes: { 'network.protocol.name': transport } },
+    parentContext(parent),
+  );
+  const traceId = span.spanContext().traceId;
+  if (!rt.tracing.tail.open(traceId)) {
+    span.end();
+    return null;
+  }
+  const head = parent !== null ? isSampled(parent) : Math.random() < rt.sampleRate;
+  return new RequestTrace(rt, span, head);
+}
+
+export class RequestTrace {
+  readonly traceId: string;
+  private readonly started = performance.now();
+  private failed = false;
+  private readonly calls: (CallTrace | undefined)[] = [];
+  private ended = false;
+
+  constructor(
+    private readonly rt: RequestTracing,
+    readonly span: Span,
+    /** The head decision: a sampled parent, or the sample at tracing.sampleRate. */
+    readonly head: boolean,
+  ) {
+    this.traceId = span.spanContext().traceId;
+  }
+
+  /** A span for the call in slot `slot`, under the SERVER span. */
+  call(slot: number, call: Call, label: string): CallTrace {
+    const known = label !== 'other';
+    const span = this.rt.tracing.tracer.startSpan(
+      known ? call.method : '_OTHER',
+      { kind: SpanKind.INTERNAL, attributes: callAttributes(call, known) },
+      trace.setSpan(parentContext(null), this.span),
+    );
+    const c = new CallTrace(this, span);
+    this.calls[slot] = c;
+    return c;
+  }
+
+  /**
+   * The call in slot `slot` goes to a node under `plan`: the cache level it may fill, the block
+   * `latest` was pinned to, and the plan carries the call's span to routing.
+   */
+  planned(slot: number, call: Call, plan: PlanView): void {
+    const c = this.calls[slot];
+    if (c === undefined) return;
+    c.cache = plan.cache === null ? 'none' : 'miss';
+    const at = plan.spec.block;
+    if (at !== undefined && (call.params[at] === 'latest' || call.params[at] === undefined)) {
+      const v = plan.params[at];
+      if (typeof v === 'string' && /^0x[0-9a-f]{1,13}$/i.test(v)) c.block = Number.parseInt(v, 16);
+    }
+    plan.trace = c;
+  }
+
+  /** The call span of slot `slot`, when it has one. */
+  at(slot: number): CallTrace | undefined {
+    return this.calls[slot];
+  }
+
+  /** One exchange of several calls with `upstream`: a CLIENT span under the request, linking each call's span. */
+  exchange(upstream: string, calls: readonly { trace?: CallTrace }[]): Attempt {
+    const links: Link[] = [];
+    for (const c of calls) {
+      if (c.trace === undefined) continue;
+      c.trace.attempts++;
+      links.push({ context: c.trace.span.spanContext() });
+    }
+    return this.attempt(this.span, upstream, links, calls.length);
+  }
+
+  /** A CLIENT span under `parent` for one attempt with `upstream`. */
+  attempt(parent: Span, upstream: string, links?: Link[], calls?: number): Attempt {
+    const span = this.rt.tracing.tracer.startSpan(
+      'upstream',
+      {
+        kind: SpanKind.CLIENT,
+        attributes:
+          calls === undefined
+            ? { 'switchyard.upstream': upstream }
+            : { 'switchyard.upstream': upstream, 'switchyard.calls': calls },
+        links,
+      },
+      trace.setSpan(parentContext(null), parent),
+    );
+    return new Attempt(this, span, traceparentOf(span.spanContext(), this.head));
+  }
+
+  /** Something went wrong on the way (a failed attempt, a call's error): the trace is exported. */
+  markFailed(): void {
+    this.failed = true;
+  }
+
+  /** Each call's outcome, as the request answers it: its span ends. */
+  answered(outcomes: readonly (Outcome | undefined)[]): void {
+    for (let i = 0; i < this.calls.length; i++) {
+      const o = outcomes[i];
+      if (o !== undefined) this.calls[i]?.end(o);
+    }
+  }
+
+  /**
+   * The request is answered: the SERVER span ends and the trace's fate is decided. The answer's
+   * `traceparent`: the SERVER span, flagged sampled when the trace is exported.
+   */
+  end(status: number, errors: number, calls: number | null): string {
+    const span = this.span;
+    const keep =
+      this.head || this.failed || errors > 0 || status >= 400 || performance.now() - this.started >= this.rt.slowMs;
+    const header = traceparentOf(span.spanContext(), keep);
+    if (this.ended) return header;
+    this.ended = true;
+    // Calls cut short (a crash) end with the request, so no span is left open.
+    for (const c of this.calls) c?.close();
+    span.setAttribute('http.response.status_code', status);
+    if (calls !== null) span.setAttribute('switchyard.calls', calls);
+    if (errors > 0) span.setAttribute('switchyard.errors', errors);
+    if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+    this.rt.tracing.tail.settle(this.traceId, keep);
+    return header;
+  }
+}
+
+export class CallTrace {
+  attempts = 0;
+  cache: CacheUse = 'none';
+  block: number | undefined = undefined;
+  private done = false;
+
+  constructor(
+    private readonly owner: RequestTrace,
+    readonly span: Span,
+  ) {}
+
+  /** A CLIENT span for one attempt of this call alone, under the call's span. */
+  attempt(upstream: string): Attempt {
+    this.attempts++;
+    return this.owner.attempt(this.span, upstream);
+  }
+
+  end(o: Outcome): void {
+    if (this.done) return;
+    const span = this.span;
+    span.setAttribute('switchyard.cache', o.result !== undefined && o.cached === true ? 'hit' : this.cache);
+    span.setAttribute('switchyard.attempts', this.attempts);
+    if (this.block !== undefined) span.setAttribute('switchyard.block', this.block);
+    if (o.result === undefined) {
+      const code = o.error !== undefined ? o.error.code : nodeErrorCode(o.nodeError);
+      span.setAttribute(
+        'error.type',
+        o.error !== undefined ? o.error.reason : code === null ? 'node_error' : String(code),
+      );
+      if (code !== null) span.setAttribute('rpc.response.status_code', String(code));
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      this.owner.markFailed();
+    }
+    this.close();
+  }
+
+  close(): void {
+    if (this.done) return;
+    this.done = true;
+    this.span.end();
+  }
+}
+
+/** One upstream attempt (or exchange): its CLIENT span and the traceparent the node is sent. */
+export class Attempt {
+  constructor(
+    private readonly owner: RequestTrace,
+    private readonly span: Span,
+    readonly traceparent: string,
+  ) {}
+
+  /** The node's verdict: `result`, `node-error`, or why the call goes elsewhere. */
+  end(verdict: Verdict): void {
+    const outcome = verdict.kind === 'retry' ? verdict.reason : verdict.kind;
+    this.span.setAttribute('switchyard.outcome', outcome);
+    if (verdict.kind !== 'result') {
+      this.span.setStatus({ code: SpanStatusCode.ERROR });
+      this.span.setAttribute('error.type', outcome);
+      this.owner.markFailed();
+    }
+    this.span.end();
+  }
+
+  /** An exchange's verdicts: the span's outcome is the first that is not a result, else `result`. */
+  endMany(verdicts: readonly Verdict[]): void {
+    const failed = verdicts.find((v) => v.kind !== 'result');
+    this.end(failed ?? verdicts[0] ?? { kind: 'result', result: 'null' });
+  }
+}
+
+function callAttributes(call: Call, known: boolean): Record<string, string> {
+  const a: Record<string, string> = { 'rpc.system.name': 'jsonrpc', 'rpc.method': known ? call.method : '_OTHER' };
+  if (!known) a['rpc.method_original'] = call.method.slice(0, MAX_METHOD_CHARS);
+  const id = requestId(call.id);
+  if (id !== undefined) a['jsonrpc.request.id'] = id;
+  return a;
+}
+
+/** The id as the client wrote it (a string without its quotes); none for a notification or a null id. */
+function requestId(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === 'null') return undefined;
+  let id = raw;
+  if (raw.startsWith('"')) {
+    try {
+      id = String(JSON.parse(raw));
+    } catch {
+      return undefined;
+    }
+  }
+  return id.slice(0, MAX_ID_CHARS);
+}
+
+/** The code of a node's error object text; null when it has none a number. */
+function nodeErrorCode(text: string): number | null {
+  const m = /"code"\s*:\s*(-?\d{1,9})\b/.exec(text);
+  return m === null ? null : Number(m[1]);
+}
