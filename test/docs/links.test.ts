@@ -19,6 +19,7 @@ const PAGES = [
   'websocket.md',
   'operations.md',
   'observability.md',
+  'tracing.md',
   'uptime-page.md',
   'errors.md',
   'benchmarks.md',
