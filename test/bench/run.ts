@@ -29,10 +29,15 @@
  * than req/s. BENCH_CPU_PROF=DIR starts Switchyard with --cpu-prof into DIR; BENCH_ONLY=REGEX runs
  * only the scenarios whose "label target" matches; BENCH_BASELINE=DIR (another checkout, built, with
  * its node_modules) adds its Switchyard as target `baseline` beside every Switchyard row, so a
- * before/after comparison shares one run's conditions.
+ * before/after comparison shares one run's conditions. BENCH_TRACING=1 adds target `tracing` beside
+ * the miss and hit rows: a Switchyard with tracing on at the default sample rate, exporting to a
+ * collector stand-in in this process that answers every export 200 (tracing off is the `switchyard`
+ * target itself; against BENCH_BASELINE it shows what tracing off costs).
  * Needs haproxy and wrk (Debian packages; installed when run as root). Not part of `npm test`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +68,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const BASELINE = process.env.BENCH_BASELINE;
+const TRACING = process.env.BENCH_TRACING === '1';
 const WARMUP_SECONDS = 1;
 const IDLE_CONNECTIONS = 1000;
 /** How long immutable misses fill the default cache before its RSS is read. */
@@ -242,6 +248,19 @@ async function main(): Promise<number> {
       for (const s of all.filter((x) => x.target === 'switchyard'))
         all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'baseline', url: base.url, pid: base.pid });
     }
+    if (TRACING) {
+      const sink = await startCollectorSink();
+      stops.push(sink.stop);
+      const traced = await startSwitchyardProcess(
+        ROOT,
+        dir,
+        'tracing',
+        switchyardConfig(anvil.url, { tracing: { enabled: true, endpoint: sink.url } }),
+      );
+      stops.push(() => traced.stop());
+      for (const s of all.filter((x) => x.target === 'switchyard' && (x.label === 'miss' || x.label === 'hit')))
+        all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'tracing', url: traced.url, pid: traced.pid });
+    }
     const scenarios = ONLY ? all.filter((s) => ONLY.test(`${s.label} ${s.target}`)) : all;
     const runs = new Map<Scenario, Run[]>(scenarios.map((s) => [s, []]));
     for (let round = 1; round <= ROUNDS; round++) {
@@ -331,6 +350,12 @@ async function main(): Promise<number> {
       `| baseline batch of 25 / one call | ${ratio(rps('miss', 'baseline'), rps('miss batch25', 'baseline'))} | ${ratio(us('miss batch25', 'baseline'), us('miss', 'baseline'))} | (before) |`,
     );
   }
+  if (TRACING) {
+    lines.push(
+      `| tracing on (default sampleRate) / off, miss | ${ratio(rps('miss', 'tracing'), rps('miss', 'switchyard'))} | ${ratio(us('miss', 'tracing'), us('miss', 'switchyard'))} | >= 0.9 |`,
+      `| tracing on (default sampleRate) / off, hit | ${ratio(rps('hit', 'tracing'), rps('hit', 'switchyard'))} | ${ratio(us('hit', 'tracing'), us('hit', 'switchyard'))} | >= 0.9 |`,
+    );
+  }
   if (rss) {
     const cacheRss = rss.loaded.with - rss.noCache.with;
     lines.push(
@@ -375,3 +400,21 @@ main().then(
     process.exit(1);
   },
 );
+
+/** A collector stand-in for BENCH_TRACING: takes every OTLP export and answers 200. */
+async function startCollectorSink(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end('{}'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
