@@ -7,6 +7,7 @@
 import { heightOf } from '../jsonrpc/hex.js';
 import { parseCidr } from '../limits/cidrs.js';
 import { httpUrl, portClashes, readableFile, redisUrl, wsUrl } from './checks.js';
+import { tracingSchema } from './tracing.js';
 import { z } from 'zod';
 
 const port = z.number().int().min(0).max(65535);
@@ -335,33 +336,7 @@ export const configSchema = z
       })
       .prefault({}),
     /** OpenTelemetry traces (SPEC 13, src/tracing/): off unless enabled with an endpoint. */
-    tracing: z
-      .strictObject({
-        enabled: z.boolean().default(false),
-        /** The collector's OTLP/HTTP traces URL; a bare host (path `/`) gets `/v1/traces`. A secret, like upstream URLs. */
-        endpoint: httpUrl.nullable().default(null),
-        /** Headers sent with every export (a collector's auth); secrets, masked in `check --print`. */
-        headers: z.record(z.string().min(1), z.string()).default({}),
-        /** Share of requests without a sampled parent that are exported (slow and failed ones always are). */
-        sampleRate: z.number().min(0).max(1).default(0.05),
-        /** A request that takes at least this long is exported whatever the sample. */
-        slowMs: positiveInt.default(1_000),
-        /** Spans waiting to be exported; past it spans are dropped and counted. */
-        maxQueueSize: positiveInt.default(2_048),
-        /** Spans per export request. */
-        maxExportBatchSize: positiveInt.default(512),
-        /** An export request the collector has not answered in this long is given up (its spans counted dropped). */
-        exportTimeoutMs: positiveInt.default(10_000),
-      })
-      .prefault({})
-      .refine((t) => !t.enabled || t.endpoint !== null, {
-        error: 'expected tracing.endpoint when tracing.enabled is true',
-        path: ['endpoint'],
-      })
-      .refine((t) => t.maxExportBatchSize <= t.maxQueueSize, {
-        error: 'expected maxExportBatchSize <= maxQueueSize',
-        path: ['maxExportBatchSize'],
-      }),
+    tracing: tracingSchema,
     /** Only read by `switchyard start`: the embedded anvil fleet to run before the proxy. */
     devnet: z
       .strictObject({

@@ -303,3 +303,16 @@ function classifyResponse(text: string, span: Span, parsed: unknown): Verdict {
   if (resSpan === undefined) return { kind: 'retry', reason: 'bad_body', health: true };
   return { kind: 'result', result: text.slice(resSpan.start, resSpan.end) };
 }
+
+/**
+ * A whole exchange's answer was over maxResponseBytes, or cut off because the pool of large answers
+ * was full (not one call's fault: each call is then judged by its own answer).
+ */
+export function tooLarge(read: Verdict | Verdict[] | Map<number, Verdict>): boolean {
+  return (
+    !(read instanceof Map) &&
+    !Array.isArray(read) &&
+    read.kind === 'retry' &&
+    (read.reason === 'response_too_large' || read.reason === 'answers_busy')
+  );
+}

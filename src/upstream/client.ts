@@ -22,9 +22,9 @@ import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { largeAnswers, type BytePool } from './answer-bytes.js';
-import { classifyBatch, classifyBatchInOrder, classifyHttp } from './answers.js';
+import { classifyBatch, classifyBatchInOrder, classifyHttp, tooLarge } from './answers.js';
 import { classifyTransport, expensiveVerdict, type Verdict } from './classify.js';
-import { postJson } from './exchange.js';
+import { postJson, tracedTarget } from './exchange.js';
 import { Breaker } from './health.js';
 import { HoldOff } from './holdoff.js';
 import { batchText, requestText } from './request-text.js';
@@ -125,19 +125,6 @@ function checked(identity: Identity | null, verdict: Verdict): Verdict {
   return identity !== null && verdict.kind === 'result' && !answerCarries(identity, verdict.result)
     ? WRONG_ANSWER
     : verdict;
-}
-
-/**
- * A whole exchange's answer was over maxResponseBytes, or cut off because the pool of large answers
- * was full (not one call's fault: each call is then judged by its own answer).
- */
-function tooLarge(read: Verdict | Verdict[] | Map<number, Verdict>): boolean {
-  return (
-    !(read instanceof Map) &&
-    !Array.isArray(read) &&
-    read.kind === 'retry' &&
-    (read.reason === 'response_too_large' || read.reason === 'answers_busy')
-  );
 }
 
 /** Weight of the newest latency sample in the moving average. */
@@ -258,7 +245,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     for (let k = 0; k < n; k++) this.breaker.begin();
     return postJson(
       this.dispatcher,
-      this.traced(traceparent),
+      tracedTarget(this.target, traceparent),
       batchText(calls, (k) => first + k),
       Math.max(1, timeoutMs),
       { pool: this.pool },
@@ -313,7 +300,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
       const { status, text, checked, retryAfter } = await postJson(
         this.dispatcher,
-        this.traced(batch.find((p) => p.traceparent !== undefined)?.traceparent),
+        tracedTarget(this.target, batch.find((p) => p.traceparent !== undefined)?.traceparent),
         body,
         Math.max(1, last - now),
         bytes,
@@ -336,15 +323,6 @@ export class HttpUpstreamClient implements UpstreamClient {
       const v = verdicts instanceof Map ? (verdicts.get(p.id) ?? MISSING) : verdicts;
       this.finish(p, v);
     }
-  }
-
-  /**
-   * Where an exchange goes, with the traceparent of a traced call in it. One exchange carries one
-   * traceparent: in a batch of several traced requests' calls, the first traced call's.
-   */
-  private traced(traceparent: string | undefined): { origin: string; path: string; headers: Record<string, string> } {
-    if (traceparent === undefined) return this.target;
-    return { ...this.target, headers: { ...this.headers, traceparent } };
   }
 
   /**

@@ -242,9 +242,24 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 }
 
+/** Where an exchange goes. */
+export interface Target {
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * `target` with a W3C traceparent (tracing/) when the exchange carries a traced call. One exchange
+ * carries one traceparent: a micro-batch of several traced requests' calls, the first traced call's.
+ */
+export function tracedTarget(target: Target, traceparent: string | undefined): Target {
+  return traceparent === undefined ? target : { ...target, headers: { ...target.headers, traceparent } };
+}
+
 export function postJson(
   dispatcher: Dispatcher,
-  target: { origin: string; path: string; headers: Record<string, string> },
+  target: Target,
   body: string,
   timeoutMs: number,
   bytes: ExchangeBytes = {},
