@@ -160,6 +160,8 @@ export const configSchema = z
         shutdownGraceMs: nonNegativeInt.default(20_000),
         /** Answers of at least this many bytes are gzip-compressed when the client accepts gzip; null = never. */
         gzipMinBytes: positiveInt.nullable().default(32_768),
+        /** X-Switchyard-Upstream, -Cache, -Attempts and Server-Timing on every JSON-RPC answer over HTTP. */
+        diagnosticHeaders: z.boolean().default(true),
         /** The results of one request's calls together (a batch, a split eth_getLogs) may hold this many characters; past it a call gets RESPONSE_TOO_LARGE. */
         maxResponseBytes: positiveInt.default(64 * 1024 * 1024),
       })

@@ -38,6 +38,8 @@ export interface RequestContext extends DispatchContext {
   session?: SubscriptionSession;
   /** Characters of results the request holds so far (bounded by server.maxResponseBytes). */
   held: number;
+  /** Slots sent to a node under a cache plan (a miss unless the Redis level answers): the diagnostic headers. */
+  cacheable?: boolean[];
 }
 
 /** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
@@ -78,6 +80,9 @@ export class Pipeline {
       head: d.fleet.latest(),
       deadline: d.fleet.now() + timeoutMs,
       trail: [],
+      attempts: 0,
+      upstreamFrom: 0,
+      upstreamTo: 0,
       log,
       session,
       held: 0,

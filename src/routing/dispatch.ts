@@ -20,6 +20,8 @@ import {
   attempt,
   fresh,
   interpretVerdict,
+  noteAnswered,
+  noteSent,
   timeoutOf,
   type Attempted,
   type DispatchContext,
@@ -120,10 +122,12 @@ function exchange(
   ctx.trail.push(u.name);
   const before = u.breaker.state;
   const span = ctx.trace?.exchange(u.name, sent);
+  noteSent(ctx, sent.length);
   return u
     .callMany(sent, Math.min(exchangeTimeout(ctx, sent), remaining), span?.traceparent)
     .then(({ verdicts, ms }) => {
       span?.endMany(verdicts);
+      noteAnswered(ctx);
       const after = u.breaker.state;
       if (after !== before) ctx.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
       recordExchange(ctx, u, sent, verdicts, ms);

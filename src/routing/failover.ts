@@ -49,6 +49,24 @@ export interface DispatchContext {
   log?: Logger;
   /** The request's trace (tracing/); absent when it is not traced. */
   trace?: RequestTrace | null;
+  /**
+   * For the diagnostic headers: calls sent to nodes (an exchange of n calls counts n), when the
+   * first left and the last answer came (performance.now()), and the nodes whose answers were returned.
+   */
+  attempts?: number;
+  upstreamFrom?: number;
+  upstreamTo?: number;
+  answered?: string[];
+}
+
+/** `n` calls leave for a node now (the diagnostic headers' attempts and upstream time). */
+export function noteSent(ctx: DispatchContext, n: number): void {
+  ctx.attempts = (ctx.attempts ?? 0) + n;
+  if (!ctx.upstreamFrom) ctx.upstreamFrom = performance.now();
+}
+
+export function noteAnswered(ctx: DispatchContext): void {
+  ctx.upstreamTo = performance.now();
 }
 
 export interface Attempted {
@@ -273,8 +291,10 @@ function send(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, re
   const limit = Math.min(timeoutOf(r, call), remaining);
   const span = call.trace?.attempt(u.name);
   const opts = span === undefined ? callOptions(call) : { ...callOptions(call), traceparent: span.traceparent };
+  noteSent(ctx, 1);
   return u.call(call.method, call.paramsJson, limit, opts).then(({ verdict, ms }) => {
     span?.end(verdict);
+    noteAnswered(ctx);
     r.metrics.recordUpstreamCall(
       u.name,
       call.label,

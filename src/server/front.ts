@@ -17,6 +17,7 @@ import type { Pipeline, Plan, RequestContext, Split, SubscriptionSession } from 
 import { fetchChunks } from '../pipeline/logs.js';
 import { dispatch } from '../routing/dispatch.js';
 import type { RequestTrace } from '../tracing/index.js';
+import { summarize, type Diagnostics } from './diagnostics.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 
 export interface FrontResult {
@@ -30,6 +31,8 @@ export interface FrontResult {
   /** Calls (or the whole body) answered with an error, ours or a node's: the log line's outcome. */
   errors: number;
   retryAfter?: number;
+  /** For the diagnostic headers; absent when no call of the request was worked on. */
+  diagnostics?: Diagnostics;
 }
 
 /** Who sent a body; a WebSocket connection also brings its subscriptions (eth_subscribe works only there). */
@@ -116,13 +119,13 @@ export class Front {
     if (working === null) {
       d.concurrency.release(ipKey, admitted);
       trace?.answered(outcomes);
-      return written(batch, slots, outcomes, ctx.trail, methods);
+      return withDiagnostics(written(batch, slots, outcomes, ctx.trail, methods), ctx, slots, outcomes);
     }
     return working.then(
       () => {
         d.concurrency.release(ipKey, admitted);
         trace?.answered(outcomes);
-        return written(batch, slots, outcomes, ctx.trail, methods);
+        return withDiagnostics(written(batch, slots, outcomes, ctx.trail, methods), ctx, slots, outcomes);
       },
       (err: unknown) => {
         d.concurrency.release(ipKey, admitted);
@@ -162,6 +165,7 @@ export class Front {
       else if (decision.kind === 'plan') {
         (plans ??= []).push(decision);
         ctx.trace?.planned(i, call, decision);
+        if (decision.cache !== null) (ctx.cacheable ??= [])[i] = true;
       } else (waits ??= []).push(this.split(d, ctx, decision).then((o) => void (outcomes[i] = o)));
     }
     if (plans !== undefined) {
@@ -199,7 +203,10 @@ export class Front {
 
   private dispatched(d: FrontDeps, ctx: RequestContext, plans: Plan[]): Promise<Outcome[]> {
     return dispatch(plans, ctx).then(
-      (answers) => d.pipeline.finish(ctx, plans, answers),
+      (answers) => {
+        for (const a of answers) if (a.upstream !== undefined) (ctx.answered ??= []).push(a.upstream.name);
+        return d.pipeline.finish(ctx, plans, answers);
+      },
       (err: unknown) => d.pipeline.failed(ctx, plans, err),
     );
   }
@@ -249,6 +256,16 @@ function written(
 }
 
 function noop(): void {}
+
+function withDiagnostics(
+  r: FrontResult,
+  ctx: RequestContext,
+  slots: readonly Slot[],
+  outcomes: readonly (Outcome | undefined)[],
+): FrontResult {
+  r.diagnostics = summarize(ctx, slots, outcomes, ctx.cacheable);
+  return r;
+}
 
 const NONE: string[] = [];
 

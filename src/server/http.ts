@@ -15,6 +15,7 @@ import { remoteParent, startTrace, type RequestTrace, type RequestTracing } from
 import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
 import { type BodyResult, isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
+import { diagnosticHeaders } from './diagnostics.js';
 import { NO_HEADERS, sendAnswer, sendLargeAnswer } from './http-answer.js';
 import type { Front, FrontResult } from './front.js';
 import { peerAddress } from './proxy-protocol.js';
@@ -49,6 +50,8 @@ export interface HttpDeps {
   uptime?: UptimePages | null;
   /** Tracing with the path's sampling (tracing/); null or absent when tracing is off. */
   tracing?: RequestTracing | null;
+  /** server.diagnosticHeaders: X-Switchyard-* and Server-Timing on JSON-RPC answers (absent = on). */
+  diagnosticHeaders?: boolean;
 }
 
 /** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
@@ -117,8 +120,14 @@ function crashed(deps: HttpDeps, res: ServerResponse, err: unknown): void {
     sendAnswer(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
 }
 
-/** Browsers hide other response headers from scripts; a dapp must be able to read when to retry. */
-const EXPOSED = { 'access-control-expose-headers': 'Retry-After' };
+/**
+ * Browsers hide other response headers from scripts; a dapp must be able to read when to retry,
+ * and what served its call (the diagnostic headers and the trace).
+ */
+const EXPOSED = {
+  'access-control-expose-headers':
+    'Retry-After, X-Switchyard-Upstream, X-Switchyard-Cache, X-Switchyard-Attempts, Server-Timing, traceparent',
+};
 
 const ALLOW_ANY: Readonly<Record<string, string>> = Object.freeze({ 'access-control-allow-origin': '*', ...EXPOSED });
 const VARY: Readonly<Record<string, string>> = Object.freeze({ vary: 'Origin' });
@@ -195,7 +204,7 @@ class HttpRequest {
   readonly clientIp: string;
   readonly reqId: string;
   readonly log: Logger;
-  /** Only when a request line can be written is the clock read (`started`). */
+  /** Only when a request line or the diagnostic headers can be written is the clock read (`started`). */
   private readonly logRequests: boolean;
   private readonly started: number;
   apiKey: string | undefined = undefined;
@@ -213,7 +222,7 @@ class HttpRequest {
     // The per-request child logger and its line cost more than the rest of a cached answer: only
     // when request lines (log.requests, at info) or debug lines can be written is one made.
     this.logRequests = deps.logRequests !== 'off' && deps.log.isLevelEnabled('info');
-    this.started = this.logRequests ? performance.now() : 0;
+    this.started = this.logRequests || deps.diagnosticHeaders !== false ? performance.now() : 0;
     this.log = this.logRequests || deps.log.isLevelEnabled('debug') ? deps.log.child({ req: this.reqId }) : deps.log;
     // JSON-RPC requests only: a GET page or a preflight is no call.
     this.trace =
@@ -323,12 +332,10 @@ class HttpRequest {
   }
 
   private answer(out: FrontResult): void {
-    this.finish(
-      out.status,
-      out.body,
-      out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS,
-      out,
-    );
+    let extra = out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS;
+    if (this.deps.diagnosticHeaders !== false)
+      extra = { ...extra, ...diagnosticHeaders(out.diagnostics, performance.now() - this.started) };
+    this.finish(out.status, out.body, extra, out);
   }
 }
 

@@ -146,6 +146,7 @@ function httpDeps(c: Config, parts: PathParts, front: Front, clientIp: ClientIp,
     gzipMinBytes: c.server.gzipMinBytes,
     uptime: parts.uptime,
     tracing: requestTracing(c, parts),
+    diagnosticHeaders: c.server.diagnosticHeaders,
   };
 }
 

@@ -1,0 +1,64 @@
+/**
+ * The diagnostic response headers (SPEC 13, server.diagnosticHeaders): what a browser's devtools
+ * or a curl -i shows about one answer without a trace: the nodes whose answers were returned,
+ * whether the cache answered, how many calls were sent to nodes, and the time spent in all and
+ * waiting for nodes (Server-Timing). Upstreams by name only; nothing a client sent is echoed.
+ */
+import type { Slot } from '../jsonrpc/parse.js';
+import type { Outcome } from '../jsonrpc/response.js';
+import type { DispatchContext } from '../routing/dispatch.js';
+
+/** `partial`: some calls were answered from the cache and some went to a node. */
+export type CacheSummary = 'hit' | 'miss' | 'partial' | 'none';
+
+export interface Diagnostics {
+  answered: readonly string[];
+  cache: CacheSummary;
+  attempts: number;
+  /** From the first call sent to a node to the last answer; null when none was sent. */
+  upstreamMs: number | null;
+}
+
+/** X-Switchyard-Upstream lists at most this many names. */
+const MAX_UPSTREAMS = 8;
+
+const NONE: Diagnostics = Object.freeze({ answered: [], cache: 'none', attempts: 0, upstreamMs: null });
+
+/** What the request's context and outcomes say; `cacheable[i]`: slot i went to a node under a cache plan. */
+export function summarize(
+  ctx: DispatchContext,
+  slots: readonly Slot[],
+  outcomes: readonly (Outcome | undefined)[],
+  cacheable: readonly boolean[] | undefined,
+): Diagnostics {
+  let hits = 0;
+  let misses = 0;
+  for (let i = 0; i < slots.length; i++) {
+    const o = outcomes[i];
+    if (o?.result !== undefined && o.cached === true) hits++;
+    else if (cacheable?.[i] === true) misses++;
+  }
+  const attempts = ctx.attempts ?? 0;
+  if (hits === 0 && misses === 0 && attempts === 0) return NONE;
+  return {
+    answered: ctx.answered ?? NONE.answered,
+    cache: hits > 0 ? (misses > 0 ? 'partial' : 'hit') : misses > 0 ? 'miss' : 'none',
+    attempts,
+    upstreamMs: ctx.upstreamFrom && ctx.upstreamTo ? ctx.upstreamTo - ctx.upstreamFrom : null,
+  };
+}
+
+/** The headers for an answer that took `totalMs`; `d` absent: a request no call of which was worked on. */
+export function diagnosticHeaders(d: Diagnostics | undefined, totalMs: number): Record<string, string> {
+  const s = d ?? NONE;
+  const h: Record<string, string> = {
+    'x-switchyard-cache': s.cache,
+    'x-switchyard-attempts': String(s.attempts),
+    'server-timing':
+      s.upstreamMs === null
+        ? `total;dur=${totalMs.toFixed(1)}`
+        : `total;dur=${totalMs.toFixed(1)}, upstream;dur=${s.upstreamMs.toFixed(1)}`,
+  };
+  if (s.answered.length > 0) h['x-switchyard-upstream'] = [...new Set(s.answered)].slice(0, MAX_UPSTREAMS).join(',');
+  return h;
+}
