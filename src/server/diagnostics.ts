@@ -48,17 +48,18 @@ export function summarize(
   };
 }
 
-/** The headers for an answer that took `totalMs`; `d` absent: a request no call of which was worked on. */
-export function diagnosticHeaders(d: Diagnostics | undefined, totalMs: number): Record<string, string> {
+/**
+ * The headers for an answer that took `totalMs`, as flat name, value pairs (http-answer.ts);
+ * `d` absent: a request no call of which was worked on.
+ */
+export function diagnosticHeaders(d: Diagnostics | undefined, totalMs: number): string[] {
   const s = d ?? NONE;
-  const h: Record<string, string> = {
-    'x-switchyard-cache': s.cache,
-    'x-switchyard-attempts': String(s.attempts),
-    'server-timing':
-      s.upstreamMs === null
-        ? `total;dur=${totalMs.toFixed(1)}`
-        : `total;dur=${totalMs.toFixed(1)}, upstream;dur=${s.upstreamMs.toFixed(1)}`,
-  };
-  if (s.answered.length > 0) h['x-switchyard-upstream'] = [...new Set(s.answered)].slice(0, MAX_UPSTREAMS).join(',');
+  const timing =
+    s.upstreamMs === null
+      ? `total;dur=${totalMs.toFixed(1)}`
+      : `total;dur=${totalMs.toFixed(1)}, upstream;dur=${s.upstreamMs.toFixed(1)}`;
+  const h = ['x-switchyard-cache', s.cache, 'x-switchyard-attempts', String(s.attempts), 'server-timing', timing];
+  if (s.answered.length > 0)
+    h.push('x-switchyard-upstream', [...new Set(s.answered)].slice(0, MAX_UPSTREAMS).join(','));
   return h;
 }

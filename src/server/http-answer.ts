@@ -11,7 +11,11 @@ import { constants, createGzip, gzip } from 'node:zlib';
 /** No headers; compared by identity, so an answer with none takes the short writeHead. */
 export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
-/** One writeHead with every header, then the body: Node writes head and body in one go. */
+/**
+ * One writeHead with every header, then the body: Node writes head and body in one go. `more`:
+ * headers as flat name, value pairs (the diagnostic headers), which keep the plain answer's
+ * header array (no object built and walked per answer).
+ */
 export function sendAnswer(
   res: ServerResponse,
   status: number,
@@ -19,10 +23,12 @@ export function sendAnswer(
   reqId: string | undefined,
   cors: Readonly<Record<string, string>>,
   extra: Readonly<Record<string, string>>,
+  more: readonly string[] = NO_PAIRS,
 ): void {
   const length = String(Buffer.byteLength(body));
   if (cors === NO_HEADERS && extra === NO_HEADERS && reqId !== undefined) {
-    res.writeHead(status, ['content-type', 'application/json', 'content-length', length, 'x-request-id', reqId]);
+    const head = ['content-type', 'application/json', 'content-length', length, 'x-request-id', reqId];
+    res.writeHead(status, more.length === 0 ? head : head.concat(more));
   } else {
     // Both may name what the answer varies by (Origin, Accept): it varies by both.
     const vary =
@@ -36,10 +42,20 @@ export function sendAnswer(
       ...(reqId === undefined ? {} : { 'x-request-id': reqId }),
       ...extra,
       ...vary,
+      ...headersOf(more),
     });
   }
   if (body.length <= WRITE_PIECE_CHARS) res.end(body);
   else writePieces(res, body, 0);
+}
+
+const NO_PAIRS: readonly string[] = Object.freeze([]);
+
+/** Flat name, value pairs as an object. */
+export function headersOf(pairs: readonly string[]): Record<string, string> {
+  const h: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) h[pairs[i]!] = pairs[i + 1]!;
+  return h;
 }
 
 /** A body longer than this is written a piece of this many characters at a time. */

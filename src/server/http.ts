@@ -16,7 +16,7 @@ import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
 import { type BodyResult, isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import { diagnosticHeaders } from './diagnostics.js';
-import { NO_HEADERS, sendAnswer, sendLargeAnswer } from './http-answer.js';
+import { headersOf, NO_HEADERS, sendAnswer, sendLargeAnswer } from './http-answer.js';
 import type { Front, FrontResult } from './front.js';
 import { peerAddress } from './proxy-protocol.js';
 import { rawRefusal, refuseSocket } from './refusal.js';
@@ -120,14 +120,10 @@ function crashed(deps: HttpDeps, res: ServerResponse, err: unknown): void {
     sendAnswer(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
 }
 
-/**
- * Browsers hide other response headers from scripts; a dapp must be able to read when to retry,
- * and what served its call (the diagnostic headers and the trace).
- */
-const EXPOSED = {
-  'access-control-expose-headers':
-    'Retry-After, X-Switchyard-Upstream, X-Switchyard-Cache, X-Switchyard-Attempts, Server-Timing, traceparent',
-};
+/** Browsers hide other response headers from scripts: a dapp reads when to retry, what served it, its trace. */
+const EXPOSE =
+  'Retry-After, X-Switchyard-Upstream, X-Switchyard-Cache, X-Switchyard-Attempts, Server-Timing, traceparent';
+const EXPOSED = { 'access-control-expose-headers': EXPOSE };
 
 const ALLOW_ANY: Readonly<Record<string, string>> = Object.freeze({ 'access-control-allow-origin': '*', ...EXPOSED });
 const VARY: Readonly<Record<string, string>> = Object.freeze({ vary: 'Origin' });
@@ -210,6 +206,8 @@ class HttpRequest {
   apiKey: string | undefined = undefined;
   /** The request's trace when tracing is on (a SERVER span, ended as the answer is written). */
   readonly trace: RequestTrace | null;
+  /** The diagnostic headers of a JSON-RPC answer (flat name, value pairs), when on. */
+  private diagnostics: string[] | undefined = undefined;
 
   constructor(
     readonly deps: HttpDeps,
@@ -232,7 +230,7 @@ class HttpRequest {
   }
 
   finish(status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void {
-    const { deps, res } = this;
+    const { deps, res, diagnostics } = this;
     closeIfStopping(deps, res);
     if (this.trace !== null)
       extra = {
@@ -240,8 +238,11 @@ class HttpRequest {
         traceparent: this.trace.end(status, info.errors ?? (status === 200 ? 0 : 1), info.calls ?? null),
       };
     if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes)
-      sendAnswer(res, status, body, this.reqId, this.cors, extra);
-    else sendLargeAnswer(res, this.req, status, body, this.reqId, this.cors, extra);
+      sendAnswer(res, status, body, this.reqId, this.cors, extra, diagnostics);
+    else {
+      const all = diagnostics === undefined ? extra : { ...extra, ...headersOf(diagnostics) };
+      sendLargeAnswer(res, this.req, status, body, this.reqId, this.cors, all);
+    }
     deps.metrics.recordHttp(status, info.calls ?? null);
     if (this.logRequests) this.requestLine(status, info);
   }
@@ -332,9 +333,9 @@ class HttpRequest {
   }
 
   private answer(out: FrontResult): void {
-    let extra = out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS;
+    const extra = out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS;
     if (this.deps.diagnosticHeaders !== false)
-      extra = { ...extra, ...diagnosticHeaders(out.diagnostics, performance.now() - this.started) };
+      this.diagnostics = diagnosticHeaders(out.diagnostics, performance.now() - this.started);
     this.finish(out.status, out.body, extra, out);
   }
 }
