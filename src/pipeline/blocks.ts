@@ -59,19 +59,23 @@ function readBlockRef(v: unknown, index: number, member = ''): BlockRef | RpcErr
   return rpcErrors.invalidParams(`${where(index, member)}: expected a block number, tag, hash or {blockHash}`);
 }
 
-function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {
+/** `state`: the method reads state at the block (methods/table.ts): only a node with state there serves it. */
+function requirementFor(ref: BlockRef, ctx: BlockContext, state: boolean): Requirement {
   switch (ref.kind) {
     case 'latest':
       return { minHead: ctx.head };
-    case 'number':
-      if (ref.n < ctx.head - ctx.recentBlocks) return { minHead: ref.n, capability: 'archive' };
+    case 'number': {
+      if (ref.n < ctx.head - ctx.recentBlocks)
+        return state ? { minHead: ref.n, capability: 'archive', stateAt: ref.n } : { minHead: ref.n, capability: 'archive' };
       // A block beyond the fleet head is nobody's yet: the most advanced nodes answer (null or error).
-      return { minHead: Math.min(ref.n, ctx.head) };
+      const minHead = Math.min(ref.n, ctx.head);
+      return state ? { minHead, stateAt: minHead } : { minHead };
+    }
     case 'hash':
       return { maxLag: ctx.maxLagBlocks };
     case 'tag':
       if (ref.tag === 'pending') return sticky(ctx);
-      if (ref.tag === 'earliest') return { capability: 'archive' };
+      if (ref.tag === 'earliest') return state ? { capability: 'archive', stateAt: 0 } : { capability: 'archive' };
       // safe/finalized: a node at the snapshot head. A node behind it may know an older finalized
       // block than one already answered, and the tag would go backwards between requests.
       return { minHead: ctx.head };
@@ -115,10 +119,10 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
     }
     const ref = readBlockRef(v, spec.block);
     if ('code' in ref) return ref;
-    if (ref.kind !== 'latest') return { params, requirement: requirementFor(ref, ctx), rewritten: false };
+    if (ref.kind !== 'latest') return { params, requirement: requirementFor(ref, ctx, spec.state === true), rewritten: false };
     const copy = params.slice();
     copy[spec.block] = headQuantity(ctx.head);
-    return { params: copy, requirement: requirementFor(ref, ctx), rewritten: true };
+    return { params: copy, requirement: requirementFor(ref, ctx, spec.state === true), rewritten: true };
   }
   if (spec.filterObject !== undefined) return resolveFilter(spec.filterObject, params, ctx);
   if (spec.handling === 'write') return { params, requirement: sticky(ctx), rewritten: false };
