@@ -66,7 +66,9 @@ function requirementFor(ref: BlockRef, ctx: BlockContext, state: boolean): Requi
       return { minHead: ctx.head };
     case 'number': {
       if (ref.n < ctx.head - ctx.recentBlocks)
-        return state ? { minHead: ref.n, capability: 'archive', stateAt: ref.n } : { minHead: ref.n, capability: 'archive' };
+        return state
+          ? { minHead: ref.n, capability: 'archive', stateAt: ref.n }
+          : { minHead: ref.n, capability: 'archive' };
       // A block beyond the fleet head is nobody's yet: the most advanced nodes answer (null or error).
       const minHead = Math.min(ref.n, ctx.head);
       return state ? { minHead, stateAt: minHead } : { minHead };
@@ -119,7 +121,8 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
     }
     const ref = readBlockRef(v, spec.block);
     if ('code' in ref) return ref;
-    if (ref.kind !== 'latest') return { params, requirement: requirementFor(ref, ctx, spec.state === true), rewritten: false };
+    if (ref.kind !== 'latest')
+      return { params, requirement: requirementFor(ref, ctx, spec.state === true), rewritten: false };
     const copy = params.slice();
     copy[spec.block] = headQuantity(ctx.head);
     return { params: copy, requirement: requirementFor(ref, ctx, spec.state === true), rewritten: true };

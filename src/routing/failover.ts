@@ -226,7 +226,10 @@ export function interpretVerdict(
   p.lastReason = verdict.reason;
   if (verdict.error !== undefined) p.lastNodeError = { error: verdict.error, upstream: u };
   if (verdict.reason === 'node_method_missing' && u.serving.refuse(call.method))
-    ctx.log?.info({ upstream: u.name, method: call.label }, 'upstream refuses the method as unknown: not sent it until its next discovery');
+    ctx.log?.info(
+      { upstream: u.name, method: call.label },
+      'upstream refuses the method as unknown: not sent it until its next discovery',
+    );
   metrics.recordFailover(verdict.reason);
   ctx.log?.debug(
     { method: call.label, upstream: u.name, reason: verdict.reason, attempt: p.attempt + 1, ms: Math.round(ms) },

@@ -81,6 +81,7 @@ export class Discovery {
   }
 
   start(): void {
+    this.fleet.on('upstream-state', this.stateChanged);
     const tick = (): void => {
       if (this.stopped) return;
       this.look();
@@ -95,8 +96,15 @@ export class Discovery {
    */
   stop(): void {
     this.stopped = true;
+    this.fleet.off('upstream-state', this.stateChanged);
     if (this.timer !== null) clearTimeout(this.timer);
   }
+
+  /** A node that leaves `healthy` is seen to, however short its outage: its return is a comeback. */
+  private readonly stateChanged = (u: Upstream): void => {
+    const w = this.watches.get(u);
+    if (w !== undefined && u.state !== 'healthy') w.up = false;
+  };
 
   /** Starts the runs that are due: a node first healthy or back, or one whose interval passed. */
   private look(): void {
