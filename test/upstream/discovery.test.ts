@@ -243,20 +243,18 @@ t.test('a node answering -32601 for a method of the table: marked unsupported, t
   t.same(s.unsupportedMethods, [METHOD], 'marked unsupported in /status');
   const later = [];
   for (let i = 0; i < 30; i++) later.push(await call(sy.url, METHOD));
+  // A batch whose calls go together to the node chosen for them: the refused one goes its own way.
   const batch = await post(
     sy.url,
-    [1, 2, 3, 4, 5, 6].map((id) => ({ jsonrpc: '2.0', id, method: METHOD, params: [] })),
+    [METHOD, 'eth_syncing', 'eth_protocolVersion'].map((method, id) => ({ jsonrpc: '2.0', id, method, params: [] })),
   );
   t.same(
     later.filter((r) => !answered(r)),
     [],
     'later calls answered',
   );
-  t.same(
-    (batch.json() as { result?: unknown }[]).filter((r) => !answered(r)),
-    [],
-    'a batch of them answered',
-  );
+  const [version, ...others] = batch.json() as { result?: unknown }[];
+  t.ok(answered(version!) && others.every((r) => r.result !== undefined), 'a batch with one of them answered');
   t.equal(refused(), 1, 'and none reached the refusing node again');
 
   await cordon(sy, 'anvil', true);
