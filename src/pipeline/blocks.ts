@@ -4,7 +4,8 @@
  * call of a batch sees the same block and the answer agrees with eth_blockNumber (or, when no
  * routable node has that block, is at the highest one a node has: Fleet.latest). A number needs a
  * node that has it, and so do `safe`/`finalized` (a node at the snapshot head); `pending` sticks to
- * one node per client; `earliest` prefers archive nodes.
+ * one node per client; `earliest` prefers archive nodes. A read of state at a number (or at
+ * `earliest`) also needs a node with state at that block (Requirement.stateAt: its earliest block).
  * Every block parameter takes the same forms: a number, a tag, a block hash, or an EIP-1898 object
  * ({blockHash} / {blockNumber}); a method that takes fewer forms gets the node's own answer.
  */

@@ -225,17 +225,22 @@ export function interpretVerdict(
   }
   p.lastReason = verdict.reason;
   if (verdict.error !== undefined) p.lastNodeError = { error: verdict.error, upstream: u };
-  if (verdict.reason === 'node_method_missing' && u.serving.refuse(call.method))
-    ctx.log?.info(
-      { upstream: u.name, method: call.label },
-      'upstream refuses the method as unknown: not sent it until its next discovery',
-    );
+  if (verdict.reason === 'node_method_missing') refused(ctx, u, call);
   metrics.recordFailover(verdict.reason);
   ctx.log?.debug(
     { method: call.label, upstream: u.name, reason: verdict.reason, attempt: p.attempt + 1, ms: Math.round(ms) },
     'failover',
   );
   return null;
+}
+
+/** `u` answered -32601 for the call's method: it is not sent it again until its next discovery (upstream/serving.ts). */
+function refused(ctx: DispatchContext, u: Upstream, call: Sendable): void {
+  if (u.serving.refuse(call.method))
+    ctx.log?.info(
+      { upstream: u.name, method: call.label },
+      'upstream refuses the method as unknown: not sent it until its next discovery',
+    );
 }
 
 /**
