@@ -9,6 +9,7 @@
  */
 import t, { type Test } from 'tap';
 import { startDevnet } from '../../src/devnet/index.js';
+import { signTransfer, TRANSFER_FROM } from '../helpers/transfer.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { call, get, post } from '../helpers/rpc.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
@@ -21,8 +22,9 @@ const [nodeA, nodeB] = devnet.nodes();
 /** `burst` calls, refilled after burst x 10000 seconds: never within a test. */
 const budget = (burst: number) => ({ ratePerSec: 0.0001, burst });
 
-function proxy(t: Test, a: number | null, b: number | null): Promise<RunningSwitchyard> {
+function proxy(t: Test, a: number | null, b: number | null, broadcast = false): Promise<RunningSwitchyard> {
   return startSwitchyard(t, {
+    ...(broadcast ? { routing: { broadcastTransactions: true } } : {}),
     upstreams: [
       { name: 'a', url: nodeA!.url, weight: 1000, rateLimit: a === null ? null : budget(a) },
       { name: 'b', url: nodeB!.url, rateLimit: b === null ? null : budget(b) },
@@ -135,4 +137,37 @@ t.test('every node out of budget: -32005 UPSTREAM_BUDGET at once, never a queue'
   );
   t.equal((await callsTo(sy, 'a')) + (await callsTo(sy, 'b')), 4, 'no node got a call past its budget');
   t.same(await metric(sy, 'switchyard_calls_total', { reason: 'UPSTREAM_BUDGET' }), [3], 'counted by reason');
+});
+
+t.test('a broadcast transaction: a copy per node with budget; none with budget: UPSTREAM_BUDGET', async (t) => {
+  const sy = await proxy(t, 2, 2, true);
+  const base = await settled(sy);
+  const sends = async (upstream: string): Promise<number> =>
+    sum(await metric(sy, 'switchyard_upstream_calls_total', { upstream, method: 'eth_sendRawTransaction' }));
+  // Spend a's budget on reads (it weighs 1000 times b), so that b alone has a token left.
+  const reads: unknown[] = [];
+  for (let i = base.a; i < 2; i++) reads.push((await call(sy.url, ...freshRead())).result);
+  t.ok(
+    reads.every((r) => r === '0x0'),
+    `${reads.length} reads answered`,
+  );
+  t.match(await budgetOf(sy, 'a'), { remaining: 0 }, 'a has no token left');
+  t.ok(((await budgetOf(sy, 'b'))?.remaining as number) >= 1, 'b has one');
+  const nonce = Number((await call(nodeA!.url, 'eth_getTransactionCount', [TRANSFER_FROM, 'pending'])).result);
+  const sent = await call(sy.url, 'eth_sendRawTransaction', [await signTransfer(nonce)]);
+  t.match(sent, { result: /^0x[0-9a-f]{64}$/ }, 'the transaction is accepted through b');
+  t.equal(await sends('a'), 0, 'a, out of budget, got no copy');
+  t.equal(await sends('b'), 1, 'b got one');
+
+  // Spend what b has left, then nobody has budget for the next transaction.
+  const more: unknown[] = [];
+  for (let left = (await budgetOf(sy, 'b'))!.remaining as number; left > 0; left--)
+    more.push((await call(sy.url, ...freshRead())).result);
+  t.ok(
+    more.every((r) => r === '0x0'),
+    `${more.length} reads spent the rest of b's budget`,
+  );
+  const refused = await call(sy.url, 'eth_sendRawTransaction', [await signTransfer(nonce + 1)]);
+  t.match(refused, { error: { code: -32005, data: { reason: 'UPSTREAM_BUDGET' } } }, 'UPSTREAM_BUDGET at once');
+  t.equal((await sends('a')) + (await sends('b')), 1, 'and no node got a copy');
 });
