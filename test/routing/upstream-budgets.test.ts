@@ -2,12 +2,16 @@
  * Upstream budgets (SPEC 4.8, docs/routing.md "Upstream budgets") against two real anvil nodes of
  * one devnet chain: calls past a node's budget go to the other node, a batch element is a call, and
  * when every node is out of budget the call gets -32005 UPSTREAM_BUDGET at once; /status and the
- * metrics show what is left. Budgets here refill once in many hours (ratePerSec 0.0001), so no count
+ * metrics show what is left; a broadcast transaction sends a copy only to nodes with budget; a reload
+ * keeps a budget whose node and rateLimit stay. Budgets here refill once in many hours (ratePerSec 0.0001), so no count
  * depends on where a window ends; node `a` weighs 1000 times `b`, so it is the one chosen while it
  * has budget. Switchyard's own chain feed reads the head block through routing as well (a call to a
  * node like any other, so it spends budget): each test first waits for that read, and counts from there.
  */
 import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startDevnet } from '../../src/devnet/index.js';
 import { signTransfer, TRANSFER_FROM } from '../helpers/transfer.js';
 import { metricSamples } from '../helpers/metrics-text.js';
@@ -170,4 +174,41 @@ t.test('a broadcast transaction: a copy per node with budget; none with budget: 
   const refused = await call(sy.url, 'eth_sendRawTransaction', [await signTransfer(nonce + 1)]);
   t.match(refused, { error: { code: -32005, data: { reason: 'UPSTREAM_BUDGET' } } }, 'UPSTREAM_BUDGET at once');
   t.equal((await sends('a')) + (await sends('b')), 1, 'and no node got a copy');
+});
+
+t.test('a reload keeps a budget whose node and rateLimit stay; a new rateLimit starts a new budget', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-budget-reload-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'switchyard.yaml');
+  const write = (burstOfA: number, weightOfB: number): void =>
+    writeFileSync(
+      file,
+      JSON.stringify({
+        chainId: 186,
+        server: { host: '127.0.0.1', port: 0, wsPort: null },
+        admin: { host: '127.0.0.1', port: 0 },
+        upstreams: [
+          { name: 'a', url: nodeA!.url, weight: 1000, rateLimit: budget(burstOfA) },
+          { name: 'b', url: nodeB!.url, weight: weightOfB },
+        ],
+        rateLimit: { perIp: null },
+        log: { level: 'silent' },
+      }),
+    );
+  write(5, 1);
+  const sy = await startSwitchyard(
+    t,
+    { upstreams: [{ name: 'a', url: nodeA!.url, weight: 1000, rateLimit: budget(5) }, { name: 'b', url: nodeB!.url }] },
+    { configFile: file },
+  );
+  await settled(sy);
+  await call(sy.url, ...freshRead());
+  const left = (await budgetOf(sy, 'a'))!.remaining as number;
+  t.ok(left < 5, `a has spent some of its budget (${5 - left} calls)`);
+  write(5, 2);
+  t.equal((await post(`${sy.adminUrl}/-/reload`, '')).status, 200, "reloaded with b's weight changed");
+  t.match(await budgetOf(sy, 'a'), { burst: 5, remaining: left }, "a's budget kept what it had spent");
+  write(8, 2);
+  t.equal((await post(`${sy.adminUrl}/-/reload`, '')).status, 200, "reloaded with a's burst changed");
+  t.match(await budgetOf(sy, 'a'), { burst: 8, remaining: 8 }, 'a new budget, full');
 });
