@@ -198,7 +198,12 @@ t.test('a reload keeps a budget whose node and rateLimit stay; a new rateLimit s
   write(5, 1);
   const sy = await startSwitchyard(
     t,
-    { upstreams: [{ name: 'a', url: nodeA!.url, weight: 1000, rateLimit: budget(5) }, { name: 'b', url: nodeB!.url }] },
+    {
+      upstreams: [
+        { name: 'a', url: nodeA!.url, weight: 1000, rateLimit: budget(5) },
+        { name: 'b', url: nodeB!.url },
+      ],
+    },
     { configFile: file },
   );
   await settled(sy);
