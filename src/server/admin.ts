@@ -19,6 +19,7 @@ import { adminHostAllowed } from './admin-host.js';
 import { refuseWrite } from './admin-writes.js';
 import { isJsonContentType } from './body.js';
 import { sendJson } from './json-reply.js';
+import { COMMIT } from '../version.js';
 
 export interface AdminDeps {
   fleet: Fleet;
@@ -51,6 +52,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
   return {
     name: 'switchyard',
     version: deps.version,
+    commit: COMMIT,
     ready: isReady(deps),
     draining: deps.isDraining(),
     fleetHead: fleet.head,
