@@ -20,6 +20,7 @@ import { adminHostAllowed } from './admin-host.js';
 import { refuseWrite } from './admin-writes.js';
 import { isJsonContentType } from './body.js';
 import { sendJson } from './json-reply.js';
+import { COMMIT } from '../version.js';
 
 export interface AdminDeps {
   fleet: Fleet;
@@ -52,6 +53,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
   return {
     name: 'switchyard',
     version: deps.version,
+    commit: COMMIT,
     ready: isReady(deps),
     draining: deps.isDraining(),
     fleetHead: fleet.head,
