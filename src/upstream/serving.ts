@@ -57,9 +57,10 @@ export class Serving {
    * than the node's own: the bound never passes over a block the node still has.
    */
   earliestBlock(head: number): number | null {
-    if (this.earliestSource() === null) return null;
+    const from = this.earliestSource();
+    if (from === null) return null;
     const e = this.findings?.earliest;
-    if (e == null || e.block === 0) return 0;
+    if (from === 'configured' || e == null || e.block === 0) return 0;
     return e.block + Math.max(0, head - e.atHead);
   }
 

@@ -3,7 +3,8 @@
 // ("unknown": it is sent every read), never a wrong one; the search is bounded in probes.
 
 import t, { type Test } from 'tap';
-import { fakeFleet, TEST_FLEET_OPTIONS, type SentCall } from '../helpers/fake-client.js';
+import { fakeFleet, TEST_FLEET_OPTIONS, upstreamConfig, type SentCall } from '../helpers/fake-client.js';
+import { Serving } from '../../src/upstream/serving.js';
 import type { Verdict } from '../../src/upstream/classify.js';
 import type { Upstream } from '../../src/upstream/node.js';
 import { earliestWithState, servesDebug } from '../../src/upstream/discovery.js';
@@ -87,4 +88,40 @@ t.test('debug: only a result that is a list of traces', async (t) => {
     );
     t.equal(await servesDebug(fleet.upstreams[0]!, 1000), yes, name);
   }
+});
+
+t.test('what a node serves: tags win, a pruned window moves up with its head, refusals learned', async (t) => {
+  const at = Date.now();
+  const pruned = new Serving(upstreamConfig('p'));
+  t.equal(pruned.earliestBlock(30), null, 'unknown before its first run');
+  pruned.discovered({ earliest: { block: 25, atHead: 30 }, debug: false }, at);
+  t.same([pruned.earliestBlock(30), pruned.earliestBlock(40), pruned.earliestSource()], [25, 35, 'discovered']);
+  t.same([pruned.source('archive'), pruned.source('debug')], [null, null]);
+
+  const tagged = new Serving(upstreamConfig('t', { tags: ['archive', 'debug'] }));
+  tagged.discovered({ earliest: { block: 25, atHead: 30 }, debug: false }, at);
+  t.same(
+    [tagged.earliestBlock(40), tagged.earliestSource(), tagged.source('archive'), tagged.source('debug')],
+    [0, 'configured', 'configured', 'configured'],
+    'configured tags win over what was found',
+  );
+
+  const off = new Serving(upstreamConfig('o', { discover: false }));
+  off.discovered({ earliest: { block: 25, atHead: 30 }, debug: true }, at);
+  t.same(
+    [off.earliestBlock(30), off.source('debug'), off.refuse('eth_getProof')],
+    [null, null, false],
+    'discover: false',
+  );
+
+  t.equal(pruned.refuse('eth_getProof'), true, 'a method of the table is learned');
+  t.equal(pruned.refuse('eth_getProof'), false, 'once');
+  t.equal(pruned.refuse('acme_privateMethod'), false, 'a name outside the table is not kept');
+  t.same(pruned.unsupported(), ['eth_getProof']);
+  pruned.discovered({ earliest: null, debug: true }, at);
+  t.same(
+    [pruned.unsupported(), pruned.earliestBlock(40), pruned.source('debug')],
+    [[], null, 'discovered'],
+    'a new run starts afresh',
+  );
 });
