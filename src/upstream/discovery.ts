@@ -143,7 +143,8 @@ export class Discovery {
   async discover(u: Upstream): Promise<Findings | null> {
     const { timeoutMs } = this.settings;
     const earliest = u.tags.has('archive') ? null : await earliestWithState(u, timeoutMs, () => this.stopped);
-    const debug = u.tags.has('debug') ? false : await servesDebug(u, timeoutMs);
+    // A node that began holding off during the search is not traced meanwhile.
+    const debug = u.tags.has('debug') || u.heldOff ? false : await servesDebug(u, timeoutMs);
     if (this.stopped) return null;
     const found: Findings = { earliest, debug };
     u.serving.discovered(found, this.now());
