@@ -8,7 +8,15 @@
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import { funded, overBudget } from './budget.js';
-import { alreadyKnown, transactionHash, type Attempted, type DispatchContext, type Sendable } from './failover.js';
+import {
+  alreadyKnown,
+  noteAnswered,
+  noteSent,
+  transactionHash,
+  type Attempted,
+  type DispatchContext,
+  type Sendable,
+} from './failover.js';
 
 export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<Attempted> {
   const { fleet, metrics, upstreamTimeoutMs } = ctx.routing;
@@ -25,11 +33,17 @@ export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<A
   let nodeError: string | undefined;
   const attempts = targets.map(async (u): Promise<Outcome> => {
     ctx.trail.push(u.name);
+    // Each copy is an attempt: a CLIENT span of the call's when traced, and counted for the diagnostic headers.
+    const span = call.trace?.attempt(u.name);
+    noteSent(ctx, 1);
     const { verdict, ms } = await u.call(
       call.method,
       call.paramsJson,
       Math.min(upstreamTimeoutMs, Math.max(1, ctx.deadline - fleet.now())),
+      span === undefined ? undefined : { traceparent: span.traceparent },
     );
+    span?.end(verdict);
+    noteAnswered(ctx);
     metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
     if (verdict.kind === 'result') return { result: verdict.result };
     if (verdict.kind === 'node-error' && alreadyKnown(verdict.message)) return { result: hash };
