@@ -8,7 +8,8 @@
 import t from 'tap';
 import { DEV_ADDRESS, startAnvil } from '../helpers/anvil.js';
 import { post } from '../helpers/rpc.js';
-import { startSwitchyard } from '../helpers/switchyard.js';
+import { validateConfig } from '../../src/config/load.js';
+import { startSwitchyard, testConfig } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 import { openSocket } from '../helpers/ws.js';
 import { startCollector, startHeaderProxy } from './collector.js';
@@ -19,10 +20,11 @@ const node = await startAnvil();
 t.teardown(() => node.stop());
 const proxy = await startHeaderProxy(t, node.url);
 const collector = await startCollector(t);
-const sy = await startSwitchyard(t, {
+const settings = {
   upstreams: [{ name: 'only', url: proxy.url }],
   tracing: { enabled: true, endpoint: `${collector.url}/v1/traces`, sampleRate: 0, slowMs: 300 },
-});
+};
+const sy = await startSwitchyard(t, settings);
 
 const balance = (id: number, who = DEV_ADDRESS): object => ({
   jsonrpc: '2.0',
@@ -87,4 +89,18 @@ t.test('a WebSocket frame is a SERVER span of its own', async (t) => {
   t.equal(server?.kind, SERVER);
   t.equal(server?.attributes['network.protocol.name'], 'websocket');
   t.equal(server?.parentSpanId, '', 'a trace of its own');
+});
+
+t.test('a reload applies sampleRate from the next request', async (t) => {
+  await sy.app.reload(validateConfig(testConfig({ ...settings, tracing: { ...settings.tracing, sampleRate: 1 } })));
+  const r = parts(
+    (await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] })).headers.traceparent,
+  );
+  t.equal(r.flags, '01', 'a fast, fine request is now sampled');
+  await waitFor('its trace', () => exported(r.traceId));
+  await sy.app.reload(validateConfig(testConfig(settings)));
+  const after = parts(
+    (await post(sy.url, { jsonrpc: '2.0', id: 2, method: 'eth_chainId', params: [] })).headers.traceparent,
+  );
+  t.equal(after.flags, '00', 'and no longer after the next reload');
 });
