@@ -111,6 +111,11 @@ export const upstreamSchema = z.strictObject({
   maxResponseBytes: positiveInt.default(64 * 1024 * 1024),
   /** The node's budget (limits/budget.ts); null = no budget. Shared by replicas through the top-level redis. */
   rateLimit: budgetSchema.nullable().default(null),
+  /**
+   * Gets copies of a sample of answered reads to compare (routing/shadow.ts) and never answers a
+   * client: an operator tries a new node version on real traffic.
+   */
+  shadow: z.boolean().default(false),
 });
 
 export const configSchema = z
@@ -237,6 +242,10 @@ export const configSchema = z
          * doubling on each repeat, is capped here): upstream/holdoff.ts.
          */
         holdOffMaxMs: positiveInt.default(600_000),
+        /** The share of reads a regular node answered with a result that is copied to each shadow upstream. */
+        shadowSampleRate: z.number().min(0).max(1).default(0.1),
+        /** Copies to shadow upstreams in flight at once, all shadows together; more are skipped (counted). */
+        shadowMaxInFlight: positiveInt.max(10_000).default(64),
         /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
         breaker: z
           .strictObject({
@@ -375,6 +384,12 @@ export const configSchema = z
       }
       seen.add(u.name);
     });
+    if (cfg.upstreams.length > 0 && cfg.upstreams.every((u) => u.shadow))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['upstreams'],
+        message: 'expected at least one upstream without shadow: true (a shadow never answers clients)',
+      });
   })
   .transform((cfg) => ({
     ...cfg,

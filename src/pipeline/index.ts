@@ -346,7 +346,8 @@ export class Pipeline {
   /** A filter call: to the one node that holds the filter, once. */
   private useFilter(ctx: RequestContext, call: Call, label: string, spec: MethodSpec): Outcome | Plan {
     const found = unwrapFilterId(call.params[0], ctx.routing.fleet.upstreams);
-    if (found === null || !found.upstream.available) return { error: new RpcError('FILTER_NOT_FOUND') };
+    if (found === null || !found.upstream.available || found.upstream.shadow)
+      return { error: new RpcError('FILTER_NOT_FOUND') };
     const params = [found.nodeId, ...call.params.slice(1)];
     return {
       kind: 'plan',
