@@ -35,6 +35,7 @@ import { ChainFeed, feedSettings } from './subscriptions/chain.js';
 import { PendingFeed } from './subscriptions/pending.js';
 import { VERSION } from './version.js';
 import { largeAnswers } from './upstream/answer-bytes.js';
+import { ShadowReads } from './routing/shadow.js';
 
 export type { Ports } from './server/listeners.js';
 
@@ -72,6 +73,7 @@ interface Rooms {
   cordons: Cordons;
   feed: ChainFeed;
   pending: PendingFeed;
+  shadows: ShadowReads;
 }
 
 function buildRooms(config: Config, opts: AppOptions): Rooms {
@@ -111,6 +113,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     cordons: new Cordons(fleet, keeper, metrics, log.child({ room: 'cordons' })),
     feed: new ChainFeed(fleet, feedSettings(config), metrics, log.child({ room: 'subscriptions' })),
     pending: new PendingFeed(fleet, log.child({ room: 'subscriptions' })),
+    shadows: new ShadowReads(fleet, metrics, log.child({ room: 'shadow' })),
   };
 }
 
@@ -303,7 +306,8 @@ export class App {
   async close(): Promise<void> {
     this.stopping = true;
     this.draining = true;
-    const { feed, pending, uptime, sharedHeads, cordons, fleet, cache, redis } = this.rooms;
+    const { feed, pending, uptime, sharedHeads, cordons, fleet, cache, redis, shadows } = this.rooms;
+    shadows.stop();
     feed.stop();
     pending.stop();
     await closeListeners(this.listeners);

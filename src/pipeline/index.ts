@@ -23,6 +23,8 @@ import { answerLocally } from './local.js';
 import { splitLogsRange, type LogsRange } from './logs.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 import { paramsText, shareKey, type Decision, type Plan } from './plan.js';
+import { shadowCopy, type ShadowCopy } from './shadow.js';
+import type { ShadowReads } from '../routing/shadow.js';
 
 export type { Decision, Plan, Split } from './plan.js';
 
@@ -38,6 +40,10 @@ export interface RequestContext extends DispatchContext {
   session?: SubscriptionSession;
   /** Characters of results the request holds so far (bounded by server.maxResponseBytes). */
   held: number;
+  /** The request's id (HTTP x-request-id), for log lines written after its answer; absent over WebSocket. */
+  reqId?: string;
+  /** Answered reads to copy to the shadow upstreams once the answer is written (copyToShadows). */
+  copies?: ShadowCopy[];
 }
 
 /** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
@@ -56,6 +62,15 @@ export interface PipelineDeps extends RoutingDeps {
   logs?: LogsRange;
   /** The results of one request's calls together (server.maxResponseBytes); absent = no bound. */
   maxResponseBytes?: number;
+  /** Shadow upstreams' copies (routing/shadow.ts); absent when no upstream is a shadow or the rate is 0. */
+  shadow?: ShadowDeps;
+}
+
+export interface ShadowDeps {
+  reads: ShadowReads;
+  sampleRate: number;
+  maxInFlight: number;
+  random?: () => number;
 }
 
 export class Pipeline {
@@ -69,7 +84,13 @@ export class Pipeline {
    * A snapshot of the fleet head for one request: every call in it sees this block as `latest`
    * (eth_blockNumber's, or a lower one a routable node has when none has that: Fleet.latest).
    */
-  context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
+  context(
+    clientIp: string,
+    timeoutMs: number,
+    log: Logger,
+    session?: SubscriptionSession,
+    reqId?: string,
+  ): RequestContext {
     const d = this.deps;
     return {
       routing: d,
@@ -81,6 +102,7 @@ export class Pipeline {
       log,
       session,
       held: 0,
+      reqId,
     };
   }
 
@@ -162,6 +184,7 @@ export class Pipeline {
       if (plan.cache !== null && outcome.result !== undefined)
         d.cache.store(plan.cache, outcome.result, plan.gen, d.fleet.finalized);
       const shared = this.afterAnswer(ctx, plan, answers[k]!);
+      if (d.shadow !== undefined) this.sample(ctx, d.shadow, plan, answers[k]!);
       if (plan.shared !== undefined) d.cache.settle(plan.key!, plan.shared, shared);
       if (plan.budget !== undefined) {
         out[k] = shared;
@@ -182,6 +205,21 @@ export class Pipeline {
     }
     if (run > 0) this.recordResults(runLabel, ctx.started, run);
     return out;
+  }
+
+  /** A read a regular node answered, copied for the shadows when sampled (pipeline/shadow.ts). */
+  private sample(ctx: RequestContext, shadow: ShadowDeps, plan: Plan, { outcome, upstream }: Attempted): void {
+    const timeoutMs = ctx.routing.timeouts?.of(plan.method) ?? ctx.routing.upstreamTimeoutMs;
+    const copy = shadowCopy(plan, outcome, upstream, shadow, timeoutMs);
+    if (copy !== null) (ctx.copies ??= []).push(copy);
+  }
+
+  /** Once the request's answer is written: its sampled reads go to the shadow upstreams (routing/shadow.ts). */
+  copyToShadows(ctx: RequestContext): void {
+    const shadow = this.deps.shadow;
+    if (ctx.copies === undefined || shadow === undefined) return;
+    shadow.reads.later(ctx.copies, shadow.maxInFlight, this.deps.maxLagBlocks, ctx.reqId);
+    ctx.copies = undefined;
   }
 
   /** A fault on the plans' way to the nodes: each gets -32603, and so do the calls that joined it. */

@@ -34,6 +34,8 @@ export interface FrontResult {
 /** Who sent a body; a WebSocket connection also brings its subscriptions (eth_subscribe works only there). */
 export interface Caller extends Payer {
   session?: SubscriptionSession;
+  /** The request's id (HTTP x-request-id), for log lines written about it later. */
+  reqId?: string;
 }
 
 export interface FrontDeps {
@@ -103,7 +105,7 @@ export class Front {
     let outcomes: (Outcome | undefined)[];
     let working: Promise<void> | null;
     try {
-      ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
+      ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session, who.reqId);
       outcomes = new Array<Outcome | undefined>(slots.length);
       working = this.work(d, ctx, slots, refused, outcomes);
     } catch (err) {
@@ -117,7 +119,10 @@ export class Front {
     return working.then(
       () => {
         d.concurrency.release(ipKey, admitted);
-        return written(batch, slots, outcomes, ctx.trail, methods);
+        const answer = written(batch, slots, outcomes, ctx.trail, methods);
+        // Copies leave in a later turn than the one that writes this answer (routing/shadow.ts).
+        if (ctx.copies !== undefined) d.pipeline.copyToShadows(ctx);
+        return answer;
       },
       (err: unknown) => {
         d.concurrency.release(ipKey, admitted);
