@@ -47,7 +47,8 @@ export class ShadowReads {
     if (this.stopped) return;
     setImmediate(() => {
       if (this.stopped) return;
-      for (const c of copies) for (const u of this.fleet.upstreams) if (u.shadow) this.copy(u, c, maxInFlight, maxLagBlocks, reqId);
+      for (const c of copies)
+        for (const u of this.fleet.upstreams) if (u.shadow) this.copy(u, c, maxInFlight, maxLagBlocks, reqId);
     });
   }
 
