@@ -111,10 +111,7 @@ export const upstreamSchema = z.strictObject({
   maxResponseBytes: positiveInt.default(64 * 1024 * 1024),
   /** The node's budget (limits/budget.ts); null = no budget. Shared by replicas through the top-level redis. */
   rateLimit: budgetSchema.nullable().default(null),
-  /**
-   * Gets copies of a sample of answered reads to compare (routing/shadow.ts) and never answers a
-   * client: an operator tries a new node version on real traffic.
-   */
+  /** Never answers a client; gets copies of a sample of answered reads to compare (routing/shadow.ts). */
   shadow: z.boolean().default(false),
 });
 

@@ -23,8 +23,7 @@ import { answerLocally } from './local.js';
 import { splitLogsRange, type LogsRange } from './logs.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 import { paramsText, shareKey, type Decision, type Plan } from './plan.js';
-import { shadowCopy, type ShadowCopy } from './shadow.js';
-import type { ShadowReads } from '../routing/shadow.js';
+import { sampleForShadows, type ShadowCopy, type ShadowDeps } from './shadow.js';
 
 export type { Decision, Plan, Split } from './plan.js';
 
@@ -40,9 +39,9 @@ export interface RequestContext extends DispatchContext {
   session?: SubscriptionSession;
   /** Characters of results the request holds so far (bounded by server.maxResponseBytes). */
   held: number;
-  /** The request's id (HTTP x-request-id), for log lines written after its answer; absent over WebSocket. */
+  /** The request's id (HTTP x-request-id, set by the front), for lines logged after its answer; absent over WebSocket. */
   reqId?: string;
-  /** Answered reads to copy to the shadow upstreams once the answer is written (copyToShadows). */
+  /** Answered reads to copy to the shadow upstreams once the answer is written (pipeline/shadow.ts). */
   copies?: ShadowCopy[];
 }
 
@@ -66,13 +65,6 @@ export interface PipelineDeps extends RoutingDeps {
   shadow?: ShadowDeps;
 }
 
-export interface ShadowDeps {
-  reads: ShadowReads;
-  sampleRate: number;
-  maxInFlight: number;
-  random?: () => number;
-}
-
 export class Pipeline {
   constructor(private readonly deps: PipelineDeps) {}
 
@@ -84,13 +76,7 @@ export class Pipeline {
    * A snapshot of the fleet head for one request: every call in it sees this block as `latest`
    * (eth_blockNumber's, or a lower one a routable node has when none has that: Fleet.latest).
    */
-  context(
-    clientIp: string,
-    timeoutMs: number,
-    log: Logger,
-    session?: SubscriptionSession,
-    reqId?: string,
-  ): RequestContext {
+  context(clientIp: string, timeoutMs: number, log: Logger, session?: SubscriptionSession): RequestContext {
     const d = this.deps;
     return {
       routing: d,
@@ -102,7 +88,6 @@ export class Pipeline {
       log,
       session,
       held: 0,
-      reqId,
     };
   }
 
@@ -184,7 +169,7 @@ export class Pipeline {
       if (plan.cache !== null && outcome.result !== undefined)
         d.cache.store(plan.cache, outcome.result, plan.gen, d.fleet.finalized);
       const shared = this.afterAnswer(ctx, plan, answers[k]!);
-      if (d.shadow !== undefined) this.sample(ctx, d.shadow, plan, answers[k]!);
+      if (d.shadow !== undefined) sampleForShadows(ctx, d.shadow, plan, answers[k]!);
       if (plan.shared !== undefined) d.cache.settle(plan.key!, plan.shared, shared);
       if (plan.budget !== undefined) {
         out[k] = shared;
@@ -205,21 +190,6 @@ export class Pipeline {
     }
     if (run > 0) this.recordResults(runLabel, ctx.started, run);
     return out;
-  }
-
-  /** A read a regular node answered, copied for the shadows when sampled (pipeline/shadow.ts). */
-  private sample(ctx: RequestContext, shadow: ShadowDeps, plan: Plan, { outcome, upstream }: Attempted): void {
-    const timeoutMs = ctx.routing.timeouts?.of(plan.method) ?? ctx.routing.upstreamTimeoutMs;
-    const copy = shadowCopy(plan, outcome, upstream, shadow, timeoutMs);
-    if (copy !== null) (ctx.copies ??= []).push(copy);
-  }
-
-  /** Once the request's answer is written: its sampled reads go to the shadow upstreams (routing/shadow.ts). */
-  copyToShadows(ctx: RequestContext): void {
-    const shadow = this.deps.shadow;
-    if (ctx.copies === undefined || shadow === undefined) return;
-    shadow.reads.later(ctx.copies, shadow.maxInFlight, this.deps.maxLagBlocks, ctx.reqId);
-    ctx.copies = undefined;
   }
 
   /** A fault on the plans' way to the nodes: each gets -32603, and so do the calls that joined it. */

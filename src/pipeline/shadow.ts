@@ -10,7 +10,10 @@
  */
 import { blockNumberOf, heightInText, isHash } from '../jsonrpc/hex.js';
 import type { Outcome } from '../jsonrpc/response.js';
+import type { Attempted } from '../routing/dispatch.js';
+import type { ShadowReads } from '../routing/shadow.js';
 import type { Upstream } from '../upstream/node.js';
+import type { RequestContext } from './index.js';
 import type { Plan } from './plan.js';
 
 /** A client's result longer than this is not copied: it is held until the shadow answers. */
@@ -33,6 +36,27 @@ export interface ShadowCopy {
 export interface ShadowSampling {
   sampleRate: number;
   random?: () => number;
+}
+
+/** The request path's shadow settings (PipelineDeps.shadow), over the long-lived sender. */
+export interface ShadowDeps extends ShadowSampling {
+  reads: ShadowReads;
+  maxInFlight: number;
+}
+
+/** A read a regular node answered, kept on the request for the shadows when sampled (Pipeline.finish). */
+export function sampleForShadows(ctx: RequestContext, shadow: ShadowDeps, plan: Plan, answer: Attempted): void {
+  const timeoutMs = ctx.routing.timeouts?.of(plan.method) ?? ctx.routing.upstreamTimeoutMs;
+  const copy = shadowCopy(plan, answer.outcome, answer.upstream, shadow, timeoutMs);
+  if (copy !== null) (ctx.copies ??= []).push(copy);
+}
+
+/** Once the request's answer is written (server/front.ts): its sampled reads go to the shadows. */
+export function copyToShadows(ctx: RequestContext): void {
+  const shadow = ctx.routing.shadow;
+  if (ctx.copies === undefined || shadow === undefined) return;
+  shadow.reads.later(ctx.copies, shadow.maxInFlight, ctx.routing.maxLagBlocks, ctx.reqId);
+  ctx.copies = undefined;
 }
 
 /** The copy of an answered plan for the shadows, or null when it is not sampled or not comparable. */

@@ -16,6 +16,7 @@ import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { Pipeline, Plan, RequestContext, Split, SubscriptionSession } from '../pipeline/index.js';
 import { fetchChunks } from '../pipeline/logs.js';
 import { dispatch } from '../routing/dispatch.js';
+import { copyToShadows } from '../pipeline/shadow.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 
 export interface FrontResult {
@@ -105,7 +106,8 @@ export class Front {
     let outcomes: (Outcome | undefined)[];
     let working: Promise<void> | null;
     try {
-      ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session, who.reqId);
+      ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
+      ctx.reqId = who.reqId;
       outcomes = new Array<Outcome | undefined>(slots.length);
       working = this.work(d, ctx, slots, refused, outcomes);
     } catch (err) {
@@ -121,7 +123,7 @@ export class Front {
         d.concurrency.release(ipKey, admitted);
         const answer = written(batch, slots, outcomes, ctx.trail, methods);
         // Copies leave in a later turn than the one that writes this answer (routing/shadow.ts).
-        if (ctx.copies !== undefined) d.pipeline.copyToShadows(ctx);
+        if (ctx.copies !== undefined) copyToShadows(ctx);
         return answer;
       },
       (err: unknown) => {
