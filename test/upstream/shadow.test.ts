@@ -9,7 +9,9 @@
  */
 import { Writable } from 'node:stream';
 import t, { type Test } from 'tap';
+import { validateConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log/logger.js';
+import { sameJson } from '../../src/routing/shadow.js';
 import { startAnvil, type AnvilNode } from '../helpers/anvil.js';
 import { startFakeNode } from '../helpers/fake-node.js';
 import { metricSamples } from '../helpers/metrics-text.js';
@@ -205,4 +207,18 @@ t.test('a shadow never gets a client call or a transaction, even as the only hea
   t.match(tx.error, { code: -32002, data: { why: 'only shadow nodes' } }, 'so does a transaction');
   t.equal(await clientCallsTo(sy, 'canary'), 0, 'still no client call reached the shadow');
   t.equal((await get(`${sy.adminUrl}/ready`)).status, 503, 'a healthy shadow does not make the replica ready');
+});
+
+t.test('answers are compared after parsing; a fleet of shadows only is refused', async (t) => {
+  t.ok(
+    sameJson('{"a":1,"b":[1,{"c":"0x1","d":null}]}', '{ "b": [1, {"d": null, "c": "0x1"}], "a": 1 }'),
+    'key order aside',
+  );
+  t.notOk(sameJson('{"a":"0x1"}', '{"a":"0x01"}'), 'values differ');
+  t.notOk(sameJson('"0x1"', 'not json'), 'text that is not JSON equals nothing');
+  t.throws(
+    () => validateConfig({ upstreams: [{ name: 'canary', url: 'http://127.0.0.1:1', shadow: true }] }),
+    /upstreams: expected at least one upstream without shadow: true/,
+    'refused at start with the key path',
+  );
 });
