@@ -6,7 +6,7 @@
  */
 import { heightOf } from '../jsonrpc/hex.js';
 import { parseCidr } from '../limits/cidrs.js';
-import { httpUrl, portClashes, readableFile, redisUrl, wsUrl } from './checks.js';
+import { httpUrl, portClashes, readableFile, redisUrl, shadowsOnly, wsUrl } from './checks.js';
 import { z } from 'zod';
 
 const port = z.number().int().min(0).max(65535);
@@ -111,6 +111,11 @@ export const upstreamSchema = z.strictObject({
   maxResponseBytes: positiveInt.default(64 * 1024 * 1024),
   /** The node's budget (limits/budget.ts); null = no budget. Shared by replicas through the top-level redis. */
   rateLimit: budgetSchema.nullable().default(null),
+  /**
+   * Probe what the node serves (upstream/discovery.ts): its earliest block with state, debug
+   * methods, methods it refuses as unknown. Configured tags win over what is found.
+   */
+  discover: z.boolean().default(true),
   /** Never answers a client; gets copies of a sample of answered reads to compare (routing/shadow.ts). */
   shadow: z.boolean().default(false),
 });
@@ -239,9 +244,10 @@ export const configSchema = z
          * doubling on each repeat, is capped here): upstream/holdoff.ts.
          */
         holdOffMaxMs: positiveInt.default(600_000),
-        /** The share of reads a regular node answered with a result that is copied to each shadow upstream. */
+        /** How often each upstream's discovery runs again (upstreams[].discover); also when a node comes back. */
+        discoverIntervalMs: positiveInt.min(10_000).default(3_600_000),
+        /** Share of answered reads copied to each shadow upstream; copies in flight at most (more: skipped, counted). */
         shadowSampleRate: z.number().min(0).max(1).default(0.1),
-        /** Copies to shadow upstreams in flight at once, all shadows together; more are skipped (counted). */
         shadowMaxInFlight: positiveInt.max(10_000).default(64),
         /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
         breaker: z
@@ -381,12 +387,7 @@ export const configSchema = z
       }
       seen.add(u.name);
     });
-    if (cfg.upstreams.length > 0 && cfg.upstreams.every((u) => u.shadow))
-      ctx.addIssue({
-        code: 'custom',
-        path: ['upstreams'],
-        message: 'expected at least one upstream without shadow: true (a shadow never answers clients)',
-      });
+    for (const issue of shadowsOnly(cfg.upstreams)) ctx.addIssue({ code: 'custom', ...issue });
   })
   .transform((cfg) => ({
     ...cfg,
