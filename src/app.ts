@@ -37,6 +37,7 @@ import { PendingFeed } from './subscriptions/pending.js';
 import { VERSION } from './version.js';
 import { largeAnswers } from './upstream/answer-bytes.js';
 import { Tracing } from './tracing/index.js';
+import { ShadowReads } from './routing/shadow.js';
 
 export type { Ports } from './server/listeners.js';
 
@@ -78,6 +79,7 @@ interface Rooms {
   pending: PendingFeed;
   /** The span exporter (tracing.enabled at start); null when tracing is off. */
   tracing: Tracing | null;
+  shadows: ShadowReads;
 }
 
 function buildRooms(config: Config, opts: AppOptions): Rooms {
@@ -119,6 +121,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     feed: new ChainFeed(fleet, feedSettings(config), metrics, log.child({ room: 'subscriptions' })),
     pending: new PendingFeed(fleet, log.child({ room: 'subscriptions' })),
     tracing: config.tracing.enabled ? new Tracing(config.tracing, metrics) : null,
+    shadows: new ShadowReads(fleet, metrics, log.child({ room: 'shadow' })),
   };
 }
 
@@ -313,7 +316,8 @@ export class App {
   async close(): Promise<void> {
     this.stopping = true;
     this.draining = true;
-    const { feed, pending, uptime, sharedHeads, cordons, fleet, discovery, cache, redis } = this.rooms;
+    const { feed, pending, uptime, sharedHeads, cordons, fleet, discovery, cache, redis, shadows } = this.rooms;
+    shadows.stop();
     feed.stop();
     discovery.stop();
     pending.stop();

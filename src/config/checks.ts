@@ -101,3 +101,14 @@ export function portClashes(
   }
   return out;
 }
+
+/** A fleet of shadow upstreams only could answer no client (a shadow never does: routing/shadow.ts). */
+export function shadowsOnly(upstreams: readonly { shadow: boolean }[]): { path: PropertyKey[]; message: string }[] {
+  if (upstreams.length === 0 || !upstreams.every((u) => u.shadow)) return [];
+  return [
+    {
+      path: ['upstreams'],
+      message: 'expected at least one upstream without shadow: true (a shadow never answers clients)',
+    },
+  ];
+}

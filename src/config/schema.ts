@@ -6,7 +6,7 @@
  */
 import { heightOf } from '../jsonrpc/hex.js';
 import { parseCidr } from '../limits/cidrs.js';
-import { httpUrl, portClashes, readableFile, redisUrl, wsUrl } from './checks.js';
+import { httpUrl, portClashes, readableFile, redisUrl, shadowsOnly, wsUrl } from './checks.js';
 import { tracingSchema } from './tracing.js';
 import { z } from 'zod';
 
@@ -117,6 +117,8 @@ export const upstreamSchema = z.strictObject({
    * methods, methods it refuses as unknown. Configured tags win over what is found.
    */
   discover: z.boolean().default(true),
+  /** Never answers a client; gets copies of a sample of answered reads to compare (routing/shadow.ts). */
+  shadow: z.boolean().default(false),
 });
 
 export const configSchema = z
@@ -247,6 +249,9 @@ export const configSchema = z
         holdOffMaxMs: positiveInt.default(600_000),
         /** How often each upstream's discovery runs again (upstreams[].discover); also when a node comes back. */
         discoverIntervalMs: positiveInt.min(10_000).default(3_600_000),
+        /** Share of answered reads copied to each shadow upstream; copies in flight at most (more: skipped, counted). */
+        shadowSampleRate: z.number().min(0).max(1).default(0.1),
+        shadowMaxInFlight: positiveInt.max(10_000).default(64),
         /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
         breaker: z
           .strictObject({
@@ -387,6 +392,7 @@ export const configSchema = z
       }
       seen.add(u.name);
     });
+    for (const issue of shadowsOnly(cfg.upstreams)) ctx.addIssue({ code: 'custom', ...issue });
   })
   .transform((cfg) => ({
     ...cfg,

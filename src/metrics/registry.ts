@@ -13,6 +13,7 @@ import { CacheMetrics } from './cache.js';
 import { CallMetrics } from './calls.js';
 import { ConnectionMetrics } from './connections.js';
 import { RedisMetrics } from './redis.js';
+import { ShadowMetrics } from './shadow.js';
 import { ServiceMetrics, type BuildInfo } from './service.js';
 import { TracingMetrics } from './tracing.js';
 import { UpstreamMetrics } from './upstream.js';
@@ -35,6 +36,7 @@ export class Metrics {
   private readonly service = new ServiceMetrics(this.registry);
   private readonly budgets = new BudgetMetrics(this.registry);
   private readonly tracing = new TracingMetrics(this.registry);
+  private readonly shadows = new ShadowMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -98,6 +100,9 @@ export class Metrics {
   readonly declareBudget = this.budgets.declareBudget.bind(this.budgets);
   readonly recordBudgetExhausted = this.budgets.recordBudgetExhausted.bind(this.budgets);
   readonly setBudgetsRemaining = this.budgets.setBudgetsRemaining.bind(this.budgets);
+
+  // Shadow upstreams (shadow.ts)
+  readonly recordShadowCall = this.shadows.recordShadowCall.bind(this.shadows);
 
   // Build, configuration reloads and the uptime page (service.ts)
   readonly recordReload = this.service.recordReload.bind(this.service);

@@ -23,6 +23,7 @@ import { answerLocally } from './local.js';
 import { splitLogsRange, type LogsRange } from './logs.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 import { paramsText, shareKey, type Decision, type Plan } from './plan.js';
+import { sampleForShadows, type ShadowCopy, type ShadowDeps } from './shadow.js';
 
 export type { Decision, Plan, Split } from './plan.js';
 
@@ -40,6 +41,10 @@ export interface RequestContext extends DispatchContext {
   held: number;
   /** Slots sent to a node under a cache plan (a miss unless the Redis level answers): the diagnostic headers. */
   cacheable?: boolean[];
+  /** The request's id (HTTP x-request-id, set by the front), for lines logged after its answer; absent over WebSocket. */
+  reqId?: string;
+  /** Answered reads to copy to the shadow upstreams once the answer is written (pipeline/shadow.ts). */
+  copies?: ShadowCopy[];
 }
 
 /** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
@@ -58,6 +63,8 @@ export interface PipelineDeps extends RoutingDeps {
   logs?: LogsRange;
   /** The results of one request's calls together (server.maxResponseBytes); absent = no bound. */
   maxResponseBytes?: number;
+  /** Shadow upstreams' copies (routing/shadow.ts); absent when no upstream is a shadow or the rate is 0. */
+  shadow?: ShadowDeps;
 }
 
 export class Pipeline {
@@ -167,6 +174,7 @@ export class Pipeline {
       if (plan.cache !== null && outcome.result !== undefined)
         d.cache.store(plan.cache, outcome.result, plan.gen, d.fleet.finalized);
       const shared = this.afterAnswer(ctx, plan, answers[k]!);
+      if (d.shadow !== undefined) sampleForShadows(ctx, d.shadow, plan, answers[k]!);
       if (plan.shared !== undefined) d.cache.settle(plan.key!, plan.shared, shared);
       if (plan.budget !== undefined) {
         out[k] = shared;
@@ -351,7 +359,8 @@ export class Pipeline {
   /** A filter call: to the one node that holds the filter, once. */
   private useFilter(ctx: RequestContext, call: Call, label: string, spec: MethodSpec): Outcome | Plan {
     const found = unwrapFilterId(call.params[0], ctx.routing.fleet.upstreams);
-    if (found === null || !found.upstream.available) return { error: new RpcError('FILTER_NOT_FOUND') };
+    if (found === null || !found.upstream.available || found.upstream.shadow)
+      return { error: new RpcError('FILTER_NOT_FOUND') };
     const params = [found.nodeId, ...call.params.slice(1)];
     return {
       kind: 'plan',

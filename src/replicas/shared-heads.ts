@@ -118,7 +118,7 @@ export class SharedHeads {
     }
     this.publishing = true;
     const args: (string | number)[] = [this.intervalMs * 20];
-    for (const u of this.fleet.upstreams) if (u.available && u.head >= 0) args.push(`u:${u.name}`, u.head);
+    for (const u of this.fleet.upstreams) if (u.available && !u.shadow && u.head >= 0) args.push(`u:${u.name}`, u.head);
     if (this.fleet.head >= 0) args.push('fleet', this.fleet.head);
     this.link.client
       .eval(MAX_SCRIPT, 2, this.key, this.channel, ...args)

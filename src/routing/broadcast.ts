@@ -1,5 +1,5 @@
 /**
- * routing.broadcastTransactions: a raw transaction goes to every routable upstream not held off at once; the
+ * routing.broadcastTransactions: a raw transaction goes to every routable upstream (no shadow) not held off at once; the
  * first success (or "already known", which means another copy got there) answers. If none
  * succeeds, the last node error is returned verbatim, or -32002 when no node answered. A node out
  * of budget gets no copy; when every node is, UPSTREAM_BUDGET.
@@ -20,8 +20,11 @@ import {
 
 export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<Attempted> {
   const { fleet, metrics, upstreamTimeoutMs } = ctx.routing;
-  const live = fleet.upstreams.filter((u) => u.available);
-  if (live.length === 0) return { outcome: { error: rpcErrors.noUpstream('none healthy') } };
+  const healthy = fleet.upstreams.filter((u) => u.available);
+  if (healthy.length === 0) return { outcome: { error: rpcErrors.noUpstream('none healthy') } };
+  // A shadow never gets a client's transaction: it would be a second, unasked-for sender.
+  const live = healthy.filter((u) => !u.shadow);
+  if (live.length === 0) return { outcome: { error: rpcErrors.noUpstream('only shadow nodes') } };
   const uncordoned = live.filter((u) => !fleet.cordons.has(u.name));
   if (uncordoned.length === 0) return { outcome: { error: rpcErrors.noUpstream('all cordoned') } };
   const routable = uncordoned.filter((u) => !u.heldOff);

@@ -345,7 +345,8 @@ function exhausted(p: Progress): Attempted {
 function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: readonly Upstream[]): boolean {
   if (minHead === undefined) return false;
   return fleet.upstreams.some(
-    (u) => u.available && !u.heldOff && !fleet.cordons.has(u.name) && !tried.includes(u) && u.head < minHead,
+    (u) =>
+      u.available && !u.shadow && !u.heldOff && !fleet.cordons.has(u.name) && !tried.includes(u) && u.head < minHead,
   );
 }
 

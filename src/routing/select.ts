@@ -1,9 +1,10 @@
 /**
  * Which upstreams may serve a call, and which one does.
- * Eligibility: routable (healthy, right chain, breaker allows), not cordoned, not held off (it said
- * "too many requests": upstream/holdoff.ts), has the capability, has the block, and for a read of
- * state has the state at that block (its earliest block: upstream/serving.ts). A node that refused
- * the call's method as unknown is passed over while another can take it (`willing`).
+ * Eligibility: routable (healthy, right chain, breaker allows), not a shadow (routing/shadow.ts), not
+ * cordoned, not held off (it said "too many requests": upstream/holdoff.ts), has the capability,
+ * has the block, and for a read of state has the state at that block (its earliest block:
+ * upstream/serving.ts). A node that refused the call's method as unknown is passed over while
+ * another can take it (`willing`).
  * Selection: power of two choices on cost = (inFlight + 1) x EWMA latency / weight: two eligible
  * nodes drawn at random, the cheaper one wins. It spreads load like least-outstanding-requests
  * without herding every call onto the one node that looked best a moment ago.
@@ -31,6 +32,8 @@ export type Ineligible =
   | 'none has the capability'
   /** Every routable node said "too many requests" and is held off (upstream/holdoff.ts). */
   | 'all held off'
+  /** The only routable nodes are shadows (upstreams[].shadow), which never answer a client. */
+  | 'only shadow nodes'
   | 'all tried';
 
 export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstream[]): Upstream[] | Ineligible {
@@ -39,7 +42,7 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstr
   if (req.capability === undefined) {
     const out: Upstream[] = [];
     for (const u of fleet.upstreams) {
-      if (!u.available || u.heldOff || fleet.cordons.has(u.name) || exclude.includes(u)) continue;
+      if (!u.available || u.shadow || u.heldOff || fleet.cordons.has(u.name) || exclude.includes(u)) continue;
       if (req.minHead !== undefined && u.head < req.minHead) continue;
       if (req.stateAt !== undefined && !u.hasStateAt(req.stateAt)) continue;
       if (req.maxLag !== undefined && fleet.lag(u) > req.maxLag) continue;
@@ -49,6 +52,8 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstr
   }
   let pool = fleet.upstreams.filter((u) => u.available);
   if (pool.length === 0) return 'none healthy';
+  pool = pool.filter((u) => !u.shadow);
+  if (pool.length === 0) return 'only shadow nodes';
   pool = pool.filter((u) => !fleet.cordons.has(u.name));
   if (pool.length === 0) return 'all cordoned';
   pool = pool.filter((u) => !u.heldOff);

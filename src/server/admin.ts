@@ -45,7 +45,7 @@ export interface AdminDeps {
 
 export function isReady(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining'>): boolean {
   if (deps.isDraining()) return false;
-  return deps.fleet.upstreams.some((u) => u.available && deps.fleet.lag(u) <= deps.maxLagBlocks);
+  return deps.fleet.upstreams.some((u) => u.available && !u.shadow && deps.fleet.lag(u) <= deps.maxLagBlocks);
 }
 
 export function statusOf(deps: AdminDeps): Record<string, unknown> {
@@ -65,6 +65,8 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       probeState: u.state,
       cordon: cordonLine(fleet.cordons.get(u.name)),
       routable: u.available && !fleet.cordons.has(u.name),
+      // Gets copies of reads to compare and never a client's call (routing/shadow.ts); `routable` is for copies then.
+      shadow: u.shadow,
       pollLate: u.late,
       implausibleHead: u.implausible,
       head: u.head,

@@ -18,6 +18,7 @@ import { fetchChunks } from '../pipeline/logs.js';
 import { dispatch } from '../routing/dispatch.js';
 import type { RequestTrace } from '../tracing/index.js';
 import { summarize, type Diagnostics } from './diagnostics.js';
+import { copyToShadows } from '../pipeline/shadow.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 
 export interface FrontResult {
@@ -38,6 +39,8 @@ export interface FrontResult {
 /** Who sent a body; a WebSocket connection also brings its subscriptions (eth_subscribe works only there). */
 export interface Caller extends Payer {
   session?: SubscriptionSession;
+  /** The request's id (HTTP x-request-id), for log lines written about it later. */
+  reqId?: string;
 }
 
 export interface FrontDeps {
@@ -110,6 +113,7 @@ export class Front {
     try {
       ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
       if (trace) ctx.trace = trace;
+      ctx.reqId = who.reqId;
       outcomes = new Array<Outcome | undefined>(slots.length);
       working = this.work(d, ctx, slots, refused, outcomes);
     } catch (err) {
@@ -125,7 +129,10 @@ export class Front {
       () => {
         d.concurrency.release(ipKey, admitted);
         trace?.answered(outcomes);
-        return withDiagnostics(written(batch, slots, outcomes, ctx.trail, methods), ctx, slots, outcomes);
+        const answer = withDiagnostics(written(batch, slots, outcomes, ctx.trail, methods), ctx, slots, outcomes);
+        // Copies leave in a later turn than the one that writes this answer (routing/shadow.ts).
+        if (ctx.copies !== undefined) copyToShadows(ctx);
+        return answer;
       },
       (err: unknown) => {
         d.concurrency.release(ipKey, admitted);

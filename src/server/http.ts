@@ -319,7 +319,12 @@ class HttpRequest {
         deps.metrics.recordRefused(INVALID_METHOD, 'PARSE_ERROR');
         return this.finish(200, errorText('null', new RpcError('PARSE_ERROR')), NO_HEADERS, { errors: 1 });
       }
-      const out = deps.front.process(body.text, { ip: this.clientIp, apiKey: this.apiKey }, this.log, this.trace);
+      const out = deps.front.process(
+        body.text,
+        { ip: this.clientIp, apiKey: this.apiKey, reqId: this.reqId },
+        this.log,
+        this.trace,
+      );
       if (out instanceof Promise) out.then((o) => this.answer(o)).catch((err: unknown) => this.crashed(err));
       else this.answer(out);
     } catch (err) {

@@ -19,6 +19,7 @@ import type { Metrics } from '../metrics/registry.js';
 import { Pipeline, type PipelineDeps } from '../pipeline/index.js';
 import type { RedisConnections } from '../redis/connections.js';
 import { MethodTimeouts } from '../routing/timeouts.js';
+import type { ShadowReads } from '../routing/shadow.js';
 import type { ChainFeed } from '../subscriptions/chain.js';
 import type { PendingFeed } from '../subscriptions/pending.js';
 import type { WsDeps } from './ws.js';
@@ -52,6 +53,8 @@ export interface PathParts {
   redis: RedisConnections;
   feed: ChainFeed;
   pending: PendingFeed;
+  /** Copies of reads for shadow upstreams: its in-flight count outlives reloads. */
+  shadows: ShadowReads;
   uptime: Uptime | null;
   /** The span exporter, built at start when tracing.enabled; null when off. */
   tracing: Tracing | null;
@@ -126,6 +129,10 @@ function pipelineDeps(c: Config, parts: PathParts): PipelineDeps {
     sendSyncTimeoutMs: c.routing.sendRawTransactionSyncTimeoutMs,
     timeouts: new MethodTimeouts(c.routing.upstreamTimeoutMs, c.routing.methodTimeoutsMs),
     maxResponseBytes: c.server.maxResponseBytes,
+    shadow:
+      c.routing.shadowSampleRate > 0 && c.upstreams.some((u) => u.shadow)
+        ? { reads: parts.shadows, sampleRate: c.routing.shadowSampleRate, maxInFlight: c.routing.shadowMaxInFlight }
+        : undefined,
   };
 }
 

@@ -53,7 +53,7 @@ export class PendingFeed {
 
   private open(): void {
     this.feeds = this.fleet.upstreams
-      .filter((u) => u.config.ws !== undefined)
+      .filter((u) => u.config.ws !== undefined && !u.shadow)
       .map((u) => ({
         name: u.name,
         url: u.config.ws!,
@@ -74,7 +74,7 @@ export class PendingFeed {
    */
   apply(config: Pick<Config, 'upstreams'>): void {
     if (this.listeners.size === 0) return;
-    const want = config.upstreams.filter((u) => u.ws !== undefined).map((u) => `${u.name} ${u.ws}`);
+    const want = config.upstreams.filter((u) => u.ws !== undefined && !u.shadow).map((u) => `${u.name} ${u.ws}`);
     if (
       isDeepStrictEqual(
         want,

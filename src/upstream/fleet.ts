@@ -126,7 +126,7 @@ export class Fleet extends EventEmitter {
     const served = this.blockNumber();
     let top = -1;
     for (const u of this.upstreams)
-      if (u.available && !u.heldOff && !this.cordons.has(u.name) && u.head > top) top = u.head;
+      if (u.available && !u.shadow && !u.heldOff && !this.cordons.has(u.name) && u.head > top) top = u.head;
     return top < 0 || this.head < 0 ? served : Math.min(served, this.head, top);
   }
 
@@ -159,7 +159,7 @@ export class Fleet extends EventEmitter {
   }
 
   healthyCount(): number {
-    return this.upstreams.filter((u) => u.available).length;
+    return this.upstreams.filter((u) => u.available && !u.shadow).length;
   }
 
   private track(u: Upstream): void {
@@ -215,7 +215,7 @@ export class Fleet extends EventEmitter {
     s.headAt = this.now();
     this.recompute();
     // Only a node at the believed head speaks for the chain: a claim beyond it is not the chain's.
-    if (s.head === this.head) {
+    if (s.head === this.head && !u.shadow) {
       const fork = this.canon.observe(header);
       if (fork !== null) {
         this.metrics.recordReorg();
@@ -297,11 +297,13 @@ export class Fleet extends EventEmitter {
 
   /** Fleet head = the highest head the fleet believes (belief.ts) among healthy upstreams. */
   private recompute(): void {
-    const heads = this.upstreams
+    // A shadow's head is its own: it is tracked (lag, /status) but never moves the fleet's.
+    const members = this.upstreams.filter((u) => !u.shadow);
+    const heads = members
       .filter((u) => this.counts(u) && u.head >= 0)
       .map((u) => u.head)
       .sort((a, b) => b - a);
-    const head = this.belief.judge(heads, this.upstreams.length === 1, this.head);
+    const head = this.belief.judge(heads, members.length === 1, this.head);
     const max = this.opts.maxHeadJumpBlocks;
     // A node this far beyond the believed head is not routed either: what it answers for `latest`
     // is not this chain's latest. One nearer is routed for the blocks it shares with the others.
@@ -310,7 +312,7 @@ export class Fleet extends EventEmitter {
     if (head >= 0) {
       this.head = head;
       this.finalized = finalizedHeight(
-        this.upstreams.filter((u) => this.counts(u)),
+        members.filter((u) => this.counts(u)),
         head,
         this.opts.finalityDepth,
       );

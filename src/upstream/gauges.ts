@@ -17,7 +17,8 @@ export function publishHeads(
     const lag = lagOf(u);
     metrics.setUpstreamHead(u.name, u.head);
     metrics.setUpstreamLag(u.name, Number.isFinite(lag) ? lag : -1);
-    metrics.setUpstreamHealthy(u.name, u.available);
+    // Routable for clients: a shadow never is, so it cannot hide an outage of the nodes that are.
+    metrics.setUpstreamHealthy(u.name, u.available && !u.shadow);
     metrics.setQuarantined(u.name, u.state === 'quarantined');
     metrics.setUpstreamCordoned(u.name, cordons.has(u.name));
   }
@@ -31,6 +32,6 @@ export function collectCallGauges(metrics: Metrics, upstreams: readonly Upstream
     metrics.setBreakerState(u.name, u.breaker.label);
     metrics.setHeldOff(u.name, u.heldOff);
     metrics.setUpstreamLatency(u.name, u.latencyMs / 1000);
-    metrics.setUpstreamHealthy(u.name, u.available);
+    metrics.setUpstreamHealthy(u.name, u.available && !u.shadow);
   }
 }

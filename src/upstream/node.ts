@@ -92,6 +92,10 @@ export class Upstream {
   get config(): UpstreamConfig {
     return this.client.config;
   }
+  /** upstreams[].shadow: gets copies of reads to compare (routing/shadow.ts), never a client's call. */
+  get shadow(): boolean {
+    return this.client.config.shadow === true;
+  }
   get state(): UpstreamState {
     return this.status.state;
   }

@@ -14,6 +14,8 @@ export interface UpstreamView {
   readonly head: number;
   readonly latencyMs: number;
   readonly retiring: boolean;
+  /** A shadow upstream (upstreams[].shadow) never answers clients: not part of what the page reports; absent = false. */
+  readonly shadow?: boolean;
   call(method: string, paramsJson: string, timeoutMs: number, opts: { probe?: boolean }): Promise<CallTiming>;
 }
 

@@ -158,7 +158,12 @@ export class Uptime implements UptimePages {
     const s = this.settings;
     const { fleet, chainId, metrics } = this.deps;
     const timeoutMs = Math.max(1_000, Math.min(s.probeIntervalMs, this.upstreamTimeoutMs));
-    const reachable = await confirmChain(fleet.upstreams, chainId, timeoutMs);
+    // A shadow never answers a client: it does not make the service reachable.
+    const reachable = await confirmChain(
+      fleet.upstreams.filter((u) => u.shadow !== true),
+      chainId,
+      timeoutMs,
+    );
     if (this.closed) return;
     const t = this.clock.now();
     if (reachable && (this.last === null || !this.last.reachable)) this.reachableSince = t;
@@ -272,7 +277,7 @@ export class Uptime implements UptimePages {
     };
     if (s.showUpstreams) {
       report.upstreams = fleet.upstreams
-        .filter((u) => !u.retiring)
+        .filter((u) => !u.retiring && u.shadow !== true)
         .map((u) => {
           const cordon = fleet.cordons?.get(u.name);
           return {
