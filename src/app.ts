@@ -192,6 +192,7 @@ export class App {
       host: config.admin.host,
       allowedHosts: config.admin.allowedHosts,
       token: config.admin.token,
+      readyRequiresUpstream: config.admin.readyRequiresUpstream,
       collect: () => {
         cache.collect();
         uptime?.collect();
@@ -211,6 +212,7 @@ export class App {
       fleet: this.rooms.fleet,
       maxLagBlocks: this.path.config.routing.maxLagBlocks,
       isDraining: () => this.stopping,
+      readyRequiresUpstream: this.path.config.admin.readyRequiresUpstream,
     });
   }
 

@@ -127,7 +127,7 @@ function fileText(upstream: string, admin: string, extra = ''): string {
 
 async function started(cli: Cli): Promise<number> {
   const ports = await waitFor('CLI listening', () => listeningPorts(cli.stdout()), { timeoutMs: 30_000 });
-  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
+  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready?upstreams=1`)).status === 200);
   return ports.admin;
 }
 
