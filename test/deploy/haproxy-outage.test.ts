@@ -11,10 +11,11 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { validateConfig } from '../../src/config/load.js';
 import { startAnvil } from '../helpers/anvil.js';
 import { freePort } from '../helpers/ports.js';
 import { get, post } from '../helpers/rpc.js';
-import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
+import { startSwitchyard, testConfig, type RunningSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
@@ -83,8 +84,12 @@ t.test('every node down behind the shipped HAProxy: NO_UPSTREAM from Switchyard,
 
   await Promise.all(nodes.map((n) => n.stop()));
   for (const r of replicas)
-    await waitFor('the replica sees no upstream', async () => (await get(`${r.adminUrl}/ready?upstreams=1`)).status === 503);
-  for (const r of replicas) t.equal((await get(`${r.adminUrl}/ready`)).status, 200, '/ready stays 200 with every node down');
+    await waitFor(
+      'the replica sees no upstream',
+      async () => (await get(`${r.adminUrl}/ready?upstreams=1`)).status === 503,
+    );
+  for (const r of replicas)
+    t.equal((await get(`${r.adminUrl}/ready`)).status, 200, '/ready stays 200 with every node down');
 
   // Calls go on for longer than the balancer needs to take a replica out; each must be Switchyard's own answer.
   const wrong: string[] = [];
@@ -123,14 +128,14 @@ t.test('every node down behind the shipped HAProxy: NO_UPSTREAM from Switchyard,
 t.test('admin.readyRequiresUpstream: /ready is 503 while every node is down', async (t) => {
   const node = await startAnvil();
   t.teardown(() => node.stop());
-  const sy = await startSwitchyard(t, {
-    upstreams: [{ name: 'node-0', url: node.url }],
-    admin: { readyRequiresUpstream: true },
-    uptime: { enabled: false },
-  });
+  const input = { upstreams: [{ name: 'node-0', url: node.url }], uptime: { enabled: false } };
+  const sy = await startSwitchyard(t, { ...input, admin: { readyRequiresUpstream: true } });
   t.equal((await get(`${sy.adminUrl}/ready`)).status, 200, 'ready with its node up');
   await node.stop();
   await waitFor('/ready turns 503', async () => (await get(`${sy.adminUrl}/ready`)).status === 503);
   const body = (await get(`${sy.adminUrl}/ready`)).json();
   t.same(body, { ready: false, upstreams: false }, 'the answer says why');
+  await sy.app.reload(validateConfig(testConfig({ ...input, admin: { readyRequiresUpstream: false } })));
+  t.equal((await get(`${sy.adminUrl}/ready`)).status, 200, 'a reload that turns it off applies at once');
+  t.equal((await get(`${sy.adminUrl}/ready?upstreams=1`)).status, 503, '?upstreams=1 still asks about the nodes');
 });
