@@ -125,10 +125,13 @@ export class App {
   private readonly rooms: Rooms;
   private readonly parts: PathParts;
   private readonly listeners: Listeners;
+  /** The admin port's log (refused writes). */
+  private readonly adminLog: Logger;
 
   private constructor(config: Config, opts: AppOptions) {
     this.configFile = opts.configFile;
     this.rooms = buildRooms(config, opts);
+    this.adminLog = this.rooms.log.child({ room: 'admin' });
     this.parts = {
       ...this.rooms,
       fdLimit: opts.fdLimit ?? null,
@@ -193,6 +196,7 @@ export class App {
       allowedHosts: config.admin.allowedHosts,
       token: config.admin.token,
       readyRequiresUpstream: config.admin.readyRequiresUpstream,
+      log: this.adminLog,
       collect: () => {
         cache.collect();
         uptime?.collect();

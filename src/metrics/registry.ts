@@ -8,6 +8,7 @@
  * No URL ever.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { AdminMetrics } from './admin.js';
 import { BudgetMetrics } from './budget.js';
 import { CacheMetrics } from './cache.js';
 import { CallMetrics } from './calls.js';
@@ -33,6 +34,7 @@ export class Metrics {
   private readonly connections = new ConnectionMetrics(this.registry);
   private readonly service = new ServiceMetrics(this.registry);
   private readonly budgets = new BudgetMetrics(this.registry);
+  private readonly admin = new AdminMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -96,6 +98,9 @@ export class Metrics {
   readonly declareBudget = this.budgets.declareBudget.bind(this.budgets);
   readonly recordBudgetExhausted = this.budgets.recordBudgetExhausted.bind(this.budgets);
   readonly setBudgetsRemaining = this.budgets.setBudgetsRemaining.bind(this.budgets);
+
+  // The admin port (admin.ts)
+  readonly recordAdminWriteRefused = this.admin.recordAdminWriteRefused.bind(this.admin);
 
   // Build, configuration reloads and the uptime page (service.ts)
   readonly recordReload = this.service.recordReload.bind(this.service);

@@ -10,6 +10,7 @@
  * (the bearer admin.token when set, else a loopback peer), judged before routing.
  */
 import { createServer, type Server } from 'node:http';
+import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import { cost } from '../routing/select.js';
 import type { Cordons } from '../upstream/cordons.js';
@@ -41,6 +42,8 @@ export interface AdminDeps {
   token: string | null;
   /** admin.readyRequiresUpstream: /ready also needs a healthy, in-sync upstream. */
   readyRequiresUpstream: boolean;
+  /** Refused writes are logged here at warn (admin-writes.ts). */
+  log?: Logger;
 }
 
 type ReadyDeps = Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining' | 'readyRequiresUpstream'>;
@@ -115,7 +118,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
         error: 'Host not allowed on the admin port: use localhost, an IP address, or a name in admin.allowedHosts',
       });
     }
-    if (refuseWrite(req, res, deps.token)) return;
+    if (refuseWrite(req, res, deps.token, deps)) return;
     if (path === '/-/reload') {
       if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST' });
       req.resume();
