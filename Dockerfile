@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # Switchyard images. Two targets:
 #   runtime (the default): the proxy alone, no anvil inside.
-#     docker build --build-arg VERSION=$(node -p "require('./package.json').version") -t switchyard .
+#     docker build --build-arg VERSION=$(node -p "require('./package.json').version") \
+#       --build-arg COMMIT=$(git rev-parse --short=12 HEAD) -t switchyard .
 #     docker run -v $PWD/my.yaml:/etc/switchyard/config.yaml:ro -p 8545:8545 switchyard
 #   devnet: the same plus the anvil binary, for `devnet ...` and `start` (local fleets, compose).
 #     docker build --target devnet -t switchyard-devnet .
@@ -25,7 +26,12 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
 COPY tsconfig.json ./
 COPY src ./src
+COPY scripts ./scripts
 RUN npx tsc -p tsconfig.json
+# The commit `switchyard --version` names: the build context has no .git, so pass it:
+#   --build-arg COMMIT=$(git rev-parse --short=12 HEAD)
+ARG COMMIT=unknown
+RUN SWITCHYARD_COMMIT="${COMMIT}" node scripts/stamp-build.mjs
 # anvil (an optional dependency) is set aside for the devnet target; the runtime stage copies
 # production dependencies without it, the compiled addon among them.
 RUN mkdir -p /devnet/node_modules/@foundry-rs \

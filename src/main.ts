@@ -17,7 +17,7 @@ import type { Config } from './config/schema.js';
 import type { Devnet } from './devnet/index.js';
 import { readFdLimit } from './limits/fd-limit.js';
 import { createLogger, type Logger } from './log/logger.js';
-import { VERSION } from './version.js';
+import { COMMIT, VERSION } from './version.js';
 
 const HELP = `switchyard ${VERSION}: an Ethereum JSON-RPC load balancer
 
@@ -82,7 +82,7 @@ function parseOptions(command: 'serve' | 'start' | 'check', args: string[]): { f
     return 2;
   }
   if (values.help) return print(HELP);
-  if (values.version) return print(VERSION);
+  if (values.version) return print(`${VERSION} (commit ${COMMIT})`);
   const file = values.config ?? process.env.SWITCHYARD_CONFIG;
   if (file === undefined) {
     process.stderr.write(`no config file: pass --config FILE or set SWITCHYARD_CONFIG\n\n${HELP}\n`);

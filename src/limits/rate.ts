@@ -109,14 +109,19 @@ export class RateLimits {
   private readonly redis: Redis | null;
   /** Calls refused for rate since start. */
   private refused = 0;
+  private readonly keyRoot: string;
 
   constructor(
     private readonly cfg: RateLimitConfig,
     private readonly metrics: Metrics,
     private readonly log: Logger,
-    /** The process's Redis connections (one of its own when not given). */
-    connections?: RedisConnections,
+    /**
+     * `connections`: the process's Redis connections (one of its own when not given). `chainId` goes
+     * into every Redis key, so deployments of several chains can share one Redis without sharing limits.
+     */
+    { connections, chainId }: { connections?: RedisConnections; chainId?: number } = {},
   ) {
+    this.keyRoot = chainId === undefined ? 'switchyard:rl' : `switchyard:rl:${chainId}`;
     this.link =
       cfg.redis === null
         ? null
@@ -141,7 +146,7 @@ export class RateLimits {
       sustained: make('sustained', r.ratePerSec, 1),
       burst: make('burst', Math.max(r.burst - r.ratePerSec, 0), r.burstWindowSec),
     });
-    const keyPrefix = (name: string): string => `switchyard:rl:${prefix}:${name}`;
+    const keyPrefix = (name: string): string => `${this.keyRoot}:${prefix}:${name}`;
     const redis = this.redis;
     return {
       // rate-limiter-flexible's insurance limiter would hide a failure from us, so the memory

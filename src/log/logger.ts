@@ -4,6 +4,7 @@
  * `redactUrls` before they are logged (node errors can quote the address they failed to reach).
  * Every logged error goes under `err` (never its bare message), so it passes this serializer.
  */
+import { hostname } from 'node:os';
 import { pino, type Logger, type DestinationStream } from 'pino';
 
 export type { Logger };
@@ -13,7 +14,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     {
       name: 'switchyard',
       level,
-      base: { pid: process.pid },
+      // Every line says which replica wrote it: the pod's name under Kubernetes (POD_NAME, set by the
+      // Deployment from metadata.name), else the host's name.
+      base: { pid: process.pid, hostname: process.env.POD_NAME || hostname() },
       redact: {
         paths: ['url', '*.url', 'ws', '*.ws', 'headers.authorization', 'config.upstreams', 'config.admin.token'],
         censor: '[redacted]',

@@ -64,6 +64,7 @@ export class SharedHeads {
   private timer: NodeJS.Timeout | null = null;
   private publishing = false;
   private again = false;
+  private closed = false;
   /** The shared max per upstream name, as last read. */
   private readonly known = new Map<string, number>();
   /** The fleet head shared by all replicas (-1 until read). */
@@ -110,7 +111,7 @@ export class SharedHeads {
 
   /** Sends this replica's heads, takes the merged maxes back (coalesced: one exchange at a time). */
   private publish(): void {
-    if (!this.link.usable) return;
+    if (this.closed || !this.link.usable) return;
     if (this.publishing) {
       this.again = true;
       return;
@@ -123,7 +124,7 @@ export class SharedHeads {
       .eval(MAX_SCRIPT, 2, this.key, this.channel, ...args)
       .then((text) => {
         this.link.note(true);
-        this.apply(String(text));
+        if (!this.closed) this.apply(String(text));
       })
       .catch(() => {
         this.metrics.recordSharedHeadsFailure();
@@ -181,6 +182,8 @@ export class SharedHeads {
   }
 
   async close(): Promise<void> {
+    // An exchange in flight may still settle: closed keeps it from touching the fleet or starting another.
+    this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.fleet.capServedHead(null);
     this.fleet.off('upstream-head', this.onHead);

@@ -16,10 +16,12 @@ import { cost } from '../routing/select.js';
 import type { Cordons } from '../upstream/cordons.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { cordonLine, cordonRoute, isCordonPath } from './admin-cordons.js';
+import { servingLine } from './admin-serving.js';
 import { adminHostAllowed } from './admin-host.js';
 import { refuseWrite } from './admin-writes.js';
 import { isJsonContentType } from './body.js';
 import { sendJson } from './json-reply.js';
+import { COMMIT } from '../version.js';
 
 export interface AdminDeps {
   fleet: Fleet;
@@ -77,6 +79,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
   return {
     name: 'switchyard',
     version: deps.version,
+    commit: COMMIT,
     ready: isReady(deps),
     draining: deps.isDraining(),
     fleetHead: fleet.head,
@@ -103,6 +106,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       heldOffUntil: u.heldOffUntil === null ? null : new Date(u.heldOffUntil).toISOString(),
       selectionCost: Math.round(cost(u) * 100) / 100,
       budget: u.budget?.status() ?? null,
+      ...servingLine(u),
     })),
     ...deps.extraStatus?.(),
   };

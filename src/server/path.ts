@@ -71,7 +71,10 @@ export function buildRequestPath(config: Config, parts: PathParts, running?: Req
   const rateLimits =
     running !== undefined && isDeepStrictEqual(running.config.rateLimit, config.rateLimit)
       ? running.rateLimits
-      : new RateLimits(config.rateLimit, parts.metrics, parts.log, parts.redis);
+      : new RateLimits(config.rateLimit, parts.metrics, parts.log, {
+          connections: parts.redis,
+          chainId: config.chainId,
+        });
   const pipeline = new Pipeline(pipelineDeps(config, parts));
   const front = new Front({
     pipeline,

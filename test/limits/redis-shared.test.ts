@@ -87,7 +87,7 @@ t.test('two replicas, one budget per client', async (t) => {
       const who = newClient();
       const before = await fallbacks(r);
       const reply = await r.client.post(rpc('eth_chainId'), who);
-      const key = `switchyard:rl:ip:burst:${who['x-forwarded-for']}`;
+      const key = `switchyard:rl:186:ip:burst:${who['x-forwarded-for']}`;
       return ok(reply) && (await fallbacks(r)) === before && (await probe.exists(key)) === 1;
     });
   }

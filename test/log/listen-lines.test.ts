@@ -5,6 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { runCli } from '../helpers/cli.js';
@@ -65,4 +66,28 @@ t.test('a listen failure names the listener and its address', async (t) => {
     );
     t.notMatch(cli.stdout(), /s3cret/, 'no upstream URL in the log');
   }
+});
+
+t.test("every line names the replica: the host's name, or POD_NAME when set", async (t) => {
+  const listening = async (env: NodeJS.ProcessEnv): Promise<Record<string, unknown>[]> => {
+    const cli = runCli(t, ['--config', config(t.testdir(), 'port: 0, wsPort: null')], env);
+    await waitFor('listening line', () => cli.stdout().includes('switchyard listening'));
+    cli.proc.kill('SIGKILL');
+    return cli
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  };
+  const plain = await listening({ POD_NAME: '' });
+  t.ok(plain.length >= 2, `${plain.length} lines`);
+  t.ok(
+    plain.every((l) => l.hostname === hostname()),
+    "each carries the host's name",
+  );
+  const pod = await listening({ POD_NAME: 'switchyard-7d9f-abcde' });
+  t.ok(
+    pod.every((l) => l.hostname === 'switchyard-7d9f-abcde'),
+    'each carries POD_NAME',
+  );
 });

@@ -47,7 +47,7 @@ t.test('one connection per Redis URL, shared by cache, rate limits and shared he
     metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_redis_up')[0];
   /** The rate limits charge a call in Redis (the window is written before the answer). */
   const rateLimitsWrite = async (): Promise<boolean> => {
-    const key = 'switchyard:rl:ip:sustained:127.0.0.1';
+    const key = 'switchyard:rl:186:ip:sustained:127.0.0.1';
     await probe.del(key);
     await call(sy.url, 'eth_chainId');
     return (await probe.exists(key)) === 1;

@@ -2,13 +2,18 @@
  * Upstream budgets (SPEC 4.8, docs/routing.md "Upstream budgets") against two real anvil nodes of
  * one devnet chain: calls past a node's budget go to the other node, a batch element is a call, and
  * when every node is out of budget the call gets -32005 UPSTREAM_BUDGET at once; /status and the
- * metrics show what is left. Budgets here refill once in many hours (ratePerSec 0.0001), so no count
+ * metrics show what is left; a broadcast transaction sends a copy only to nodes with budget; a reload
+ * keeps a budget whose node and rateLimit stay. Budgets here refill once in many hours (ratePerSec 0.0001), so no count
  * depends on where a window ends; node `a` weighs 1000 times `b`, so it is the one chosen while it
  * has budget. Switchyard's own chain feed reads the head block through routing as well (a call to a
  * node like any other, so it spends budget): each test first waits for that read, and counts from there.
  */
 import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startDevnet } from '../../src/devnet/index.js';
+import { signTransfer, TRANSFER_FROM } from '../helpers/transfer.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { call, get, post } from '../helpers/rpc.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
@@ -21,8 +26,9 @@ const [nodeA, nodeB] = devnet.nodes();
 /** `burst` calls, refilled after burst x 10000 seconds: never within a test. */
 const budget = (burst: number) => ({ ratePerSec: 0.0001, burst });
 
-function proxy(t: Test, a: number | null, b: number | null): Promise<RunningSwitchyard> {
+function proxy(t: Test, a: number | null, b: number | null, broadcast = false): Promise<RunningSwitchyard> {
   return startSwitchyard(t, {
+    ...(broadcast ? { routing: { broadcastTransactions: true } } : {}),
     upstreams: [
       { name: 'a', url: nodeA!.url, weight: 1000, rateLimit: a === null ? null : budget(a) },
       { name: 'b', url: nodeB!.url, rateLimit: b === null ? null : budget(b) },
@@ -135,4 +141,79 @@ t.test('every node out of budget: -32005 UPSTREAM_BUDGET at once, never a queue'
   );
   t.equal((await callsTo(sy, 'a')) + (await callsTo(sy, 'b')), 4, 'no node got a call past its budget');
   t.same(await metric(sy, 'switchyard_calls_total', { reason: 'UPSTREAM_BUDGET' }), [3], 'counted by reason');
+});
+
+t.test('a broadcast transaction: a copy per node with budget; none with budget: UPSTREAM_BUDGET', async (t) => {
+  const sy = await proxy(t, 2, 2, true);
+  const base = await settled(sy);
+  const sends = async (upstream: string): Promise<number> =>
+    sum(await metric(sy, 'switchyard_upstream_calls_total', { upstream, method: 'eth_sendRawTransaction' }));
+  // Spend a's budget on reads (it weighs 1000 times b), so that b alone has a token left.
+  const reads: unknown[] = [];
+  for (let i = base.a; i < 2; i++) reads.push((await call(sy.url, ...freshRead())).result);
+  t.ok(
+    reads.every((r) => r === '0x0'),
+    `${reads.length} reads answered`,
+  );
+  t.match(await budgetOf(sy, 'a'), { remaining: 0 }, 'a has no token left');
+  t.ok(((await budgetOf(sy, 'b'))?.remaining as number) >= 1, 'b has one');
+  const nonce = Number((await call(nodeA!.url, 'eth_getTransactionCount', [TRANSFER_FROM, 'pending'])).result);
+  const sent = await call(sy.url, 'eth_sendRawTransaction', [await signTransfer(nonce)]);
+  t.match(sent, { result: /^0x[0-9a-f]{64}$/ }, 'the transaction is accepted through b');
+  t.equal(await sends('a'), 0, 'a, out of budget, got no copy');
+  t.equal(await sends('b'), 1, 'b got one');
+
+  // Spend what b has left, then nobody has budget for the next transaction.
+  const more: unknown[] = [];
+  for (let left = (await budgetOf(sy, 'b'))!.remaining as number; left > 0; left--)
+    more.push((await call(sy.url, ...freshRead())).result);
+  t.ok(
+    more.every((r) => r === '0x0'),
+    `${more.length} reads spent the rest of b's budget`,
+  );
+  const refused = await call(sy.url, 'eth_sendRawTransaction', [await signTransfer(nonce + 1)]);
+  t.match(refused, { error: { code: -32005, data: { reason: 'UPSTREAM_BUDGET' } } }, 'UPSTREAM_BUDGET at once');
+  t.equal((await sends('a')) + (await sends('b')), 1, 'and no node got a copy');
+});
+
+t.test('a reload keeps a budget whose node and rateLimit stay; a new rateLimit starts a new budget', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-budget-reload-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'switchyard.yaml');
+  const write = (burstOfA: number, weightOfB: number): void =>
+    writeFileSync(
+      file,
+      JSON.stringify({
+        chainId: 186,
+        server: { host: '127.0.0.1', port: 0, wsPort: null },
+        admin: { host: '127.0.0.1', port: 0 },
+        upstreams: [
+          { name: 'a', url: nodeA!.url, weight: 1000, rateLimit: budget(burstOfA) },
+          { name: 'b', url: nodeB!.url, weight: weightOfB },
+        ],
+        rateLimit: { perIp: null },
+        log: { level: 'silent' },
+      }),
+    );
+  write(5, 1);
+  const sy = await startSwitchyard(
+    t,
+    {
+      upstreams: [
+        { name: 'a', url: nodeA!.url, weight: 1000, rateLimit: budget(5) },
+        { name: 'b', url: nodeB!.url },
+      ],
+    },
+    { configFile: file },
+  );
+  await settled(sy);
+  await call(sy.url, ...freshRead());
+  const left = (await budgetOf(sy, 'a'))!.remaining as number;
+  t.ok(left < 5, `a has spent some of its budget (${5 - left} calls)`);
+  write(5, 2);
+  t.equal((await post(`${sy.adminUrl}/-/reload`, '')).status, 200, "reloaded with b's weight changed");
+  t.match(await budgetOf(sy, 'a'), { burst: 5, remaining: left }, "a's budget kept what it had spent");
+  write(8, 2);
+  t.equal((await post(`${sy.adminUrl}/-/reload`, '')).status, 200, "reloaded with a's burst changed");
+  t.match(await budgetOf(sy, 'a'), { burst: 8, remaining: 8 }, 'a new budget, full');
 });

@@ -1,0 +1,104 @@
+/**
+ * The package installs and runs as an operator would install it (issue: a package that ships):
+ * `npm pack` makes the tarball, `npm install -g` puts it in a clean prefix of the test's own (its
+ * dependencies come from the npm registry or npm's cache, better-sqlite3 is built by its install
+ * script), and the installed `switchyard` says its version with the commit, validates the shipped
+ * devnet config and refuses the example without its variables, then serves a real anvil node.
+ * `npm pack --ignore-scripts`: `npm test` has just built dist/ (and `npm ci` stamped its commit);
+ * letting pack's `prepare` rebuild it would rewrite files that other test files run meanwhile.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import t from 'tap';
+import { startAnvil } from '../helpers/anvil.js';
+import { listeningPorts } from '../helpers/cli.js';
+import { call } from '../helpers/rpc.js';
+import { waitFor } from '../helpers/wait.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const pkg = (await import('../../package.json', { with: { type: 'json' } })).default as {
+  version: string;
+  private?: boolean;
+  license: string;
+};
+
+t.test('package.json states an OSI license, ships a LICENSE and a CHANGELOG, and is not private', async (t) => {
+  t.equal(pkg.private, undefined, 'not private');
+  t.equal(pkg.license, 'MIT');
+  const files = readdirSync(ROOT);
+  t.ok(files.includes('LICENSE') && files.includes('CHANGELOG.md'), 'LICENSE and CHANGELOG.md at the top');
+});
+
+t.test('npm pack, npm install -g into a clean prefix, and the installed switchyard runs', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-package-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const npmEnv = { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false' };
+  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], {
+    cwd: ROOT,
+    env: npmEnv,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const { filename, files } = (JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[])[0]!;
+  t.equal(filename, `switchyard-${pkg.version}.tgz`);
+  const paths = files.map((f) => f.path);
+  for (const p of ['LICENSE', 'CHANGELOG.md', 'README.md', 'dist/main.js', 'dist/build.json', 'config/example.yaml'])
+    t.ok(paths.includes(p), `the tarball has ${p}`);
+  t.notOk(
+    paths.some((p) => p.startsWith('test/') || p.startsWith('src/') || p.startsWith('node_modules/')),
+    'and no tests, sources or node_modules',
+  );
+
+  const prefix = join(dir, 'prefix');
+  await run('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', join(dir, filename)], {
+    cwd: dir,
+    env: npmEnv,
+    maxBuffer: 16 * 1024 * 1024,
+    timeout: 600_000,
+  });
+  const bin = join(prefix, 'bin', 'switchyard');
+  const installed = join(prefix, 'lib', 'node_modules', 'switchyard');
+
+  const version = await run(bin, ['--version'], { cwd: dir });
+  t.match(version.stdout, new RegExp(`^${pkg.version.replace(/\./g, '\\.')} \\(commit [0-9a-f]{7,}(-dirty)?\\)\\n$`));
+  const devnet = await run(bin, ['check', '--config', join(installed, 'config', 'devnet.yaml')], { cwd: dir });
+  t.match(devnet.stdout + devnet.stderr, /valid \(3 upstreams\)/, 'check --config: the shipped devnet config is valid');
+  const example = await run(bin, ['check', '--config', join(installed, 'config', 'example.yaml')], {
+    cwd: dir,
+  }).then(
+    () => ({ code: 0, stderr: '' }),
+    (err: { code: number; stderr: string }) => err,
+  );
+  t.equal(example.code, 2, 'check --config: the example without its variables exits 2');
+  t.match(example.stderr, /NODE_B_KEY is not set/, 'and says which variable is missing');
+
+  const anvil = await startAnvil({ chainId: 186 });
+  t.teardown(() => anvil.stop());
+  const config = join(dir, 'switchyard.yaml');
+  writeFileSync(
+    config,
+    [
+      'server: { host: 127.0.0.1, port: 0, wsPort: null, shutdownDelayMs: 0 }',
+      'admin: { host: 127.0.0.1, port: 0 }',
+      `upstreams: [{ name: node, url: "${anvil.url}" }]`,
+      '',
+    ].join('\n'),
+  );
+  const proc = spawn(bin, ['serve', '--config', config], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.teardown(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
+  let out = '';
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr.resume();
+  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+  await waitFor('the installed switchyard listening', () => listeningPorts(out) !== undefined, { timeoutMs: 30_000 });
+  const { http } = listeningPorts(out)!;
+  t.match(await call(`http://127.0.0.1:${http}`, 'eth_chainId'), { result: '0xba' }, 'serves eth_chainId');
+  proc.kill('SIGTERM');
+  t.equal(await exited, 0, 'SIGTERM: exit 0');
+});
