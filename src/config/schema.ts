@@ -195,12 +195,7 @@ export const configSchema = z
           .regex(/^[\x21-\x7e]*$/, { error: 'expected printable ASCII without spaces' })
           .nullable()
           .default(null),
-        /**
-         * GET /ready is 503 while this replica has no healthy, in-sync upstream. Off by default: with
-         * every node down, every replica would leave the balancer's rotation and clients would get
-         * its error page instead of NO_UPSTREAM. For replicas in different networks, where one may
-         * lose its nodes alone. GET /ready?upstreams=1 asks that question either way.
-         */
+        /** GET /ready is also 503 while no upstream is healthy and in sync (off: a full outage must not empty the balancer). */
         readyRequiresUpstream: z.boolean().default(false),
       })
       .prefault({}),
