@@ -136,10 +136,13 @@ export class App {
   private readonly rooms: Rooms;
   private readonly parts: PathParts;
   private readonly listeners: Listeners;
+  /** The admin port's log (refused writes). */
+  private readonly adminLog: Logger;
 
   private constructor(config: Config, opts: AppOptions) {
     this.configFile = opts.configFile;
     this.rooms = buildRooms(config, opts);
+    this.adminLog = this.rooms.log.child({ room: 'admin' });
     this.parts = {
       ...this.rooms,
       fdLimit: opts.fdLimit ?? null,
@@ -204,6 +207,8 @@ export class App {
       host: config.admin.host,
       allowedHosts: config.admin.allowedHosts,
       token: config.admin.token,
+      readyRequiresUpstream: config.admin.readyRequiresUpstream,
+      log: this.adminLog,
       collect: () => {
         cache.collect();
         uptime?.collect();
@@ -223,6 +228,7 @@ export class App {
       fleet: this.rooms.fleet,
       maxLagBlocks: this.path.config.routing.maxLagBlocks,
       isDraining: () => this.stopping,
+      readyRequiresUpstream: this.path.config.admin.readyRequiresUpstream,
     });
   }
 

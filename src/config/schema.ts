@@ -200,6 +200,8 @@ export const configSchema = z
           .regex(/^[\x21-\x7e]*$/, { error: 'expected printable ASCII without spaces' })
           .nullable()
           .default(null),
+        /** GET /ready is also 503 while no upstream is healthy and in sync (off: a full outage must not empty the balancer). */
+        readyRequiresUpstream: z.boolean().default(false),
       })
       .prefault({}),
     upstreams: z.array(upstreamSchema).min(1, { error: 'expected at least one upstream' }),

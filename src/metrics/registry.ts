@@ -8,6 +8,7 @@
  * No URL ever.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { AdminMetrics } from './admin.js';
 import { BudgetMetrics } from './budget.js';
 import { CacheMetrics } from './cache.js';
 import { CallMetrics } from './calls.js';
@@ -37,6 +38,7 @@ export class Metrics {
   private readonly budgets = new BudgetMetrics(this.registry);
   private readonly tracing = new TracingMetrics(this.registry);
   private readonly shadows = new ShadowMetrics(this.registry);
+  private readonly admin = new AdminMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -103,6 +105,8 @@ export class Metrics {
 
   // Shadow upstreams (shadow.ts)
   readonly recordShadowCall = this.shadows.recordShadowCall.bind(this.shadows);
+  // The admin port (admin.ts)
+  readonly recordAdminWriteRefused = this.admin.recordAdminWriteRefused.bind(this.admin);
 
   // Build, configuration reloads and the uptime page (service.ts)
   readonly recordReload = this.service.recordReload.bind(this.service);

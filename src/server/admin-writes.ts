@@ -6,10 +6,14 @@
  * kubelet's probes and Prometheus must not let any pod of the cluster write through it.
  * The peer is the TCP peer of the connection: the admin port reads no PROXY header and no
  * X-Forwarded-For, so nothing a client sends can make it look local.
+ * A refused write is logged at warn (route, method, peer, reason; never the header) and counted in
+ * switchyard_admin_writes_refused_total{reason}: someone knocking is what an operator wants to see.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BlockList } from 'node:net';
+import type { Logger } from '../log/logger.js';
+import type { Metrics } from '../metrics/registry.js';
 import { sendJson } from './json-reply.js';
 
 const LOOPBACK = new BlockList();
@@ -43,7 +47,14 @@ export function bearerMatches(header: string | undefined, token: string): boolea
   return m !== null && timingSafeEqual(digest(m[1]!), digest(token));
 }
 
-export type WriteRefusal = { status: 401 | 403; error: string };
+/** Why a write was refused: the `reason` label of switchyard_admin_writes_refused_total. */
+export const WRITE_REFUSALS = ['no_token', 'wrong_token', 'not_loopback'] as const;
+export type WriteRefusalReason = (typeof WRITE_REFUSALS)[number];
+
+export type WriteRefusal = { status: 401 | 403; reason: WriteRefusalReason; error: string };
+
+/** A route as logged: the path alone (no query), cut short; it is whatever the client sent. */
+const MAX_LOGGED_ROUTE = 120;
 
 /** Why a write is refused (null: it may go on). The error never quotes the header or the token. */
 export function writeRefusal(
@@ -55,6 +66,7 @@ export function writeRefusal(
     if (bearerMatches(authorization, token)) return null;
     return {
       status: 401,
+      reason: authorization === undefined ? 'no_token' : 'wrong_token',
       error:
         authorization === undefined
           ? 'admin writes need Authorization: Bearer <admin.token>'
@@ -64,15 +76,34 @@ export function writeRefusal(
   if (isLoopbackPeer(peer)) return null;
   return {
     status: 403,
+    reason: 'not_loopback',
     error: 'admin writes are accepted only from a loopback address while admin.token is not set',
   };
 }
 
+/** Where a refused write is told: the log (warn) and the metric. */
+export interface RefusalSink {
+  metrics: Pick<Metrics, 'recordAdminWriteRefused'>;
+  log?: Logger;
+}
+
 /** Answers a refused write (true) or lets the request go on to routing (false). Reads always go on. */
-export function refuseWrite(req: IncomingMessage, res: ServerResponse, token: string | null): boolean {
+export function refuseWrite(
+  req: IncomingMessage,
+  res: ServerResponse,
+  token: string | null,
+  sink: RefusalSink,
+): boolean {
   if (req.method === 'GET' || req.method === 'HEAD') return false;
-  const refusal = writeRefusal(req.headers.authorization, req.socket.remoteAddress, token);
+  const peer = req.socket.remoteAddress;
+  const refusal = writeRefusal(req.headers.authorization, peer, token);
   if (refusal === null) return false;
+  sink.metrics.recordAdminWriteRefused(refusal.reason);
+  const route = ((req.url ?? '/').split('?', 1)[0] ?? '/').slice(0, MAX_LOGGED_ROUTE);
+  sink.log?.warn(
+    { route, method: req.method, peer: peer ?? null, reason: refusal.reason, status: refusal.status },
+    'admin write refused',
+  );
   req.resume();
   if (refusal.status === 401) res.setHeader('www-authenticate', 'Bearer');
   sendJson(res, refusal.status, { error: refusal.error });

@@ -1,6 +1,6 @@
 /**
- * The admin port (127.0.0.1 by default): /health (process alive), /ready (an upstream is healthy
- * and in sync, and not draining), /status (the fleet as an operator reads it; names, never URLs),
+ * The admin port (127.0.0.1 by default): /health (process alive), /ready (serving and not draining;
+ * upstreams only with admin.readyRequiresUpstream, or asked with ?upstreams=1), /status (the fleet as an operator reads it; names, never URLs),
  * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does), and the
  * cordons under /upstreams (admin-cordons.ts).
  * Every request must come with a Host the port answers (admin-host.ts: 403 otherwise), and every
@@ -10,6 +10,7 @@
  * (the bearer admin.token when set, else a loopback peer), judged before routing.
  */
 import { createServer, type Server } from 'node:http';
+import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import { cost } from '../routing/select.js';
 import type { Cordons } from '../upstream/cordons.js';
@@ -41,11 +42,36 @@ export interface AdminDeps {
   cordons?: Cordons;
   /** admin.token: writes need it as a Bearer token; null = writes from loopback peers only. */
   token: string | null;
+  /** admin.readyRequiresUpstream: /ready also needs a healthy, in-sync upstream. */
+  readyRequiresUpstream: boolean;
+  /** Refused writes are logged here at warn (admin-writes.ts). */
+  log?: Logger;
 }
 
-export function isReady(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining'>): boolean {
-  if (deps.isDraining()) return false;
+type ReadyDeps = Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining' | 'readyRequiresUpstream'>;
+
+/** Some upstream is healthy and within maxLagBlocks of the fleet head: what /ready?upstreams=1 asks. */
+export function hasUpstream(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks'>): boolean {
   return deps.fleet.upstreams.some((u) => u.available && !u.shadow && deps.fleet.lag(u) <= deps.maxLagBlocks);
+}
+
+/**
+ * SPEC 8: serving until it drains. Not tied to the nodes by default: when every node is down, a
+ * balancer that took every replica out would answer its own error page for everything, where each
+ * replica answers NO_UPSTREAM fast and keeps the uptime page reachable.
+ */
+export function isReady(deps: ReadyDeps): boolean {
+  if (deps.isDraining()) return false;
+  return !deps.readyRequiresUpstream || hasUpstream(deps);
+}
+
+/** GET /ready; with ?upstreams=1 the answer also needs an upstream, whatever admin.readyRequiresUpstream says. */
+function readyAnswer(deps: ReadyDeps, url: string): { status: number; body: Record<string, boolean> } {
+  const query = new URLSearchParams(url.split('?')[1] ?? '');
+  const upstreams = hasUpstream(deps);
+  const asked = query.get('upstreams') === '1' || query.get('upstreams') === 'true';
+  const ready = isReady(deps) && (!asked || upstreams);
+  return { status: ready ? 200 : 503, body: { ready, upstreams } };
 }
 
 export function statusOf(deps: AdminDeps): Record<string, unknown> {
@@ -98,7 +124,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
         error: 'Host not allowed on the admin port: use localhost, an IP address, or a name in admin.allowedHosts',
       });
     }
-    if (refuseWrite(req, res, deps.token)) return;
+    if (refuseWrite(req, res, deps.token, deps)) return;
     if (path === '/-/reload') {
       if (req.method !== 'POST') return sendJson(res, 405, { error: 'use POST' });
       req.resume();
@@ -119,8 +145,8 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       case '/health':
         return sendJson(res, 200, { status: 'ok' });
       case '/ready': {
-        const ready = isReady(deps);
-        return sendJson(res, ready ? 200 : 503, { ready });
+        const { status, body } = readyAnswer(deps, req.url ?? '/');
+        return sendJson(res, status, body);
       }
       case '/status':
         return sendJson(res, 200, statusOf(deps));

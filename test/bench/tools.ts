@@ -115,7 +115,7 @@ export async function startSwitchyardProcess(
   });
   const adminUrl = `http://127.0.0.1:${admin}`;
   try {
-    await waitUntil(`${name} ready`, async () => (await fetch(`${adminUrl}/ready`)).status === 200);
+    await waitUntil(`${name} ready`, async () => (await fetch(`${adminUrl}/ready?upstreams=1`)).status === 200);
   } catch (err) {
     await p.stop();
     throw new Error(`${(err as Error).message}\n${p.output()}`);

@@ -227,7 +227,7 @@ t.test('${NODE_URL} is expanded; --config or SWITCHYARD_CONFIG starts it; SIGTER
     const url = `http://127.0.0.1:${listening.ports.http}`;
     await waitFor(
       `${how}: ready`,
-      async () => (await get(`http://127.0.0.1:${listening.ports.admin}/ready`)).status === 200,
+      async () => (await get(`http://127.0.0.1:${listening.ports.admin}/ready?upstreams=1`)).status === 200,
     );
     // A forwarded call reaches the anvil the variable named.
     const want = await call(anvil.url, 'eth_getBalance', ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest']);

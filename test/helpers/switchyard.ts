@@ -59,6 +59,6 @@ export async function startSwitchyard(
   };
   t.teardown(() => app.close());
   if (opts.waitReady !== false)
-    await waitFor('switchyard ready', async () => (await get(`${sy.adminUrl}/ready`)).status === 200);
+    await waitFor('switchyard ready', async () => (await get(`${sy.adminUrl}/ready?upstreams=1`)).status === 200);
   return sy;
 }

@@ -208,7 +208,7 @@ if (!existsSync(PROMETHEUS)) {
       t.teardown(() => app.close());
       const url = `http://127.0.0.1:${app.ports.http}`;
       const adminUrl = `http://127.0.0.1:${app.ports.admin}`;
-      await waitFor('switchyard ready', async () => (await get(`${adminUrl}/ready`)).status === 200);
+      await waitFor('switchyard ready', async () => (await get(`${adminUrl}/ready?upstreams=1`)).status === 200);
 
       // The repository's scrape job and rules, pointed at this Switchyard and sped up to 1 s.
       const dir = mkdtempSync(join(tmpdir(), 'switchyard-prom-'));

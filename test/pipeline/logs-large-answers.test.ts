@@ -227,7 +227,7 @@ log: { level: info, requests: 'off' }
   const pid = cli.proc.pid!;
   const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
   const url = `http://127.0.0.1:${ports.http}`;
-  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
+  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready?upstreams=1`)).status === 200);
   await waitFor('the fleet at anvil head', async () => {
     const r = await call(url, 'eth_blockNumber');
     if (r.result !== '0x100') throw new Error(JSON.stringify(r));

@@ -233,5 +233,9 @@ t.test('every node held off: NO_UPSTREAM, why "all held off", at once', async (t
   t.equal(a.routed() + b.routed(), 2, 'the next call reached neither');
   for (const name of ['provider-a', 'provider-b'])
     t.match(await statusOf(name), { state: 'healthy', routable: true, breaker: 'closed' }, `${name}: not failed`);
-  t.equal((await get(`${sy.adminUrl}/ready`)).status, 200, 'still ready: the nodes are up, only asking for patience');
+  t.equal(
+    (await get(`${sy.adminUrl}/ready?upstreams=1`)).status,
+    200,
+    'still ready: the nodes are up, only asking for patience',
+  );
 });

@@ -56,7 +56,7 @@ t.test('SIGHUP swaps upstreams under load without losing a call; an invalid file
   const url = `http://127.0.0.1:${ports.http}`;
   const admin = `http://127.0.0.1:${ports.admin}`;
   const status = async (): Promise<Status> => (await get(`${admin}/status`)).json();
-  await waitFor('ready', async () => (await get(`${admin}/ready`)).status === 200, { timeoutMs: 30_000 });
+  await waitFor('ready', async () => (await get(`${admin}/ready?upstreams=1`)).status === 200, { timeoutMs: 30_000 });
   t.same(
     (await status()).upstreams.map((u) => u.name),
     ['node-0', 'node-1'],

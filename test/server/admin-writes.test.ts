@@ -127,8 +127,19 @@ function fileText(upstream: string, admin: string, extra = ''): string {
 
 async function started(cli: Cli): Promise<number> {
   const ports = await waitFor('CLI listening', () => listeningPorts(cli.stdout()), { timeoutMs: 30_000 });
-  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
+  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready?upstreams=1`)).status === 200);
   return ports.admin;
+}
+
+const REFUSED = 'switchyard_admin_writes_refused_total';
+
+/** The CLI's "admin write refused" log lines so far, parsed. */
+function refusedLines(cli: Cli): Record<string, unknown>[] {
+  return cli
+    .stdout()
+    .split('\n')
+    .filter((l) => l.includes('"admin write refused"'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 const reload = (base: string, headers: Record<string, string> = {}): Promise<RawResponse> =>
@@ -159,6 +170,22 @@ t.test('no admin.token: writes from loopback only, reads from anywhere', async (
       t.equal((await post(`${other}/-/reload`, 'x', { 'content-type': 'text/plain' })).status, 403);
       for (const path of ['/health', '/ready', '/status', '/metrics'])
         t.equal((await get(`${other}${path}`)).status, 200, `GET ${path} stays open`);
+      const text = (await get(`${local}/metrics`)).text;
+      t.same(metricSamples(text, REFUSED, { reason: 'not_loopback' }), [3], 'the three refusals counted');
+      t.same(metricSamples(text, REFUSED, { reason: 'no_token' }), [0], 'other reasons read 0');
+      const lines = await waitFor('the refusals logged', () => {
+        const found = refusedLines(cli);
+        return found.length === 3 ? found : undefined;
+      });
+      t.match(
+        lines.map((l) => [l.level, l.route, l.peer, l.reason]),
+        [
+          ['warn', '/-/reload', OTHER_ADDRESS, 'not_loopback'],
+          ['warn', '/upstreams/node-a/cordon', OTHER_ADDRESS, 'not_loopback'],
+          ['warn', '/-/reload', OTHER_ADDRESS, 'not_loopback'],
+        ],
+        'each at warn with its route and peer',
+      );
     },
   );
 
@@ -191,6 +218,18 @@ t.test('admin.token set: writes need the bearer token, reads stay open, the toke
     t.equal(r.status, 401, `${wrong.slice(0, 12)}...: 401`);
     t.equal(r.headers['www-authenticate'], 'Bearer');
   }
+  const counted = (await get(`${base}/metrics`)).text;
+  t.same(metricSamples(counted, REFUSED, { reason: 'no_token' }), [1], 'no Authorization: counted as no_token');
+  t.same(metricSamples(counted, REFUSED, { reason: 'wrong_token' }), [4], 'the wrong ones: wrong_token');
+  const logged = await waitFor('the refusals logged', () => {
+    const found = refusedLines(cli);
+    return found.length === 5 ? found : undefined;
+  });
+  t.same(
+    logged.map((l) => [l.level, l.route, l.method, l.peer, l.status]),
+    Array.from({ length: 5 }, () => ['warn', '/-/reload', 'POST', '127.0.0.1', 401]),
+    'each refusal logged at warn with the route and the peer',
+  );
   const right = await write({ authorization: `Bearer ${TOKEN}` });
   t.equal(right.status, 200, 'the right token: 200');
   t.same(right.json(), { reloaded: true });

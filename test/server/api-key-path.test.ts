@@ -34,7 +34,7 @@ log: { level: info }
 const cli = runCli(t, ['--config', file]);
 const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
 const base = `http://127.0.0.1:${ports.http}`;
-await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
+await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready?upstreams=1`)).status === 200);
 
 async function raw(method: string, path: string): Promise<{ status: number; text: string }> {
   const body = method === 'POST' || method === 'PUT' ? CHAIN_ID : undefined;

@@ -284,7 +284,7 @@ t.test('eth_chainId, net_version, net_listening are answered with no node at all
   const sy2 = await startSwitchyard(t, { upstreams: [{ name: 'lone', url: lone.url }] });
   await lone.stop();
   // The node is gone: wait until Switchyard has noticed, so the answers below can only be local.
-  await waitFor('upstream marked down', async () => (await get(`${sy2.adminUrl}/ready`)).status === 503);
+  await waitFor('upstream marked down', async () => (await get(`${sy2.adminUrl}/ready?upstreams=1`)).status === 503);
   const r = await post(
     sy2.url,
     '[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"net_version","params":[]},{"jsonrpc":"2.0","id":3,"method":"net_listening","params":[]}]',

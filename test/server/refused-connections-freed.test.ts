@@ -109,7 +109,10 @@ log: { level: info, requests: 'off' }
   t.teardown(() => cli.proc.kill('SIGKILL'));
   const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
   const url = `http://127.0.0.1:${ports.http}`;
-  await waitFor('ready', async () => (await request(`http://127.0.0.1:${ports.admin}/ready`)).statusCode === 200);
+  await waitFor(
+    'ready',
+    async () => (await request(`http://127.0.0.1:${ports.admin}/ready?upstreams=1`)).statusCode === 200,
+  );
   return { pid: cli.proc.pid!, port: ports.http, url };
 }
 

@@ -50,7 +50,7 @@ log: { level: info, requests: off }
     r.cli = runCli(t, ['--config', r.file]);
     await waitFor(
       `replica ${r.name} ready`,
-      async () => (await request(`http://127.0.0.1:${r.admin}/ready`)).statusCode === 200,
+      async () => (await request(`http://127.0.0.1:${r.admin}/ready?upstreams=1`)).statusCode === 200,
     );
   };
   for (const r of replicas) await start(r);

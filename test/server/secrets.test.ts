@@ -108,7 +108,7 @@ t.test('an upstream URL with credentials and a secret path leaks nowhere', async
   const ports = await waitFor('CLI listening', () => listeningPorts(cli.stdout()), { timeoutMs: 30_000 });
   const url = `http://127.0.0.1:${ports.http}`;
   const admin = `http://127.0.0.1:${ports.admin}`;
-  await waitFor('ready', async () => (await get(`${admin}/ready`)).status === 200);
+  await waitFor('ready', async () => (await get(`${admin}/ready?upstreams=1`)).status === 200);
 
   const bodies: string[] = [];
   const ok = await post(url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [addr(9), 'latest'] });

@@ -72,7 +72,7 @@ log: { level: info }
   t.match(cli.stdout(), /SIGHUP before the proxy is running/, 'the early HUP is logged');
   await waitFor('the early HUP applied once running', () => /configuration reloaded/.test(cli.stdout()));
   if (typeof ports === 'object') {
-    await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
+    await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready?upstreams=1`)).status === 200);
     t.equal(
       (await post(`http://127.0.0.1:${ports.http}`, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}')).json().result,
       '0xba',

@@ -43,7 +43,7 @@ log: { level: info }
     const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
     const base = `http://127.0.0.1:${ports.http}`;
     const admin = `http://127.0.0.1:${ports.admin}`;
-    await waitFor('ready', async () => (await request(`${admin}/ready`)).statusCode === 200);
+    await waitFor('ready', async () => (await request(`${admin}/ready?upstreams=1`)).statusCode === 200);
 
     const inFlight = request(base, {
       method: 'POST',

@@ -36,7 +36,7 @@ log: { level: info }
   const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
   const url = `ws://127.0.0.1:${ports.http}`;
   const admin = `http://127.0.0.1:${ports.admin}`;
-  await waitFor('ready', async () => (await get(`${admin}/ready`)).status === 200);
+  await waitFor('ready', async () => (await get(`${admin}/ready?upstreams=1`)).status === 200);
   const metric = async (name: string): Promise<number> =>
     Number(new RegExp(`^${name} (\\S+)$`, 'm').exec((await get(`${admin}/metrics`)).text)?.[1] ?? NaN);
   const startRss = rssMb(pid);

@@ -189,7 +189,7 @@ uptime: { store: null }
   const pid = cli.proc.pid!;
   const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
   const url = `ws://127.0.0.1:${ports.http}`;
-  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
+  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready?upstreams=1`)).status === 200);
   const alive = (): boolean => cli.proc.exitCode === null && cli.proc.signalCode === null;
 
   // The other client alone, for reference.

@@ -75,7 +75,11 @@ t.test('an upstream on another chain id is quarantined and never used', async (t
 
   // Still quarantined on later checks (it keeps answering chain id 1).
   t.equal((await status()).upstreams.find((u) => u.name === 'wrong-chain')!.state, 'quarantined', 'still quarantined');
-  t.equal((await get(`${sy.adminUrl}/ready`)).status, 200, 'ready: the good upstream serves');
+  t.equal(
+    (await get(`${sy.adminUrl}/ready?upstreams=1`)).status,
+    200,
+    'ready with upstreams: the good upstream serves',
+  );
 });
 
 t.test("with only a wrong-chain upstream: not ready, calls get -32002, never the wrong chain's data", async (t) => {
@@ -92,7 +96,12 @@ t.test("with only a wrong-chain upstream: not ready, calls get -32002, never the
       ((await get(`${sy.adminUrl}/status`)).json() as { upstreams: UpstreamStatus[] }).upstreams[0]!.state ===
       'quarantined',
   );
-  t.equal((await get(`${sy.adminUrl}/ready`)).status, 503, '/ready is 503');
+  t.equal((await get(`${sy.adminUrl}/ready?upstreams=1`)).status, 503, '/ready?upstreams=1 is 503');
+  t.equal(
+    (await get(`${sy.adminUrl}/ready`)).status,
+    200,
+    '/ready stays 200: the replica serves, answering NO_UPSTREAM',
+  );
   const r = (
     await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [DEV_ADDRESS, 'latest'] })
   ).json();

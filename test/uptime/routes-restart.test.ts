@@ -212,7 +212,7 @@ t.test('a store file that cannot be used: logged naming uptime.store, kept in me
   const cli = runCli(t, ['--config', config]);
   const ports = await waitFor('the process listening', () => listeningPorts(cli.stdout()), { timeoutMs: 20_000 });
   t.match(cli.stdout(), /uptime\.store cannot be used/, 'a folder as the store: the same logged fallback');
-  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready`)).status === 200);
+  await waitFor('ready', async () => (await get(`http://127.0.0.1:${ports.admin}/ready?upstreams=1`)).status === 200);
   t.equal(cli.proc.exitCode, null, 'still running');
   cli.proc.kill('SIGTERM');
   t.equal(await cli.exited, 0, 'and exits 0 on SIGTERM');
