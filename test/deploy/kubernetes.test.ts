@@ -38,9 +38,14 @@ t.test('the kustomization lists every manifest, and the config through a hashed 
   const k = parse(text) as { resources: string[]; configMapGenerator: { name: string; files: string[] }[] };
   const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && f !== CONFIG_FILE);
   t.same([...k.resources, ...EXAMPLES].sort(), files.sort());
-  for (const e of EXAMPLES) t.match(text, new RegExp(`^\\s*# - ${e.replace('.', '\\.')}$`, 'm'), `${e} listed commented out`);
+  for (const e of EXAMPLES)
+    t.match(text, new RegExp(`^\\s*# - ${e.replace('.', '\\.')}$`, 'm'), `${e} listed commented out`);
   t.same(k.configMapGenerator, [
-    { name: 'switchyard-config', files: [CONFIG_FILE], options: { labels: { 'app.kubernetes.io/name': 'switchyard' } } },
+    {
+      name: 'switchyard-config',
+      files: [CONFIG_FILE],
+      options: { labels: { 'app.kubernetes.io/name': 'switchyard' } },
+    },
   ]);
 });
 
@@ -219,9 +224,16 @@ t.test('every pod passes Pod Security "restricted"', async (t) => {
     t.notOk(spec.hostNetwork || spec.hostPID || spec.hostIPC, `${name}: no host namespaces`);
     for (const v of spec.volumes ?? [])
       t.ok(
-        ['configMap', 'secret', 'emptyDir', 'projected', 'downwardAPI', 'persistentVolumeClaim', 'csi', 'ephemeral'].some(
-          (k) => k in v,
-        ),
+        [
+          'configMap',
+          'secret',
+          'emptyDir',
+          'projected',
+          'downwardAPI',
+          'persistentVolumeClaim',
+          'csi',
+          'ephemeral',
+        ].some((k) => k in v),
         `${name}: volume ${v.name} is of an allowed type`,
       );
     t.not(pod.runAsUser, 0, `${name}: pod runAsUser is not 0`);
