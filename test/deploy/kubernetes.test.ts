@@ -1,5 +1,5 @@
 /**
- * deploy/kubernetes agrees with the config schema: the ConfigMap's config is valid, the container
+ * deploy/kubernetes agrees with the config schema: the config the ConfigMap is made of is valid, the container
  * ports are the configured ports, the probes hit /health and /ready on the admin port, the
  * termination period leaves room for shutdownDelayMs + shutdownGraceMs, selectors match, the
  * kustomization lists every manifest, and the shipped Prometheus scrape job has the job name the
@@ -9,27 +9,44 @@
  * NetworkPolicy does not block: networkpolicy.yaml says so).
  */
 import t from 'tap';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { parseConfigText } from '../../src/config/load.js';
 
 const DIR = fileURLToPath(new URL('../../deploy/kubernetes/', import.meta.url));
+/** The Switchyard config itself (kustomization.yaml's configMapGenerator makes the ConfigMap of it). */
+const CONFIG_FILE = 'config.yaml';
 const docs: any[] = readdirSync(DIR)
-  .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+  .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && f !== CONFIG_FILE)
   .flatMap((f) => parseAllDocuments(readFileSync(join(DIR, f), 'utf8')).map((d) => d.toJS()));
 const find = (kind: string, name: string): any => docs.find((d) => d.kind === kind && d.metadata.name === name);
 /** The ConfigMap's config, with the environment the Deployment gives the container (the Secret's token). */
 const shippedConfig = (): ReturnType<typeof parseConfigText> =>
-  parseConfigText(find('ConfigMap', 'switchyard-config').data['config.yaml'], {
+  parseConfigText(readFileSync(join(DIR, CONFIG_FILE), 'utf8'), {
     SWITCHYARD_ADMIN_TOKEN: find('Secret', 'switchyard-admin').stringData.token,
   });
 
-t.test('the kustomization lists every manifest', async (t) => {
-  const k = parse(readFileSync(join(DIR, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
-  const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
-  t.same([...k.resources].sort(), files.sort());
+/** The optional examples, listed commented out in kustomization.yaml. */
+const EXAMPLES = ['hpa.yaml', 'podmonitor.yaml'];
+
+t.test('the kustomization lists every manifest, and the config through a hashed ConfigMap', async (t) => {
+  const text = readFileSync(join(DIR, 'kustomization.yaml'), 'utf8');
+  const k = parse(text) as { resources: string[]; configMapGenerator: { name: string; files: string[] }[] };
+  const files = readdirSync(DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && f !== CONFIG_FILE);
+  t.same([...k.resources, ...EXAMPLES].sort(), files.sort());
+  for (const e of EXAMPLES)
+    t.match(text, new RegExp(`^\\s*# - ${e.replace('.', '\\.')}$`, 'm'), `${e} listed commented out`);
+  t.same(k.configMapGenerator, [
+    {
+      name: 'switchyard-config',
+      files: [CONFIG_FILE],
+      options: { labels: { 'app.kubernetes.io/name': 'switchyard' } },
+    },
+  ]);
 });
 
 t.test('the manifests agree with the configuration they ship', async (t) => {
@@ -144,7 +161,7 @@ t.test(
 t.test('admin writes: the token comes from the Secret, not from the ConfigMap', async (t) => {
   const secret = find('Secret', 'switchyard-admin');
   t.ok(secret, 'a Secret switchyard-admin ships');
-  const raw = parse(find('ConfigMap', 'switchyard-config').data['config.yaml']) as { admin: { token: unknown } };
+  const raw = parse(readFileSync(join(DIR, CONFIG_FILE), 'utf8')) as { admin: { token: unknown } };
   t.equal(raw.admin.token, '${SWITCHYARD_ADMIN_TOKEN}', 'the config names the variable, never the token');
   const c = find('Deployment', 'switchyard').spec.template.spec.containers[0];
   const env = (c.env ?? []).find((e: any) => e.name === 'SWITCHYARD_ADMIN_TOKEN');
@@ -190,4 +207,105 @@ t.test('the NetworkPolicy lets only Prometheus reach the admin port, and clients
         'only from the Prometheus pods',
       );
   }
+});
+
+/** Every pod template shipped: the Deployments' (PodMonitor, HPA and the rest carry none). */
+const podSpecs = (): { name: string; spec: any }[] =>
+  docs.filter((d) => d.spec?.template?.spec).map((d) => ({ name: d.metadata.name, spec: d.spec.template.spec }));
+
+// The rules of Pod Security Standards "restricted" (kubernetes.io/docs/concepts/security/pod-security-standards),
+// as the admission controller checks them: a field at the pod level counts for every container
+// unless a container overrides it.
+t.test('every pod passes Pod Security "restricted"', async (t) => {
+  const pods = podSpecs();
+  t.same(pods.map((p) => p.name).sort(), ['switchyard', 'switchyard-redis']);
+  for (const { name, spec } of pods) {
+    const pod = spec.securityContext ?? {};
+    t.notOk(spec.hostNetwork || spec.hostPID || spec.hostIPC, `${name}: no host namespaces`);
+    for (const v of spec.volumes ?? [])
+      t.ok(
+        [
+          'configMap',
+          'secret',
+          'emptyDir',
+          'projected',
+          'downwardAPI',
+          'persistentVolumeClaim',
+          'csi',
+          'ephemeral',
+        ].some((k) => k in v),
+        `${name}: volume ${v.name} is of an allowed type`,
+      );
+    t.not(pod.runAsUser, 0, `${name}: pod runAsUser is not 0`);
+    for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+      const sc = c.securityContext ?? {};
+      const where = `${name}/${c.name}`;
+      t.equal(sc.privileged ?? false, false, `${where}: not privileged`);
+      t.equal(sc.allowPrivilegeEscalation, false, `${where}: allowPrivilegeEscalation false`);
+      t.equal(sc.runAsNonRoot ?? pod.runAsNonRoot, true, `${where}: runAsNonRoot`);
+      t.not(sc.runAsUser ?? pod.runAsUser, 0, `${where}: runAsUser is not 0`);
+      t.same(sc.capabilities?.drop, ['ALL'], `${where}: capabilities drop ALL`);
+      t.ok(
+        (sc.capabilities?.add ?? []).every((a: string) => a === 'NET_BIND_SERVICE'),
+        `${where}: adds no capability but NET_BIND_SERVICE`,
+      );
+      const seccomp = (sc.seccompProfile ?? pod.seccompProfile)?.type;
+      t.ok(seccomp === 'RuntimeDefault' || seccomp === 'Localhost', `${where}: seccompProfile ${seccomp}`);
+      t.notOk(
+        (c.ports ?? []).some((p: any) => p.hostPort),
+        `${where}: no hostPort`,
+      );
+    }
+  }
+});
+
+t.test('replicas spread over nodes; PodMonitor and HPA examples select the Deployment', async (t) => {
+  const dep = find('Deployment', 'switchyard');
+  const labels = dep.spec.template.metadata.labels;
+  const spread = dep.spec.template.spec.topologySpreadConstraints ?? [];
+  const byNode = spread.find((c: any) => c.topologyKey === 'kubernetes.io/hostname');
+  t.ok(byNode, 'a spread constraint over kubernetes.io/hostname');
+  t.equal(byNode?.maxSkew, 1);
+  t.equal(byNode?.whenUnsatisfiable, 'DoNotSchedule', 'two replicas never share a node while another is free');
+  t.has(labels, byNode?.labelSelector.matchLabels, 'it counts the Switchyard pods');
+
+  const pm = find('PodMonitor', 'switchyard');
+  t.has(labels, pm.spec.selector.matchLabels, 'the PodMonitor selects the pods');
+  t.equal(pm.spec.podMetricsEndpoints[0].port, 'admin', 'on the admin port');
+  t.equal(labels[pm.spec.jobLabel], 'switchyard', 'its job is "switchyard", what the alerts select');
+
+  const hpa = find('HorizontalPodAutoscaler', 'switchyard');
+  t.same(hpa.spec.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: 'switchyard' });
+  t.equal(hpa.spec.metrics[0].resource.name, 'cpu', 'scales on CPU');
+  t.ok(dep.spec.template.spec.containers[0].resources.requests.cpu, 'a CPU request for the utilization to be of');
+  t.ok(hpa.spec.minReplicas >= 2, 'never below two replicas');
+});
+
+const KUBECTL = '/usr/bin/kubectl';
+t.test('a config edit renames the ConfigMap the pods mount, so `kubectl apply -k` rolls them', async (t) => {
+  if (!existsSync(KUBECTL)) {
+    t.comment(`${KUBECTL} not found: skipped (kubectl kustomize builds offline)`);
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-kustomize-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  cpSync(DIR, dir, { recursive: true });
+  const mounted = (): { configMaps: string[]; mount: string } => {
+    const built = parseAllDocuments(execFileSync(KUBECTL, ['kustomize', dir], { encoding: 'utf8' })).map((d) =>
+      d.toJS(),
+    );
+    const dep = built.find((d: any) => d.kind === 'Deployment' && d.metadata.name === 'switchyard');
+    return {
+      configMaps: built.filter((d: any) => d.kind === 'ConfigMap').map((d: any) => d.metadata.name),
+      mount: dep.spec.template.spec.volumes.find((v: any) => v.name === 'config').configMap.name,
+    };
+  };
+  const before = mounted();
+  t.match(before.mount, /^switchyard-config-[a-z0-9]+$/, 'the pods mount a hash-suffixed ConfigMap');
+  t.ok(before.configMaps.includes(before.mount), 'which the build contains');
+  const file = join(dir, CONFIG_FILE);
+  writeFileSync(file, readFileSync(file, 'utf8').replace('level: info', 'level: debug'));
+  const after = mounted();
+  t.not(after.mount, before.mount, 'an edited config gives a new name in the pod template');
+  t.ok(after.configMaps.includes(after.mount));
 });

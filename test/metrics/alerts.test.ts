@@ -54,19 +54,32 @@ function anchors(markdown: string): Set<string> {
   return out;
 }
 
-t.test('every rule has summary, description and a runbook_url to a runbook section', async (t) => {
-  const runbook = anchors(readFileSync(join(ROOT, 'docs/observability.md'), 'utf8'));
-  t.ok(rules.length >= 14, `${rules.length} rules`);
-  for (const r of rules) {
-    t.ok(r.annotations?.summary, `${r.alert}: summary`);
-    t.ok(r.annotations?.description, `${r.alert}: description`);
-    const m = /^docs\/observability\.md#(.+)$/.exec(r.annotations?.runbook_url ?? '');
+/** The one base every runbook_url starts with, and the dashboard every alert links (docs/observability.md). */
+const RUNBOOK_BASE = 'https://github.com/switchyard-rpc/switchyard/blob/main/docs/observability.md';
+const DASHBOARD_URL = 'http://localhost:3000/d/switchyard/switchyard';
+
+t.test(
+  'every rule has summary, description, an absolute runbook_url to a runbook section, a dashboard_url',
+  async (t) => {
+    const runbook = anchors(readFileSync(join(ROOT, 'docs/observability.md'), 'utf8'));
+    t.ok(rules.length >= 14, `${rules.length} rules`);
+    const docs = readFileSync(join(ROOT, 'docs/observability.md'), 'utf8');
     t.ok(
-      m && runbook.has(m[1]!),
-      `${r.alert}: runbook_url ${r.annotations?.runbook_url} is a heading of docs/observability.md`,
+      docs.includes(RUNBOOK_BASE) && docs.includes(DASHBOARD_URL),
+      'the docs name both bases, and how to change them',
     );
-  }
-});
+    for (const r of rules) {
+      t.ok(r.annotations?.summary, `${r.alert}: summary`);
+      t.ok(r.annotations?.description, `${r.alert}: description`);
+      const m = new RegExp(`^${RUNBOOK_BASE.replace(/[.]/g, '\\.')}#(.+)$`).exec(r.annotations?.runbook_url ?? '');
+      t.ok(
+        m && runbook.has(m[1]!),
+        `${r.alert}: runbook_url ${r.annotations?.runbook_url} is a heading of docs/observability.md`,
+      );
+      t.equal(r.annotations?.dashboard_url, DASHBOARD_URL, `${r.alert}: dashboard_url`);
+    }
+  },
+);
 
 t.test('every alert is unit-tested firing and quiet', async (t) => {
   const cases = unit.tests.flatMap((u) => u.alert_rule_test);

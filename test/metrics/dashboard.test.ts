@@ -1,7 +1,8 @@
 // The dashboard read as a person reads it: a series drawn on an axis is in that axis' unit (no
 // entry counts on a bytes axis), counts of rare events are counts (reorgs), the job, instance and
 // upstream variables exist and are used, reorgs and reloads are annotated, and upstreams out of
-// rotation (held off, cordoned, over budget) have panels pointing at their runbook section.
+// rotation (held off, cordoned, over budget), errors by reason, the uptime page and the replicas have
+// panels linking their runbook section.
 
 import t from 'tap';
 import { readFileSync } from 'node:fs';
@@ -103,4 +104,34 @@ t.test('upstreams out of rotation: held off, cordoned, 429s and budgets, each po
   t.match(queried(remaining), /switchyard_upstream_budget_remaining\{/);
   for (const p of [out, refusals, remaining])
     t.match(p.description, /docs\/observability\.md#allupstreamsheldofforcordoned/, `${p.title} links the runbook`);
+});
+
+t.test('on call: errors by reason, the uptime page, replicas; each panel links its runbook section', async (t) => {
+  const base = 'https://github.com/switchyard-rpc/switchyard/blob/main/docs/observability.md#';
+  const byTitle = (title: string): Panel & { links?: { url: string }[] } => panels.find((p) => p.title === title)!;
+  const expect: [string, RegExp, string][] = [
+    ['Calls / s by reason (refused or failed)', /sum by \(reason\) \(rate\(switchyard_calls_total\{/, 'higherrorratio'],
+    ['Uptime page incident', /switchyard_uptime_incident_open\{/, 'uptimeincidentopen'],
+    ['Uptime page head age', /switchyard_uptime_head_age_seconds\{/, 'fleetheadstalled'],
+    ['Replicas: scraped, with a healthy upstream', /sum\(up\{[\s\S]*switchyard_upstream_healthy\{/, 'switchyarddown'],
+    ['Upstreams held off or cordoned', /switchyard_upstream_held_off\{/, 'allupstreamsheldofforcordoned'],
+  ];
+  for (const [title, expr, anchor] of expect) {
+    const p = byTitle(title);
+    t.ok(p, `panel ${title}`);
+    t.match((p?.targets ?? []).map((x) => x.expr).join('\n'), expr, `${title} queries what it says`);
+    t.same(
+      (p?.links ?? []).map((l) => l.url),
+      [`${base}${anchor}`],
+      `${title} links the runbook`,
+    );
+  }
+});
+
+t.test('the outcomes a description names are the outcomes calls_total has', async (t) => {
+  const { CALL_OUTCOMES } = await import('../../src/metrics/calls.js');
+  const p = panels.find((x) => x.title === 'Calls / s by method and outcome')!;
+  for (const o of CALL_OUTCOMES) t.match(p.description, new RegExp(`\\b${o}\\b`), `names ${o}`);
+  for (const gone of ['rate_limited', ' error (Switchyard'])
+    t.notOk(p.description?.includes(gone), `does not name "${gone}", no such outcome`);
 });
