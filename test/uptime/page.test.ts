@@ -7,7 +7,7 @@
  * incident). Screenshots are saved under .tap/artifacts/.
  */
 import t from 'tap';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,7 +45,6 @@ async function openIncidents(adminUrl: string, kind: string): Promise<number | u
 }
 
 const AXE = readFileSync(fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url)), 'utf8');
-const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 
 /**
  * axe-core run in the page: the serious and critical violations, as "rule: n nodes". It is
@@ -160,13 +159,12 @@ if (!existsSync(CHROMIUM)) {
       await page.locator('#bar').click({ position: { x: 2, y: 10 } });
       const tapped = await text(page, '#bar-detail');
       t.match(tapped, /: no data$/, `the first segment (before any probe) by tap: ${tapped}`);
-      copyFileSync(join(ARTIFACTS, 'uptime-operational.png'), join(DOCS, 'uptime-page-phone.png'));
       await page.setViewportSize({ width: 1280, height: 900 });
       t.same(await axeSerious(page), [], 'desktop, light');
-      await page.screenshot({ path: join(DOCS, 'uptime-page.png'), fullPage: true });
+      await shot('desktop');
       await page.emulateMedia({ colorScheme: 'dark' });
       t.same(await axeSerious(page), [], 'desktop, dark');
-      await page.screenshot({ path: join(DOCS, 'uptime-page-dark.png'), fullPage: true });
+      await shot('dark');
       await page.setViewportSize({ width: 390, height: 844 });
       t.same(await axeSerious(page), [], 'phone, dark');
       await page.emulateMedia({ colorScheme: 'light' });
