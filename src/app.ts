@@ -26,6 +26,7 @@ import {
 } from './server/listeners.js';
 import { buildRequestPath, discardPath, type PathParts, type RequestPath } from './server/path.js';
 import { Fleet, fleetOptions } from './upstream/fleet.js';
+import { Discovery, discoverySettings } from './upstream/discovery.js';
 import { SharedHeads } from './replicas/shared-heads.js';
 import { SharedCordons } from './replicas/shared-cordons.js';
 import { Cordons, MemoryCordons, type CordonKeeper } from './upstream/cordons.js';
@@ -61,6 +62,8 @@ interface Rooms {
   log: Logger;
   metrics: Metrics;
   fleet: Fleet;
+  /** What each upstream can serve, probed (upstreams[].discover). */
+  discovery: Discovery;
   concurrency: Concurrency;
   /** One connection per Redis URL, shared by the cache, the rate limits and shared heads. */
   redis: RedisConnections;
@@ -100,6 +103,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     log,
     metrics,
     fleet,
+    discovery: new Discovery(fleet, discoverySettings(config), log.child({ room: 'discovery' }), opts.now),
     concurrency: new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp),
     redis,
     cache,
@@ -146,8 +150,9 @@ export class App {
 
   static async start(config: Config, opts: AppOptions = {}): Promise<App> {
     const app = new App(config, opts);
-    const { fleet, sharedHeads, feed, uptime, cordons, log } = app.rooms;
+    const { fleet, discovery, sharedHeads, feed, uptime, cordons, log } = app.rooms;
     fleet.start();
+    discovery.start();
     // Before listening: a node cordoned before this replica started gets no call from it.
     await cordons.start();
     sharedHeads?.start();
@@ -251,7 +256,7 @@ export class App {
    * Resolves once the upstreams the reload removed have finished their calls and closed.
    */
   async reload(file: Config): Promise<void> {
-    const { log, fleet, concurrency, feed, pending, uptime } = this.rooms;
+    const { log, fleet, discovery, concurrency, feed, pending, uptime } = this.rooms;
     const running = this.path;
     const { config: next, kept } = reloadedConfig(running.config, file);
     const path = buildRequestPath(next, this.parts, running);
@@ -270,6 +275,7 @@ export class App {
     applyTimeouts(this.listeners, next.server);
     concurrency.apply(next.server);
     largeAnswers.resize(next.routing.maxLargeAnswerBytes);
+    discovery.apply(discoverySettings(next));
     feed.apply(next);
     pending.apply(next);
     uptime?.apply(next);
@@ -303,8 +309,9 @@ export class App {
   async close(): Promise<void> {
     this.stopping = true;
     this.draining = true;
-    const { feed, pending, uptime, sharedHeads, cordons, fleet, cache, redis } = this.rooms;
+    const { feed, pending, uptime, sharedHeads, cordons, fleet, discovery, cache, redis } = this.rooms;
     feed.stop();
+    discovery.stop();
     pending.stop();
     await closeListeners(this.listeners);
     await cordons.close();

@@ -111,6 +111,11 @@ export const upstreamSchema = z.strictObject({
   maxResponseBytes: positiveInt.default(64 * 1024 * 1024),
   /** The node's budget (limits/budget.ts); null = no budget. Shared by replicas through the top-level redis. */
   rateLimit: budgetSchema.nullable().default(null),
+  /**
+   * Probe what the node serves (upstream/discovery.ts): its earliest block with state, debug
+   * methods, methods it refuses as unknown. Configured tags win over what is found.
+   */
+  discover: z.boolean().default(true),
 });
 
 export const configSchema = z
@@ -237,6 +242,8 @@ export const configSchema = z
          * doubling on each repeat, is capped here): upstream/holdoff.ts.
          */
         holdOffMaxMs: positiveInt.default(600_000),
+        /** How often each upstream's discovery runs again (upstreams[].discover); also when a node comes back. */
+        discoverIntervalMs: positiveInt.min(10_000).default(3_600_000),
         /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
         breaker: z
           .strictObject({

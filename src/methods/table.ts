@@ -27,6 +27,12 @@ export interface MethodSpec {
   filterObject?: number;
   capability?: 'debug';
   /**
+   * Reads the state at its block parameter (balances, code, storage, execution): a node whose
+   * earliest block with state is above that block cannot answer it (upstream/serving.ts). Blocks,
+   * transactions and receipts are no state: a pruned node still serves them.
+   */
+  state?: boolean;
+  /**
    * How an answer may be cached (cache/plan.ts); absent = never.
    *   block: keyed by the block parameter: immutable at a finalized number or a block hash, head-scoped
    *          at an unfinalized number or a missing block parameter
@@ -61,27 +67,27 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_blockNumber: { handling: 'local' },
 
   eth_blobBaseFee: read({ cache: 'head' }),
-  eth_call: read({ block: 1, cache: 'block', expensive: true }),
-  eth_createAccessList: read({ block: 1, cache: 'block', expensive: true }),
-  eth_estimateGas: read({ block: 1, cache: 'block', expensive: true }),
+  eth_call: read({ state: true, block: 1, cache: 'block', expensive: true }),
+  eth_createAccessList: read({ state: true, block: 1, cache: 'block', expensive: true }),
+  eth_estimateGas: read({ state: true, block: 1, cache: 'block', expensive: true }),
   eth_feeHistory: read({ block: 1, blockCount: 0, cache: 'block' }),
   eth_gasPrice: read({ cache: 'head' }),
-  eth_getBalance: read({ block: 1, cache: 'block' }),
+  eth_getBalance: read({ state: true, block: 1, cache: 'block' }),
   eth_getBlockByHash: read({ nullMayLag: true, cache: 'hash' }),
   eth_getBlockByNumber: read({ block: 0, nullMayLag: true, cache: 'block' }),
   eth_getBlockReceipts: read({ block: 0, cache: 'block' }),
   eth_getBlockTransactionCountByHash: read({ cache: 'hash' }),
   eth_getBlockTransactionCountByNumber: read({ block: 0, cache: 'block' }),
-  eth_getCode: read({ block: 1, cache: 'block' }),
+  eth_getCode: read({ state: true, block: 1, cache: 'block' }),
   eth_getLogs: read({ filterObject: 0, cache: 'logs', expensive: true }),
-  eth_getProof: read({ block: 2, cache: 'block' }),
+  eth_getProof: read({ state: true, block: 2, cache: 'block' }),
   // The raw bytes are what the hash is of: immutable whenever the node has them.
   eth_getRawTransactionByHash: read({ nullMayLag: true, cache: 'hash' }),
-  eth_getStorageAt: read({ block: 2, cache: 'block' }),
+  eth_getStorageAt: read({ state: true, block: 2, cache: 'block' }),
   eth_getTransactionByBlockHashAndIndex: read({ cache: 'hash' }),
   eth_getTransactionByBlockNumberAndIndex: read({ block: 0, cache: 'block' }),
   eth_getTransactionByHash: read({ nullMayLag: true, cache: 'tx' }),
-  eth_getTransactionCount: read({ block: 1, cache: 'block' }),
+  eth_getTransactionCount: read({ state: true, block: 1, cache: 'block' }),
   eth_getTransactionReceipt: read({ nullMayLag: true, cache: 'tx' }),
   eth_getUncleByBlockHashAndIndex: read({ cache: 'hash' }),
   eth_getUncleByBlockNumberAndIndex: read({ block: 0, cache: 'block' }),
@@ -89,7 +95,7 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_getUncleCountByBlockNumber: read({ block: 0, cache: 'block' }),
   eth_maxPriorityFeePerGas: read({ cache: 'head' }),
   eth_protocolVersion: read(),
-  eth_simulateV1: read({ block: 1, expensive: true }),
+  eth_simulateV1: read({ state: true, block: 1, expensive: true }),
   eth_syncing: read(),
   eth_sendRawTransaction: { handling: 'write' },
   // EIP-7966: sends and waits for the receipt. One attempt with its own timeout, never retried.
@@ -110,8 +116,8 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   web3_sha3: read(),
 
   debug_traceTransaction: read({ capability: 'debug', expensive: true }),
-  debug_traceCall: read({ block: 1, capability: 'debug', expensive: true }),
-  debug_traceBlockByNumber: read({ block: 0, capability: 'debug', expensive: true }),
+  debug_traceCall: read({ state: true, block: 1, capability: 'debug', expensive: true }),
+  debug_traceBlockByNumber: read({ state: true, block: 0, capability: 'debug', expensive: true }),
   debug_traceBlockByHash: read({ capability: 'debug', expensive: true }),
   debug_getRawBlock: read({ block: 0, capability: 'debug' }),
   debug_getRawHeader: read({ block: 0, capability: 'debug' }),

@@ -4,7 +4,8 @@
  * call of a batch sees the same block and the answer agrees with eth_blockNumber (or, when no
  * routable node has that block, is at the highest one a node has: Fleet.latest). A number needs a
  * node that has it, and so do `safe`/`finalized` (a node at the snapshot head); `pending` sticks to
- * one node per client; `earliest` prefers archive nodes.
+ * one node per client; `earliest` prefers archive nodes. A read of state at a number (or at
+ * `earliest`) also needs a node with state at that block (Requirement.stateAt: its earliest block).
  * Every block parameter takes the same forms: a number, a tag, a block hash, or an EIP-1898 object
  * ({blockHash} / {blockNumber}); a method that takes fewer forms gets the node's own answer.
  */
@@ -59,19 +60,25 @@ function readBlockRef(v: unknown, index: number, member = ''): BlockRef | RpcErr
   return rpcErrors.invalidParams(`${where(index, member)}: expected a block number, tag, hash or {blockHash}`);
 }
 
-function requirementFor(ref: BlockRef, ctx: BlockContext): Requirement {
+/** `state`: the method reads state at the block (methods/table.ts): only a node with state there serves it. */
+function requirementFor(ref: BlockRef, ctx: BlockContext, state: boolean): Requirement {
   switch (ref.kind) {
     case 'latest':
       return { minHead: ctx.head };
-    case 'number':
-      if (ref.n < ctx.head - ctx.recentBlocks) return { minHead: ref.n, capability: 'archive' };
+    case 'number': {
+      if (ref.n < ctx.head - ctx.recentBlocks)
+        return state
+          ? { minHead: ref.n, capability: 'archive', stateAt: ref.n }
+          : { minHead: ref.n, capability: 'archive' };
       // A block beyond the fleet head is nobody's yet: the most advanced nodes answer (null or error).
-      return { minHead: Math.min(ref.n, ctx.head) };
+      const minHead = Math.min(ref.n, ctx.head);
+      return state ? { minHead, stateAt: minHead } : { minHead };
+    }
     case 'hash':
       return { maxLag: ctx.maxLagBlocks };
     case 'tag':
       if (ref.tag === 'pending') return sticky(ctx);
-      if (ref.tag === 'earliest') return { capability: 'archive' };
+      if (ref.tag === 'earliest') return state ? { capability: 'archive', stateAt: 0 } : { capability: 'archive' };
       // safe/finalized: a node at the snapshot head. A node behind it may know an older finalized
       // block than one already answered, and the tag would go backwards between requests.
       return { minHead: ctx.head };
@@ -115,10 +122,11 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
     }
     const ref = readBlockRef(v, spec.block);
     if ('code' in ref) return ref;
-    if (ref.kind !== 'latest') return { params, requirement: requirementFor(ref, ctx), rewritten: false };
+    if (ref.kind !== 'latest')
+      return { params, requirement: requirementFor(ref, ctx, spec.state === true), rewritten: false };
     const copy = params.slice();
     copy[spec.block] = headQuantity(ctx.head);
-    return { params: copy, requirement: requirementFor(ref, ctx), rewritten: true };
+    return { params: copy, requirement: requirementFor(ref, ctx, spec.state === true), rewritten: true };
   }
   if (spec.filterObject !== undefined) return resolveFilter(spec.filterObject, params, ctx);
   if (spec.handling === 'write') return { params, requirement: sticky(ctx), rewritten: false };

@@ -77,8 +77,10 @@ function sendGroup(
       }
       return;
     }
-    const chunk = group.slice(next, next + u.config.maxBatchSize);
-    next += chunk.length;
+    const taken = group.slice(next, next + u.config.maxBatchSize);
+    next += taken.length;
+    const chunk = setAside(u, calls, taken, ctx, answers, waits);
+    if (chunk.length === 0) continue;
     if (chunk.length === 1) {
       const k = chunk[0]!;
       waits.push(alone(calls[k]!, ctx).then((a) => void (answers[k] = a)));
@@ -87,6 +89,24 @@ function sendGroup(
     if (u.budget === null) waits.push(exchange(u, calls, chunk, ctx, remaining, answers));
     else waits.push(budgeted(u, calls, chunk, ctx, answers));
   }
+}
+
+/** The calls of a chunk whose method `u` refused as unknown (upstream/serving.ts) go their own way; the rest stay. */
+function setAside(
+  u: Upstream,
+  calls: readonly Sendable[],
+  chunk: number[],
+  ctx: DispatchContext,
+  answers: Attempted[],
+  waits: Promise<void>[],
+): number[] {
+  if (!chunk.some((k) => u.serving.refuses(calls[k]!.method))) return chunk;
+  const kept: number[] = [];
+  for (const k of chunk) {
+    if (u.serving.refuses(calls[k]!.method)) waits.push(alone(calls[k]!, ctx).then((a) => void (answers[k] = a)));
+    else kept.push(k);
+  }
+  return kept;
 }
 
 /**
@@ -192,7 +212,11 @@ function join(groups: number[][], calls: readonly Sendable[], k: number): number
 
 function sameRequirement(a: Requirement, b: Requirement): boolean {
   return (
-    a.minHead === b.minHead && a.maxLag === b.maxLag && a.capability === b.capability && a.stickyKey === b.stickyKey
+    a.minHead === b.minHead &&
+    a.maxLag === b.maxLag &&
+    a.capability === b.capability &&
+    a.stickyKey === b.stickyKey &&
+    a.stateAt === b.stateAt
   );
 }
 

@@ -21,7 +21,7 @@ import type { BytePool } from '../upstream/answer-bytes.js';
 import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
 import { overBudget } from './budget.js';
-import { choose, eligible, type Ineligible, type Requirement } from './select.js';
+import { choose, eligible, willing, type Ineligible, type Requirement } from './select.js';
 import type { MethodTimeouts } from './timeouts.js';
 
 /** What a call needs of the service to reach a node: the fleet, the metrics, and the routing settings. */
@@ -138,7 +138,13 @@ export function nextCandidate(ctx: DispatchContext, call: Sendable, p: Progress)
     : call.requirement;
   const passed = p.overBudget === undefined ? p.tried : [...p.tried, ...p.overBudget];
   const candidates = call.only ? onlyNode(call.only, passed) : eligible(fleet, requirement, passed);
-  if (typeof candidates !== 'string') return { upstream: choose(candidates, call.requirement.stickyKey) };
+  if (typeof candidates !== 'string') {
+    // Nodes that refused the method as unknown are passed over; when every one left has, the
+    // answer already had is the answer (the node's -32601, verbatim), else one is asked again.
+    const some = willing(candidates, call.method);
+    if (some === null && p.attempt > 0) return { stop: true };
+    return { upstream: choose(some ?? candidates, call.requirement.stickyKey) };
+  }
   if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };
   // Only budgets stood in the way before any node was asked: say so at once rather than wait.
   if (p.overBudget !== undefined && p.attempt === 0) return { done: { outcome: { error: overBudget(p.overBudget) } } };
@@ -219,12 +225,22 @@ export function interpretVerdict(
   }
   p.lastReason = verdict.reason;
   if (verdict.error !== undefined) p.lastNodeError = { error: verdict.error, upstream: u };
+  if (verdict.reason === 'node_method_missing') refused(ctx, u, call);
   metrics.recordFailover(verdict.reason);
   ctx.log?.debug(
     { method: call.label, upstream: u.name, reason: verdict.reason, attempt: p.attempt + 1, ms: Math.round(ms) },
     'failover',
   );
   return null;
+}
+
+/** `u` answered -32601 for the call's method: it is not sent it again until its next discovery (upstream/serving.ts). */
+function refused(ctx: DispatchContext, u: Upstream, call: Sendable): void {
+  if (u.serving.refuse(call.method))
+    ctx.log?.info(
+      { upstream: u.name, method: call.label },
+      'upstream refuses the method as unknown: not sent it until its next discovery',
+    );
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
  * Which upstreams may serve a call, and which one does.
  * Eligibility: routable (healthy, right chain, breaker allows), not cordoned, not held off (it said
- * "too many requests": upstream/holdoff.ts), has the capability, has the block.
+ * "too many requests": upstream/holdoff.ts), has the capability, has the block, and for a read of
+ * state has the state at that block (its earliest block: upstream/serving.ts). A node that refused
+ * the call's method as unknown is passed over while another can take it (`willing`).
  * Selection: power of two choices on cost = (inFlight + 1) x EWMA latency / weight: two eligible
  * nodes drawn at random, the cheaper one wins. It spreads load like least-outstanding-requests
  * without herding every call onto the one node that looked best a moment ago.
@@ -15,6 +17,8 @@ export interface Requirement {
   /** The node may be at most this many blocks behind the fleet head. */
   maxLag?: number;
   capability?: 'debug' | 'archive';
+  /** The call reads the state at this block: a node whose earliest block with state is above it cannot serve it. */
+  stateAt?: number;
   /** Same key -> same node while that node is eligible (pending state, nonces). */
   stickyKey?: string;
 }
@@ -37,6 +41,7 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstr
     for (const u of fleet.upstreams) {
       if (!u.available || u.heldOff || fleet.cordons.has(u.name) || exclude.includes(u)) continue;
       if (req.minHead !== undefined && u.head < req.minHead) continue;
+      if (req.stateAt !== undefined && !u.hasStateAt(req.stateAt)) continue;
       if (req.maxLag !== undefined && fleet.lag(u) > req.maxLag) continue;
       out.push(u);
     }
@@ -49,15 +54,20 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstr
   pool = pool.filter((u) => !u.heldOff);
   if (pool.length === 0) return 'all held off';
   if (req.capability === 'debug') {
-    pool = pool.filter((u) => u.tags.has('debug'));
+    pool = pool.filter((u) => u.can('debug'));
     if (pool.length === 0) return 'none has the capability';
   }
-  if (req.capability === 'archive' && pool.some((u) => u.tags.has('archive'))) {
-    pool = pool.filter((u) => u.tags.has('archive'));
+  if (req.capability === 'archive' && pool.some((u) => u.can('archive'))) {
+    pool = pool.filter((u) => u.can('archive'));
   }
   if (req.minHead !== undefined) {
     const min = req.minHead;
     pool = pool.filter((u) => u.head >= min);
+    if (pool.length === 0) return 'none has the block';
+  }
+  if (req.stateAt !== undefined) {
+    const at = req.stateAt;
+    pool = pool.filter((u) => u.hasStateAt(at));
     if (pool.length === 0) return 'none has the block';
   }
   if (req.maxLag !== undefined) {
@@ -67,6 +77,21 @@ export function eligible(fleet: Fleet, req: Requirement, exclude: readonly Upstr
   }
   pool = pool.filter((u) => !exclude.includes(u));
   return pool.length === 0 ? 'all tried' : pool;
+}
+
+/**
+ * The candidates that have not refused `method` as unknown (upstream/serving.ts), or null when
+ * every one has: then what they said stands (routing/failover.ts).
+ */
+export function willing(candidates: Upstream[], method: string): Upstream[] | null {
+  let out: Upstream[] | null = null;
+  for (let i = 0; i < candidates.length; i++) {
+    const refuses = candidates[i]!.serving.refuses(method);
+    if (refuses && out === null) out = candidates.slice(0, i);
+    else if (!refuses && out !== null) out.push(candidates[i]!);
+  }
+  if (out === null) return candidates;
+  return out.length > 0 ? out : null;
 }
 
 export function cost(u: Upstream): number {

@@ -15,6 +15,7 @@ import { cost } from '../routing/select.js';
 import type { Cordons } from '../upstream/cordons.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { cordonLine, cordonRoute, isCordonPath } from './admin-cordons.js';
+import { servingLine } from './admin-serving.js';
 import { adminHostAllowed } from './admin-host.js';
 import { refuseWrite } from './admin-writes.js';
 import { isJsonContentType } from './body.js';
@@ -79,6 +80,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       heldOffUntil: u.heldOffUntil === null ? null : new Date(u.heldOffUntil).toISOString(),
       selectionCost: Math.round(cost(u) * 100) / 100,
       budget: u.budget?.status() ?? null,
+      ...servingLine(u),
     })),
     ...deps.extraStatus?.(),
   };

@@ -18,7 +18,7 @@
  *   apply(config) (reload)        a removed node retires: no new calls, its head stops counting
  * Only a healthy, non-retiring node moves the head (node.ts `movesHead`, checked in `counts`).
  * Events: 'upstream-head' (u) when a node's head or state changes, 'head' (n) when the fleet head
- * rises, 'reorg' (height) when blocks from that height changed.
+ * rises, 'reorg' (height) when blocks from that height changed, 'upstream-state' (u) when its state changes.
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
@@ -289,6 +289,7 @@ export class Fleet extends EventEmitter {
       const level = state === 'healthy' ? 'info' : 'warn';
       this.log[level]({ upstream: u.name, from: s.state, to: state, why }, 'upstream state changed');
       s.state = state;
+      this.emit('upstream-state', u);
       this.recompute();
       if (state === 'healthy') this.emit('upstream-head', u);
     }

@@ -8,6 +8,7 @@ import type { UpstreamConfig } from '../config/schema.js';
 import type { Budget } from '../limits/budget.js';
 import type { CallOptions, CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from './client.js';
 import type { Breaker } from './health.js';
+import { Serving, type Capability } from './serving.js';
 
 export type { CallTiming } from './client.js';
 
@@ -57,6 +58,8 @@ export class Upstream {
   readonly name: string;
   readonly weight: number;
   readonly tags: ReadonlySet<string>;
+  /** What it can serve: configured tags and what discovery found (serving.ts). */
+  readonly serving: Serving;
 
   constructor(
     readonly client: UpstreamClient,
@@ -67,6 +70,23 @@ export class Upstream {
     this.name = client.name;
     this.weight = client.config.weight;
     this.tags = new Set(client.config.tags);
+    this.serving = new Serving(client.config);
+  }
+
+  /** It has the capability: tagged so, or discovered (serving.ts). */
+  can(c: Capability): boolean {
+    return this.serving.has(c);
+  }
+
+  /** Its earliest block with state now, or null when unknown (serving.ts). */
+  get earliestBlock(): number | null {
+    return this.serving.earliestBlock(this.status.head);
+  }
+
+  /** It can serve a read of the state at block n: it has that state, or nothing says it has not. */
+  hasStateAt(n: number): boolean {
+    const e = this.earliestBlock;
+    return e === null || e <= n;
   }
 
   get config(): UpstreamConfig {

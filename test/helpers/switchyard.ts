@@ -17,9 +17,14 @@ export interface RunningSwitchyard {
   close(): Promise<void>;
 }
 
+/**
+ * Discovery (upstreams[].discover) is off unless a test turns it on for a node: its probes would
+ * reach the nodes whose calls tests count (test/upstream/discovery.test.ts turns it on).
+ */
 export function testConfig(input: Partial<ConfigInput> & Pick<ConfigInput, 'upstreams'>): ConfigInput {
   return {
     ...input,
+    upstreams: input.upstreams.map((u) => ({ discover: false, ...u })),
     server: { host: '127.0.0.1', port: 0, wsPort: null, ...input.server },
     admin: { host: '127.0.0.1', port: 0, ...input.admin },
     routing: { headPollMs: 100, ...input.routing },
