@@ -25,6 +25,7 @@ import {
   incidentLines,
   iso,
   uptimeWindows,
+  observedWindows,
   type UptimeReport,
 } from './report.js';
 import type { UptimePages } from './routes.js';
@@ -77,7 +78,7 @@ export class Uptime implements UptimePages {
   private last: LastProbe | null = null;
   /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
   private reachableSince = 0;
-  private summary: Pick<UptimeReport, 'uptime' | 'history' | 'incidents'> | null = null;
+  private summary: Pick<UptimeReport, 'uptime' | 'observedSeconds' | 'history' | 'incidents'> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly onHead = (head: number): void => this.watch.saw(head, this.clock.now());
@@ -207,6 +208,7 @@ export class Uptime implements UptimePages {
     this.summary =
       this.write(() => ({
         uptime: uptimeWindows(this.store, t),
+        observedSeconds: observedWindows(this.store, t, this.settings.probeIntervalMs),
         history: history(this.store, t),
         incidents: incidentLines(this.store, t),
       })) ?? this.summary;
@@ -282,7 +284,7 @@ export class Uptime implements UptimePages {
           const cordon = fleet.cordons?.get(u.name);
           return {
             name: u.name,
-            state: cordon ? 'cordoned' : u.state,
+            state: cordon ? 'cordoned' : rowState(u.state, last.advancing),
             head: headQuantity(u.head),
             lag: u.state !== 'healthy' || fleet.head < 0 || u.head < 0 ? null : Math.max(0, fleet.head - u.head),
             latencyMs: u.state === 'healthy' ? Math.round(u.latencyMs * 10) / 10 : null,
@@ -367,4 +369,12 @@ export class Uptime implements UptimePages {
       this.log.error({ store: this.store.path, err }, 'uptime.store: the last probes could not be written');
     }
   }
+}
+
+/**
+ * A node row agrees with the overall state: while the chain is not advancing, a node that answers
+ * is not shown as `healthy` (its head stopped with the rest), but as `stalled`.
+ */
+export function rowState(state: string, advancing: boolean): string {
+  return state === 'healthy' && !advancing ? 'stalled' : state;
 }

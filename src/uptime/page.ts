@@ -10,36 +10,39 @@ import { createHash } from 'node:crypto';
 import type { UptimeReport } from './report.js';
 
 const STYLE = `
-:root{--bg:#f6f7f9;--card:#fff;--text:#1b1f24;--muted:#5f6b7a;--line:#e3e7ec;--ok:#1f9d55;--warn:#d08a00;--bad:#d64545;--none:#d5dae1}
-@media (prefers-color-scheme:dark){:root{--bg:#0f1419;--card:#182028;--text:#e6eaef;--muted:#93a1b0;--line:#26313c;--ok:#35c274;--warn:#e0a526;--bad:#f06a6a;--none:#34404c}}
+:root{--bg:#f6f7f9;--card:#fff;--text:#1b1f24;--muted:#5f6b7a;--line:#e3e7ec;--ok:#1f9d55;--warn:#d08a00;--bad:#d64545;--none:#d5dae1;--ok-t:#13703a;--warn-t:#8a5a00;--bad-t:#b02a2a;--ok-b:#13703a;--warn-b:#8a5a00;--bad-b:#b02a2a;--idle-b:#5f6b7a}
+@media (prefers-color-scheme:dark){:root{--bg:#0f1419;--card:#182028;--text:#e6eaef;--muted:#a3b0bd;--line:#26313c;--ok:#35c274;--warn:#e0a526;--bad:#f06a6a;--none:#34404c;--ok-t:#4cd487;--warn-t:#f0b840;--bad-t:#ff8a8a}}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--text);font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;-webkit-text-size-adjust:100%}
 main{max-width:780px;margin:0 auto;padding:20px 14px 32px}
 header h1{font-size:1.45rem;margin:0 0 2px}
 .sub{color:var(--muted);font-size:.92rem}
-.banner{display:flex;align-items:center;gap:12px;margin:16px 0;padding:14px 16px;border-radius:10px;color:#fff;background:var(--none)}
-.banner.operational{background:var(--ok)}.banner.degraded{background:var(--warn)}.banner.down{background:var(--bad)}
-.banner b{font-size:1.15rem;display:block}.banner span{opacity:.92;font-size:.92rem}
+.banner{display:flex;align-items:center;gap:12px;margin:16px 0;padding:14px 16px;border-radius:10px;color:#fff;background:var(--idle-b)}
+.banner.operational{background:var(--ok-b)}.banner.degraded{background:var(--warn-b)}.banner.down{background:var(--bad-b)}
+.banner b{font-size:1.15rem;display:block}.banner span{font-size:.92rem}
 .dot{width:14px;height:14px;border-radius:50%;background:#fff;flex:none;box-shadow:0 0 0 4px rgba(255,255,255,.3)}
 .grid{display:grid;grid-template-columns:repeat(3,1fr);gap:10px;margin-bottom:10px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:12px 14px;margin-bottom:10px}
 .grid .card{margin:0}
 .label{color:var(--muted);font-size:.8rem;text-transform:uppercase;letter-spacing:.04em}
 .value{font-size:1.3rem;font-weight:600;font-variant-numeric:tabular-nums}
-.value.ok{color:var(--ok)}.value.bad{color:var(--bad)}
+.value.ok{color:var(--ok-t)}.value.bad{color:var(--bad-t)}
 .hint{color:var(--muted);font-size:.85rem}
 h2{font-size:1rem;margin:0 0 8px}
 .head2{display:flex;flex-wrap:wrap;justify-content:space-between;align-items:baseline;gap:6px}
-.windows{display:flex;gap:14px;font-variant-numeric:tabular-nums;color:var(--muted);font-size:.9rem}
+.windows{display:flex;flex-wrap:wrap;gap:4px 14px;font-variant-numeric:tabular-nums;color:var(--muted);font-size:.9rem}
 .windows b{color:var(--text)}
-.bar{display:flex;gap:2px;height:34px;margin-top:8px}
+.bar{display:flex;gap:2px;height:34px;margin-top:8px;cursor:pointer;border-radius:4px}
+.bar:focus-visible{outline:3px solid var(--text);outline-offset:3px}
+.bar i.sel{outline:2px solid var(--text);outline-offset:1px}
+.detail{min-height:1.3em;font-size:.88rem;font-variant-numeric:tabular-nums;margin-top:4px}
 .bar i{flex:1;border-radius:2px;background:var(--none);min-width:1px}
 .bar i.ok{background:var(--ok)}.bar i.warn{background:var(--warn)}.bar i.bad{background:var(--bad)}
 .axis{display:flex;justify-content:space-between;color:var(--muted);font-size:.78rem;margin-top:4px}
 ul{list-style:none;margin:0;padding:0}
 li{padding:8px 0;border-top:1px solid var(--line)}li:first-child{border-top:0}
-.pill{display:inline-block;font-size:.75rem;font-weight:600;padding:1px 8px;border-radius:999px;color:#fff;background:var(--bad);margin-right:6px}
-.pill.stalled{background:var(--warn)}.pill.closed{opacity:.75}
+.pill{display:inline-block;font-size:.75rem;font-weight:600;padding:1px 8px;border-radius:999px;color:#fff;background:var(--bad-b);border:1px solid transparent;margin-right:6px}
+.pill.stalled{background:var(--warn-b)}.pill.closed{background:transparent;color:var(--text);border-color:var(--muted)}
 .when{font-variant-numeric:tabular-nums;font-size:.88rem}
 .empty{color:var(--muted)}
 .scroll{overflow-x:auto}
@@ -47,10 +50,10 @@ table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums;font
 th,td{text-align:left;padding:6px 8px;border-top:1px solid var(--line);white-space:nowrap}
 th{color:var(--muted);font-weight:500;border-top:0}
 td.num,th.num{text-align:right}
-.st{font-weight:600}.st.healthy{color:var(--ok)}.st.down,.st.quarantined{color:var(--bad)}.st.connecting,.st.cordoned{color:var(--warn)}.st .hint{white-space:normal;font-weight:400}
+.st{font-weight:600}.st.healthy{color:var(--ok-t)}.st.down,.st.quarantined{color:var(--bad-t)}.st.connecting,.st.cordoned,.st.stalled{color:var(--warn-t)}.st .hint{white-space:normal;font-weight:400}
 footer{color:var(--muted);font-size:.82rem;text-align:center;margin-top:14px}
 footer a{color:inherit}
-.stale{color:var(--bad);font-weight:600}
+.stale{color:var(--bad-t);font-weight:600}
 @media (max-width:560px){.grid{grid-template-columns:1fr}.value{font-size:1.15rem}.bar{height:28px;gap:1px}}
 `;
 
@@ -81,6 +84,26 @@ const SCRIPT = `
   }
   function pct(f) {
     return f === null || f === undefined ? 'no data' : (Math.floor(f * 10000) / 100).toFixed(2) + '%';
+  }
+  // A window with under an hour, or under 1% of its length, observed says so instead of a figure.
+  function figure(name, lengthS) {
+    var seen = data.observedSeconds ? data.observedSeconds[name] : 0;
+    var f = data.uptime[name];
+    if (f === null || f === undefined || seen < 3600 || seen < lengthS / 100) return 'not enough data (' + dur(seen * 1000) + ' observed)';
+    return pct(f) + ' of ' + dur(seen * 1000) + ' observed';
+  }
+  var selected = -1;
+  function pick(i) {
+    var segs = $('bar').children;
+    if (segs.length === 0) return;
+    if (selected >= 0 && segs[selected]) segs[selected].classList.remove('sel');
+    selected = Math.max(0, Math.min(segs.length - 1, i));
+    segs[selected].classList.add('sel');
+    set('bar-detail', segs[selected].title);
+  }
+  function pickAt(x) {
+    var r = $('bar').getBoundingClientRect();
+    pick(Math.floor(((x - r.left) / r.width) * $('bar').children.length));
   }
   function dur(ms) {
     var s = Math.max(0, Math.round(ms / 1000));
@@ -126,9 +149,9 @@ const SCRIPT = `
     set('advancing-hint', 'a new block within ' + data.stallAfterSeconds + ' s');
     var head = num(a.head);
     set('head', head === null ? '-' : '#' + head.toLocaleString());
-    set('u24h', pct(data.uptime['24h']));
-    set('u7d', pct(data.uptime['7d']));
-    set('u30d', pct(data.uptime['30d']));
+    set('u24h', figure('24h', 86400));
+    set('u7d', figure('7d', 7 * 86400));
+    set('u30d', figure('30d', 30 * 86400));
     var bar = $('bar'), h = data.history, from = Date.parse(h.from), seg = h.segmentSeconds * 1000;
     bar.textContent = '';
     h.segments.forEach(function (f, i) {
@@ -137,6 +160,7 @@ const SCRIPT = `
       s.title = hm(from + i * seg) + ' - ' + hm(from + (i + 1) * seg) + ': ' + pct(f);
       bar.appendChild(s);
     });
+    if (selected >= 0) pick(selected);
     var list = $('incidents');
     list.textContent = '';
     if (data.incidents.length === 0) list.appendChild(el('li', 'empty', 'No incidents in the last 30 days.'));
@@ -191,6 +215,16 @@ const SCRIPT = `
       })
       .then(function () { setTimeout(refresh, period()); });
   }
+  var bar = $('bar');
+  bar.addEventListener('click', function (e) { pickAt(e.clientX); });
+  bar.addEventListener('mousemove', function (e) { pickAt(e.clientX); });
+  bar.addEventListener('focus', function () { if (selected < 0) pick(bar.children.length - 1); });
+  bar.addEventListener('keydown', function (e) {
+    var step = { ArrowLeft: -1, ArrowRight: 1, Home: -1e9, End: 1e9 }[e.key];
+    if (step === undefined) return;
+    e.preventDefault();
+    pick((selected < 0 ? bar.children.length - 1 : selected) + step);
+  });
   render();
   setInterval(ages, 1000);
   setTimeout(refresh, data ? period() : 1000);
@@ -243,8 +277,9 @@ export function renderPage(report: UptimeReport | null, title: string): string {
 </section>
 <section class="card">
 <div class="head2"><h2>Uptime</h2><div class="windows"><span>24 h <b id="u24h">-</b></span><span>7 d <b id="u7d">-</b></span><span>30 d <b id="u30d">-</b></span></div></div>
-<div class="bar" id="bar" role="img" aria-label="uptime over the last 24 hours, 16 minutes per segment"></div>
+<div class="bar" id="bar" role="group" tabindex="0" aria-label="uptime over the last 24 hours, 16 minutes per segment; arrow keys or a tap show one" aria-describedby="bar-detail"></div>
 <div class="axis"><span>24 h ago</span><span>now</span></div>
+<div class="detail" id="bar-detail" aria-live="polite">Tap, hover or focus the bar for a segment's figure.</div>
 </section>
 <section class="card"><h2>Incidents</h2><ul id="incidents"></ul></section>
 <section class="card" id="nodes" hidden><h2>Nodes</h2><div class="scroll"><table>

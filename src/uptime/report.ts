@@ -36,6 +36,8 @@ export interface UptimeReport {
     advancing: { ok: boolean; head: string | null; headAgeSeconds: number | null };
   };
   uptime: Record<WindowName, number | null>;
+  /** Seconds of each window with probe data: each probe stands for one probe interval, capped at the window. */
+  observedSeconds: Record<WindowName, number>;
   history: { from: string; segmentSeconds: number; segments: (number | null)[] };
   incidents: { id: number; kind: string; startedAt: string; endedAt: string | null; summary: string }[];
   upstreams?: UpstreamLine[];
@@ -54,6 +56,16 @@ export function uptimeWindows(store: UptimeStore, now: number): Record<WindowNam
     '7d': fraction(store.tally(now - WINDOWS['7d'])),
     '30d': fraction(store.tally(now - WINDOWS['30d'])),
   };
+}
+
+/**
+ * Seconds each window rests on. A probe stands for the interval up to the next one; time when
+ * Switchyard was not running has no probe, so it is not counted.
+ */
+export function observedWindows(store: UptimeStore, now: number, probeIntervalMs: number): Record<WindowName, number> {
+  const seconds = (w: WindowName): number =>
+    Math.floor(Math.min(WINDOWS[w], store.tally(now - WINDOWS[w]).probes * probeIntervalMs) / 1000);
+  return { '24h': seconds('24h'), '7d': seconds('7d'), '30d': seconds('30d') };
 }
 
 /** Segments aligned to SEGMENT_MS, so their borders stay put between two refreshes of the page. */

@@ -7,7 +7,7 @@
  * incident). Screenshots are saved under .tap/artifacts/.
  */
 import t from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +42,28 @@ async function report(base: string): Promise<UptimeReport> {
 
 async function openIncidents(adminUrl: string, kind: string): Promise<number | undefined> {
   return metricSamples((await get(`${adminUrl}/metrics`)).text, 'switchyard_uptime_incident_open', { kind })[0];
+}
+
+const AXE = readFileSync(fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url)), 'utf8');
+
+/**
+ * axe-core run in the page: the serious and critical violations, as "rule: n nodes". It is
+ * evaluated through the devtools protocol, not added as a script tag, because the page's CSP
+ * rightly refuses any inline script but its own.
+ */
+async function axeSerious(page: Page): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
+  return page.evaluate(async () => {
+    const axe = (
+      window as unknown as {
+        axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> };
+      }
+    ).axe;
+    const r = await axe.run();
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id}: ${v.nodes.length} nodes`);
+  });
 }
 
 const text = (page: Page, selector: string): Promise<string> => page.locator(selector).innerText();
@@ -114,6 +136,40 @@ if (!existsSync(CHROMIUM)) {
     t.ok(requests.filter((u) => u.endsWith('/uptime.json')).length >= 1, 'it refreshed itself from uptime.json');
     await shot('operational');
 
+    await t.test('readable at 390 px, 1280 px and in dark mode, with no serious axe-core violation', async (t) => {
+      t.same(await axeSerious(page), [], 'phone, light');
+      t.ok(
+        await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+        'no sideways scroll at 390 px',
+      );
+      t.match(
+        await text(page, '#u30d'),
+        /^not enough data \(\d+ (s|min \d+ s) observed\)$/,
+        'a minute of data is not 100%',
+      );
+      const observed = (await report(sy.url)).observedSeconds;
+      t.ok(observed['24h'] > 0 && observed['24h'] < 3600, `observedSeconds 24h: ${observed['24h']}`);
+      await page.locator('#bar').focus();
+      await page.keyboard.press('ArrowLeft');
+      t.match(
+        await text(page, '#bar-detail'),
+        /\d{2}:\d{2}( [AP]M)? - \d{2}:\d{2}( [AP]M)?: /,
+        'a segment by keyboard',
+      );
+      await page.locator('#bar').click({ position: { x: 2, y: 10 } });
+      const tapped = await text(page, '#bar-detail');
+      t.match(tapped, /: no data$/, `the first segment (before any probe) by tap: ${tapped}`);
+      await page.setViewportSize({ width: 1280, height: 900 });
+      t.same(await axeSerious(page), [], 'desktop, light');
+      await shot('desktop');
+      await page.emulateMedia({ colorScheme: 'dark' });
+      t.same(await axeSerious(page), [], 'desktop, dark');
+      await shot('dark');
+      await page.setViewportSize({ width: 390, height: 844 });
+      t.same(await axeSerious(page), [], 'phone, dark');
+      await page.emulateMedia({ colorScheme: 'light' });
+    });
+
     await t.test(
       'a stalled chain opens a `stalled` incident on the page and in the JSON; blocks resuming close it',
       async (t) => {
@@ -144,6 +200,17 @@ if (!existsSync(CHROMIUM)) {
         const item = page.locator('#incidents li').first();
         t.match(await item.innerText(), /stalled[\s\S]*ongoing/, 'newest incident first, ongoing');
         t.equal(await text(page, '#advancing'), 'No');
+        await waitFor(
+          'the node rows to agree',
+          async () => (await page.locator('#upstreams td.st').allInnerTexts()).every((s) => s !== 'healthy'),
+          { timeoutMs: 20_000, intervalMs: 200 },
+        );
+        t.same(
+          (await report(sy.url)).upstreams!.map((u) => u.state),
+          ['stalled', 'stalled', 'stalled'],
+          'no node row says healthy while the chain stalls',
+        );
+        t.same(await axeSerious(page), [], 'degraded: no serious axe-core violation');
         t.equal(await openIncidents(sy.adminUrl, 'stalled'), 1, 'the open incident is a metric');
         await shot('stalled');
 
@@ -190,6 +257,7 @@ if (!existsSync(CHROMIUM)) {
         });
         t.match(await page.locator('#incidents li').first().innerText(), /unreachable[\s\S]*ongoing/);
         await shot('down');
+        t.same(await axeSerious(page), [], 'down: no serious axe-core violation');
         await devnet.restart(0);
         await waitFor(
           'the outage to close',
