@@ -55,7 +55,7 @@ function anchors(markdown: string): Set<string> {
 }
 
 /** The one base every runbook_url starts with, and the dashboard every alert links (docs/observability.md). */
-const RUNBOOK_BASE = 'https://github.com/switchyard-rpc/switchyard/blob/main/docs/observability.md';
+const RUNBOOK_BASE = 'https://switchyard.example/docs/observability.md';
 const DASHBOARD_URL = 'http://localhost:3000/d/switchyard/switchyard';
 
 t.test(

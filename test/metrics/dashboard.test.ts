@@ -107,7 +107,7 @@ t.test('upstreams out of rotation: held off, cordoned, 429s and budgets, each po
 });
 
 t.test('on call: errors by reason, the uptime page, replicas; each panel links its runbook section', async (t) => {
-  const base = 'https://github.com/switchyard-rpc/switchyard/blob/main/docs/observability.md#';
+  const base = 'https://switchyard.example/docs/observability.md#';
   const byTitle = (title: string): Panel & { links?: { url: string }[] } => panels.find((p) => p.title === title)!;
   const expect: [string, RegExp, string][] = [
     ['Calls / s by reason (refused or failed)', /sum by \(reason\) \(rate\(switchyard_calls_total\{/, 'higherrorratio'],

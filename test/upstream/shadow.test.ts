@@ -206,7 +206,11 @@ t.test('a shadow never gets a client call or a transaction, even as the only hea
   const tx = await call(sy.url, 'eth_sendRawTransaction', [await signTransfer(1)]);
   t.match(tx.error, { code: -32002, data: { why: 'only shadow nodes' } }, 'so does a transaction');
   t.equal(await clientCallsTo(sy, 'canary'), 0, 'still no client call reached the shadow');
-  t.equal((await get(`${sy.adminUrl}/ready?upstreams=1`)).status, 503, 'a healthy shadow is no upstream for /ready?upstreams=1');
+  t.equal(
+    (await get(`${sy.adminUrl}/ready?upstreams=1`)).status,
+    503,
+    'a healthy shadow is no upstream for /ready?upstreams=1',
+  );
 });
 
 t.test('answers are compared after parsing; a fleet of shadows only is refused', async (t) => {
