@@ -320,7 +320,13 @@ t.test('config/example.yaml parses with NODE_B_KEY set', async (t) => {
     [
       ['node-a', 'http://10.0.0.5:8545', []],
       ['node-b', 'https://node-b.example/key-b', ['archive', 'debug']],
+      ['node-c', 'http://10.0.0.7:8545', []],
     ],
+  );
+  t.same(
+    c.upstreams.map((u) => u.shadow),
+    [false, false, true],
+    'node-c is the shadow',
   );
   t.equal(c.upstreams[0]!.ws, 'ws://10.0.0.5:8546');
   // The example spells out every default: parsing it must give the same values as the defaults.
