@@ -24,6 +24,7 @@ export class ServiceMetrics {
   private readonly incidentOpen: Gauge;
   private readonly headAge: Gauge;
   private readonly storePersistent: Gauge;
+  private readonly ready: Gauge;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -47,6 +48,11 @@ export class ServiceMetrics {
     this.storePersistent = new Gauge({
       name: 'switchyard_uptime_store_persistent',
       help: '1 while uptime history is written to the uptime.store file; 0 when it is kept in memory (store null, or the file failed)',
+      registers,
+    });
+    this.ready = new Gauge({
+      name: 'switchyard_ready',
+      help: '1 while GET /ready answers 200 (serving, not draining, and an upstream if admin.readyRequiresUpstream), else 0; set at each scrape',
       registers,
     });
     this.buildInfo = new Gauge({
@@ -102,6 +108,11 @@ export class ServiceMetrics {
 
   setUptimeHeadAge(seconds: number): void {
     this.headAge.set(seconds);
+  }
+
+  /** What GET /ready answers now (admin.ts sets it before each scrape). */
+  setReady(ready: boolean): void {
+    this.ready.set(ready ? 1 : 0);
   }
 
   setUptimeStorePersistent(persistent: boolean): void {

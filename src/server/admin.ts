@@ -153,6 +153,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       case '/metrics':
         deps.fleet.collect();
         deps.collect?.();
+        deps.metrics.setReady(isReady(deps));
         deps.metrics.registry
           .metrics()
           .then((text) => {

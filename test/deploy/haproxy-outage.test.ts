@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { validateConfig } from '../../src/config/load.js';
 import { startAnvil } from '../helpers/anvil.js';
+import { metricSamples } from '../helpers/metrics-text.js';
 import { freePort } from '../helpers/ports.js';
 import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard, testConfig, type RunningSwitchyard } from '../helpers/switchyard.js';
@@ -130,12 +131,17 @@ t.test('admin.readyRequiresUpstream: /ready is 503 while every node is down', as
   t.teardown(() => node.stop());
   const input = { upstreams: [{ name: 'node-0', url: node.url }], uptime: { enabled: false } };
   const sy = await startSwitchyard(t, { ...input, admin: { readyRequiresUpstream: true } });
+  const readyGauge = async (): Promise<number[]> =>
+    metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_ready', {});
   t.equal((await get(`${sy.adminUrl}/ready`)).status, 200, 'ready with its node up');
+  t.same(await readyGauge(), [1], 'switchyard_ready 1');
   await node.stop();
   await waitFor('/ready turns 503', async () => (await get(`${sy.adminUrl}/ready`)).status === 503);
+  t.same(await readyGauge(), [0], 'switchyard_ready 0 while /ready is 503');
   const body = (await get(`${sy.adminUrl}/ready`)).json();
   t.same(body, { ready: false, upstreams: false }, 'the answer says why');
   await sy.app.reload(validateConfig(testConfig({ ...input, admin: { readyRequiresUpstream: false } })));
   t.equal((await get(`${sy.adminUrl}/ready`)).status, 200, 'a reload that turns it off applies at once');
+  t.same(await readyGauge(), [1], 'switchyard_ready 1 again');
   t.equal((await get(`${sy.adminUrl}/ready?upstreams=1`)).status, 503, '?upstreams=1 still asks about the nodes');
 });

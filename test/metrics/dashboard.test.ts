@@ -113,7 +113,7 @@ t.test('on call: errors by reason, the uptime page, replicas; each panel links i
     ['Calls / s by reason (refused or failed)', /sum by \(reason\) \(rate\(switchyard_calls_total\{/, 'higherrorratio'],
     ['Uptime page incident', /switchyard_uptime_incident_open\{/, 'uptimeincidentopen'],
     ['Uptime page head age', /switchyard_uptime_head_age_seconds\{/, 'fleetheadstalled'],
-    ['Replicas: scraped, with a healthy upstream', /sum\(up\{[\s\S]*switchyard_upstream_healthy\{/, 'switchyarddown'],
+    ['Replicas: scraped and ready', /sum\(up\{[\s\S]*switchyard_ready\{/, 'switchyarddown'],
     ['Upstreams held off or cordoned', /switchyard_upstream_held_off\{/, 'allupstreamsheldofforcordoned'],
   ];
   for (const [title, expr, anchor] of expect) {
