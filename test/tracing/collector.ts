@@ -5,9 +5,9 @@
  * `traceparent` of every exchange reaching it (optionally slowing one method down).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import type { Test } from 'tap';
 import { request } from 'undici';
+import { listenUntilTeardown } from '../helpers/ports.js';
 
 export interface ReceivedSpan {
   traceId: string;
@@ -75,20 +75,7 @@ function decode(body: string): ReceivedSpan[] {
 }
 
 async function listen(t: Test, server: Server): Promise<string> {
-  const sockets = new Set<Socket>();
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(
-    () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return `http://127.0.0.1:${await listenUntilTeardown(t, server)}`;
 }
 
 export async function startCollector(t: Test): Promise<Collector> {
