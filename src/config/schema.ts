@@ -9,6 +9,7 @@ import { parseCidr } from '../limits/cidrs.js';
 import { portClashes, redisUrl, shadowsOnly } from './checks.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
+import { publicUrlSchema, webhooksSchema } from './uptime-schema.js';
 import { z } from 'zod';
 
 export { upstreamSchema };
@@ -279,6 +280,10 @@ export const configSchema = z
         /** List each upstream by name (state, head, lag, latency) on the page; never a URL. */
         showUpstreams: z.boolean().default(true),
         title: z.string().min(1).max(200).default('Switchyard status'),
+        /** Base of the feed's and webhooks' links, e.g. https://rpc.example.com; null: the feed uses the request's Host. */
+        publicUrl: publicUrlSchema,
+        /** A POST to each on every uptime event: an incident opened or resolved (uptime/webhooks.ts). */
+        webhooks: webhooksSchema,
       })
       .prefault({}),
     log: z

@@ -114,6 +114,7 @@ export class Metrics {
   readonly setUptimeIncidents = this.service.setUptimeIncidents.bind(this.service);
   readonly setUptimeHeadAge = this.service.setUptimeHeadAge.bind(this.service);
   readonly setUptimeStorePersistent = this.service.setUptimeStorePersistent.bind(this.service);
+  readonly recordUptimeWebhook = this.service.recordUptimeWebhook.bind(this.service);
   readonly setReady = this.service.setReady.bind(this.service);
 
   // Tracing export (tracing.ts)

@@ -22,6 +22,7 @@ import {
   fraction,
   headQuantity,
   history,
+  incidentLine,
   incidentLines,
   iso,
   uptimeWindows,
@@ -29,9 +30,13 @@ import {
   type UptimeReport,
 } from './report.js';
 import type { UptimePages } from './routes.js';
-import { cordonText, parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../upstream/cordons.js';
+import type { CordonKeeper } from '../upstream/cordons.js';
+import { storeCordonKeeper } from './cordon-keeper.js';
 import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
+import type { WebhookConfig } from '../config/uptime-schema.js';
+import { openedEvent, resolvedEvent, type UptimeEvent } from './events.js';
+import { Webhooks, type WebhookTuning } from './webhooks.js';
 
 export interface UptimeSettings {
   enabled: boolean;
@@ -40,6 +45,8 @@ export interface UptimeSettings {
   store: string | null;
   showUpstreams: boolean;
   title: string;
+  publicUrl?: string | null;
+  webhooks?: readonly WebhookConfig[];
 }
 
 export interface Clock {
@@ -57,6 +64,8 @@ export interface UptimeDeps {
   /** Per-attempt limit for a node's answer; a probe waits at most min(this, the probe interval). */
   upstreamTimeoutMs: number;
   clock?: Clock;
+  /** Tests shorten the webhooks' waits (webhooks.ts has the defaults). */
+  webhookTuning?: Partial<WebhookTuning>;
 }
 
 const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
@@ -75,6 +84,7 @@ export class Uptime implements UptimePages {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly open = new Map<IncidentKind, Incident>();
+  private readonly webhooks: Webhooks;
   private last: LastProbe | null = null;
   /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
   private reachableSince = 0;
@@ -108,6 +118,8 @@ export class Uptime implements UptimePages {
       Number.isFinite(head) && Number.isFinite(roseAt) ? { head, roseAt } : null,
     );
     deps.metrics.setUptimeStorePersistent(this.store.persistent);
+    const hooks = { metrics: deps.metrics, log: this.log, tuning: deps.webhookTuning };
+    this.webhooks = new Webhooks(settings.webhooks ?? [], this.page(), hooks);
     this.publishIncidents();
     deps.fleet.on?.('head', this.onHead);
   }
@@ -152,6 +164,16 @@ export class Uptime implements UptimePages {
     this.settings = config.uptime;
     this.upstreamTimeoutMs = config.routing.upstreamTimeoutMs;
     this.watch.setStallAfter(config.uptime.stallAfterSeconds * 1000);
+    this.webhooks.apply(config.uptime.webhooks, this.page());
+  }
+
+  private page(): { title: string; chainId: string; publicUrl: string | null } {
+    return { title: this.settings.title, chainId: toQuantity(this.deps.chainId), publicUrl: this.publicUrl };
+  }
+
+  /** Tells the webhooks (queued; never waits on a receiver). The feed reads the report instead. */
+  publish(e: UptimeEvent): void {
+    this.webhooks.send(e);
   }
 
   /** One probe now: both checks, the store, incidents, metrics, the report's summary. */
@@ -186,11 +208,13 @@ export class Uptime implements UptimePages {
       if ('open' in change) {
         const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
         if (incident) this.open.set(change.open, incident);
+        if (incident) this.publish(openedEvent(incidentLine(incident)));
         this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
       } else {
         const incident = this.open.get(change.close)!;
         this.write(() => this.store.closeIncident(incident.id, t, t));
         this.open.delete(change.close);
+        this.publish(resolvedEvent(incidentLine({ ...incident, endedAt: t })));
         this.log.info(
           { kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) },
           'uptime incident closed',
@@ -303,41 +327,22 @@ export class Uptime implements UptimePages {
     return this.settings.probeIntervalMs;
   }
 
+  get publicUrl(): string | null {
+    return this.settings.publicUrl ?? null;
+  }
+
   uptime30d(): number | null {
     if (this.summary) return this.summary.uptime['30d'];
     return this.write(() => fraction(this.store.tally(this.clock.now() - WINDOWS['30d']))) ?? null;
   }
 
-  /**
-   * Cordons kept in this store (without a shared Redis): across restarts when it is a file. A row
-   * that is not a cordon (the file is input too) is left out. A write that fails even in memory rejects.
-   */
+  /** Cordons kept in this store (cordon-keeper.ts). */
   cordonKeeper(): CordonKeeper {
-    const set = async (name: string, value: string | null): Promise<void> => {
-      let done = false;
-      this.write(() => {
-        this.store.setCordon(name, value, this.clock.now());
-        done = true;
-      });
-      if (!done) throw new Error('the uptime store could not keep the cordon');
-    };
-    const store = this.store;
-    return {
-      get keptIn() {
-        return store.persistent ? 'uptime store' : 'memory';
-      },
-      start: async (seen) => {
-        const all = new Map<string, Cordon>();
-        for (const [name, text] of this.write(() => this.store.cordons()) ?? []) {
-          const c = parseCordon(text);
-          if (c !== null && UPSTREAM_NAME.test(name)) all.set(name, c);
-        }
-        seen(all);
-      },
-      put: (name, c) => set(name, cordonText(c)),
-      drop: (name) => set(name, null),
-      close: async () => undefined,
-    };
+    return storeCordonKeeper(
+      this.store,
+      (op) => this.write(op),
+      () => this.clock.now(),
+    );
   }
 
   /** For /status on the admin port. */
@@ -347,6 +352,7 @@ export class Uptime implements UptimePages {
       persistent: this.store.persistent,
       openIncidents: [...this.open.keys()],
       bufferedProbes: this.store.pending,
+      webhooks: this.webhooks.status(),
     };
   }
 
@@ -355,6 +361,7 @@ export class Uptime implements UptimePages {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
+    await this.webhooks.close();
     this.deps.fleet.off?.('head', this.onHead);
     this.deps.fleet.off?.('head', this.first);
     const now = this.clock.now();

@@ -1,11 +1,12 @@
 /**
  * What the public port answers for the uptime paths: GET /uptime (the page), GET /uptime.json
- * (its machine twin, CORS open to any origin: it is public), GET /uptime/badge.svg, and the page
- * for a browser's GET / (Accept names text/html). HEAD works on each. Cache lifetimes follow the
+ * (its machine twin, CORS open to any origin: it is public), GET /uptime/badge.svg,
+ * GET /uptime/feed.atom (feed.ts), and the page for a browser's GET / (Accept names text/html). HEAD works on each. Cache lifetimes follow the
  * probe interval, so a CDN or browser in front never shows a result older than one more probe.
  */
 import type { UptimeReport } from './report.js';
 import { renderBadge } from './badge.js';
+import { feedBase, feedEntries, renderFeed } from './feed.js';
 import { PAGE_CSP, renderPage } from './page.js';
 
 export interface UptimePages {
@@ -14,6 +15,8 @@ export interface UptimePages {
   uptime30d(): number | null;
   readonly title: string;
   readonly probeIntervalMs: number;
+  /** uptime.publicUrl: the base of the feed's links (else the request's Host). */
+  readonly publicUrl?: string | null;
 }
 
 export interface UptimeAnswer {
@@ -35,6 +38,7 @@ export function uptimeAnswer(
   pages: UptimePages,
   path: string,
   accept: string | string[] | undefined,
+  host?: string,
 ): UptimeAnswer | null {
   const maxAge = Math.max(1, Math.floor(pages.probeIntervalMs / 1000));
   if (path === '/uptime' || (path === '/' && wantsHtml(accept))) {
@@ -73,6 +77,7 @@ export function uptimeAnswer(
       headers: { ...COMMON, ...cors, 'content-type': 'application/json', 'cache-control': `public, max-age=${maxAge}` },
     };
   }
+  if (path === '/uptime/feed.atom') return feedAnswer(pages, host, maxAge);
   if (path === '/uptime/badge.svg') {
     return {
       status: 200,
@@ -86,4 +91,40 @@ export function uptimeAnswer(
     };
   }
   return null;
+}
+
+function feedAnswer(pages: UptimePages, host: string | undefined, maxAge: number): UptimeAnswer {
+  const report = pages.report();
+  const base = feedBase(pages.publicUrl, host);
+  if (report === null || base === null) {
+    const why = base === null ? 'no Host header naming a host: set uptime.publicUrl' : 'no probe has finished yet';
+    return {
+      status: base === null ? 400 : 503,
+      body: `${why}\n`,
+      headers: {
+        ...COMMON,
+        'content-type': 'text/plain; charset=utf-8',
+        'cache-control': 'no-store',
+        ...(base === null ? {} : { 'retry-after': '1' }),
+      },
+    };
+  }
+  const incidents = report.incidents;
+  const entries = feedEntries(incidents, [], report.chainId);
+  const body = renderFeed(entries, {
+    title: report.title,
+    chainId: report.chainId,
+    base,
+    publicUrl: pages.publicUrl,
+    now: report.checkedAt,
+  });
+  return {
+    status: 200,
+    body,
+    headers: {
+      ...COMMON,
+      'content-type': 'application/atom+xml; charset=utf-8',
+      'cache-control': `public, max-age=${maxAge}`,
+    },
+  };
 }

@@ -1,0 +1,161 @@
+/**
+ * What happened on the uptime page, as events the Atom feed (feed.ts) and the webhooks
+ * (webhooks.ts) both tell: an incident opened, updated or resolved, a maintenance window started
+ * or ended. Incidents and windows come in as the plain data of uptime.json (times ISO 8601), so
+ * any source (a probe's incident, an operator's, a window from config or the admin port) becomes
+ * events the same way.
+ * Owns: the event shapes, their stable ids, and the one line of text that names each.
+ * Refuses: deciding when something happens (index.ts, tracker.ts), rendering and sending.
+ */
+import { createHash } from 'node:crypto';
+
+export interface IncidentUpdate {
+  status: string;
+  message: string;
+  at: string;
+}
+
+/** An incident as uptime.json lists it; title, source and updates are optional. */
+export interface EventIncident {
+  id: number | string;
+  kind?: string;
+  title?: string;
+  summary: string;
+  startedAt: string;
+  endedAt: string | null;
+  source?: string;
+  updates?: readonly IncidentUpdate[];
+}
+
+export interface MaintenanceWindow {
+  id: number | string;
+  title: string;
+  start: string;
+  end: string;
+}
+
+export const UPTIME_EVENT_TYPES = [
+  'incident.opened',
+  'incident.updated',
+  'incident.resolved',
+  'maintenance.started',
+  'maintenance.ended',
+] as const;
+export type UptimeEventType = (typeof UPTIME_EVENT_TYPES)[number];
+
+/** `update`: the update an `incident.updated` tells, or the message an `incident.resolved` closed with. */
+export type UptimeEvent =
+  | { type: 'incident.opened' | 'incident.resolved'; at: string; incident: EventIncident; update?: IncidentUpdate }
+  | { type: 'incident.updated'; at: string; incident: EventIncident; update: IncidentUpdate }
+  | { type: 'maintenance.started' | 'maintenance.ended'; at: string; maintenance: MaintenanceWindow };
+
+export function openedEvent(incident: EventIncident): UptimeEvent {
+  return { type: 'incident.opened', at: incident.startedAt, incident };
+}
+
+export function updatedEvent(incident: EventIncident, update: IncidentUpdate): UptimeEvent {
+  return { type: 'incident.updated', at: update.at, incident, update };
+}
+
+/** `update`: the `resolved` update that closed it, when an operator did. */
+export function resolvedEvent(incident: EventIncident, update?: IncidentUpdate): UptimeEvent {
+  return { type: 'incident.resolved', at: incident.endedAt ?? update?.at ?? incident.startedAt, incident, update };
+}
+
+/**
+ * Every event in an incident's life so far: opened, each update, resolved once it has ended. The
+ * last `resolved` update of an ended incident is told by its resolution, not twice.
+ */
+export function incidentEvents(incident: EventIncident): UptimeEvent[] {
+  const updates = incident.updates ?? [];
+  let closing = -1;
+  if (incident.endedAt !== null) for (const [i, u] of updates.entries()) if (u.status === 'resolved') closing = i;
+  const out = [openedEvent(incident)];
+  updates.forEach((u, i) => {
+    if (i !== closing) out.push(updatedEvent(incident, u));
+  });
+  if (incident.endedAt !== null) out.push(resolvedEvent(incident, updates[closing]));
+  return out;
+}
+
+/** The windows that started or ended in (from, to]: what a timer or a probe at `to` announces. */
+export function maintenanceEvents(windows: readonly MaintenanceWindow[], from: number, to: number): UptimeEvent[] {
+  const out: UptimeEvent[] = [];
+  const within = (iso: string): boolean => {
+    const t = Date.parse(iso);
+    return t > from && t <= to;
+  };
+  for (const w of windows) {
+    if (within(w.start)) out.push({ type: 'maintenance.started', at: w.start, maintenance: w });
+    if (within(w.end)) out.push({ type: 'maintenance.ended', at: w.end, maintenance: w });
+  }
+  return out.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+}
+
+const KIND_NAMES: Record<string, string> = { unreachable: 'Chain unreachable', stalled: 'Chain stalled' };
+
+/** What the incident is called: its title, else its kind in words, else its summary. */
+export function incidentName(i: EventIncident): string {
+  return i.title ?? (i.kind !== undefined ? (KIND_NAMES[i.kind] ?? i.kind) : i.summary);
+}
+
+function capitalised(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** The one line naming an event (an entry's title, a Slack message's first line). */
+export function eventTitle(e: UptimeEvent): string {
+  switch (e.type) {
+    case 'incident.opened':
+      return `Incident opened: ${incidentName(e.incident)}`;
+    case 'incident.updated':
+      return `${capitalised(e.update.status)}: ${incidentName(e.incident)}`;
+    case 'incident.resolved':
+      return `Resolved: ${incidentName(e.incident)}`;
+    case 'maintenance.started':
+      return `Maintenance started: ${e.maintenance.title}`;
+    case 'maintenance.ended':
+      return `Maintenance ended: ${e.maintenance.title}`;
+  }
+}
+
+/** The text under the title: what was said, or what happened, in plain words. */
+export function eventDetail(e: UptimeEvent): string {
+  switch (e.type) {
+    case 'incident.opened':
+      return e.incident.summary;
+    case 'incident.updated':
+      return e.update.message;
+    case 'incident.resolved': {
+      const minutes = Math.max(0, Math.round((Date.parse(e.at) - Date.parse(e.incident.startedAt)) / 60_000));
+      const lasted = `Resolved after ${minutes} min (${e.incident.summary})`;
+      return e.update ? `${e.update.message}\n${lasted}` : lasted;
+    }
+    case 'maintenance.started':
+    case 'maintenance.ended':
+      return `Maintenance window ${e.maintenance.start} to ${e.maintenance.end} (UTC)`;
+  }
+}
+
+/** A fixed namespace, so the same event always gets the same id (RFC 9562 name-based UUID, SHA-1). */
+const NAMESPACE = Buffer.from('6f1d8c2a4b9e4f3aa2d57c0e9b1f3a64', 'hex');
+
+export function nameUuid(name: string): string {
+  const h = createHash('sha1').update(NAMESPACE).update(name).digest();
+  h[6] = (h[6]! & 0x0f) | 0x50;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const x = h.subarray(0, 16).toString('hex');
+  return `urn:uuid:${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+}
+
+/**
+ * A stable, globally unique id for an event: a feed entry's atom:id, a webhook body's `id`.
+ * The start time is part of it because incident ids restart at 1 with a fresh store.
+ */
+export function eventId(e: UptimeEvent, chainId: string): string {
+  if ('maintenance' in e)
+    return nameUuid(`${chainId}/maintenance/${e.maintenance.id}/${e.maintenance.start}/${e.type}`);
+  const i = e.incident;
+  const update = e.type === 'incident.updated' ? `/${e.update.at}/${e.update.status}` : '';
+  return nameUuid(`${chainId}/incident/${i.id}/${i.startedAt}/${e.type}${update}`);
+}
