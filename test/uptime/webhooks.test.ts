@@ -250,7 +250,10 @@ t.test('a reload keeps unchanged webhooks and drops the deliveries of removed on
   await waitFor('both sending', () => held.length === 1 && drop.got.length === 1);
   webhooks.apply([a, { url: fresh.url, format: 'slack', name: 'c' }], PAGE);
   t.same((await outcomes()).dropped, 2, "b's delivery in flight and the one waiting are dropped");
-  t.match(webhooks.status(), [{ name: 'a', waiting: 1, sending: true }, { name: 'c', waiting: 0 }]);
+  t.match(webhooks.status(), [
+    { name: 'a', waiting: 1, sending: true },
+    { name: 'c', waiting: 0 },
+  ]);
   held.shift()!.end();
   await waitFor("a's second delivery", () => held.length === 1);
   held.shift()!.end();
@@ -297,14 +300,20 @@ t.test('a webhook URL is in no log line, status entry or metric', async (t) => {
   const url = `http://127.0.0.1:1/services/${secret}`;
   const { webhooks, metrics, outcomes } = hooks(
     t,
-    [{ url, format: 'slack' }, { url: `${ok.url}/services/${secret}`, format: 'json' }],
+    [
+      { url, format: 'slack' },
+      { url: `${ok.url}/services/${secret}`, format: 'json' },
+    ],
     { ...FAST, retryForMs: 100 },
     log,
   );
   webhooks.send(opened(1));
   await waitFor('given up', async () => (await outcomes()).failed === 1, { timeoutMs: 10_000 });
   const text = [lines.join('\n'), JSON.stringify(webhooks.status()), await metrics.registry.metrics()].join('\n');
-  t.ok(lines.some((l) => l.includes('ECONNREFUSED')), 'the error is logged by its code');
+  t.ok(
+    lines.some((l) => l.includes('ECONNREFUSED')),
+    'the error is logged by its code',
+  );
   await waitFor('the other delivered', async () => (await outcomes()).delivered === 1);
   for (const s of ['T0SECRET', 'k3yK3yK3y', '127.0.0.1:1/', `127.0.0.1:${ok.port}`])
     t.notOk(text.includes(s), `${s} appears nowhere`);
@@ -312,9 +321,26 @@ t.test('a webhook URL is in no log line, status entry or metric', async (t) => {
 
 t.test('backoff: doubling with jitter, capped', async (t) => {
   const tune = { backoffBaseMs: 1_000, backoffMaxMs: 60_000 };
-  t.equal(backoffMs(1, tune, () => 0), 500);
-  t.equal(backoffMs(1, tune, () => 1), 1_000);
-  t.equal(backoffMs(3, tune, () => 1), 4_000);
-  t.equal(backoffMs(30, tune, () => 1), 60_000, 'capped at backoffMaxMs');
-  t.equal(backoffMs(1_000, tune, () => 0.5), 45_000, 'no overflow on a long run');
+  t.equal(
+    backoffMs(1, tune, () => 0),
+    500,
+  );
+  t.equal(
+    backoffMs(1, tune, () => 1),
+    1_000,
+  );
+  t.equal(
+    backoffMs(3, tune, () => 1),
+    4_000,
+  );
+  t.equal(
+    backoffMs(30, tune, () => 1),
+    60_000,
+    'capped at backoffMaxMs',
+  );
+  t.equal(
+    backoffMs(1_000, tune, () => 0.5),
+    45_000,
+    'no overflow on a long run',
+  );
 });
