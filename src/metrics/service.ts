@@ -2,7 +2,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { INCIDENT_KINDS, type IncidentKind } from '../uptime/store.js';
 import { toQuantity } from '../jsonrpc/hex.js';
-import { WEBHOOK_OUTCOMES, type WebhookOutcome } from '../uptime/webhooks.js';
 
 export const RELOAD_RESULTS = ['success', 'failure'] as const;
 /** The uptime probe's two checks, each counted ok or fail. */
@@ -26,7 +25,6 @@ export class ServiceMetrics {
   private readonly headAge: Gauge;
   private readonly storePersistent: Gauge;
   private readonly ready: Gauge;
-  private readonly webhooks: Counter;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -50,12 +48,6 @@ export class ServiceMetrics {
     this.storePersistent = new Gauge({
       name: 'switchyard_uptime_store_persistent',
       help: '1 while uptime history is written to the uptime.store file; 0 when it is kept in memory (store null, or the file failed)',
-      registers,
-    });
-    this.webhooks = new Counter({
-      name: 'switchyard_uptime_webhooks_total',
-      help: 'Uptime webhook deliveries by outcome: delivered (2xx), retried (an attempt failed, another scheduled), failed (given up), dropped (queue full, webhook removed, shutdown)',
-      labelNames: ['outcome'],
       registers,
     });
     this.ready = new Gauge({
@@ -90,7 +82,6 @@ export class ServiceMetrics {
     this.reloadAt.set(now());
     for (const check of PROBE_CHECKS) for (const result of PROBE_RESULTS) this.uptimeProbes.inc({ check, result }, 0);
     for (const kind of INCIDENT_KINDS) this.incidentOpen.set({ kind }, 0);
-    for (const outcome of WEBHOOK_OUTCOMES) this.webhooks.inc({ outcome }, 0);
   }
 
   /** What is running: the one series of switchyard_build_info. */
@@ -122,10 +113,6 @@ export class ServiceMetrics {
   /** What GET /ready answers now (admin.ts sets it before each scrape). */
   setReady(ready: boolean): void {
     this.ready.set(ready ? 1 : 0);
-  }
-
-  recordUptimeWebhook(outcome: WebhookOutcome): void {
-    this.webhooks.inc({ outcome });
   }
 
   setUptimeStorePersistent(persistent: boolean): void {

@@ -37,9 +37,9 @@ const COMMON = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-ref
 export function uptimeAnswer(
   pages: UptimePages,
   path: string,
-  accept: string | string[] | undefined,
-  host?: string,
+  headers: { accept?: string | string[]; host?: string },
 ): UptimeAnswer | null {
+  const { accept, host } = headers;
   const maxAge = Math.max(1, Math.floor(pages.probeIntervalMs / 1000));
   if (path === '/uptime' || (path === '/' && wantsHtml(accept))) {
     return {
