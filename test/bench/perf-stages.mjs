@@ -6,7 +6,7 @@
  * in microseconds. Record with Switchyard started as
  * `node --perf-prof --interpreted-frames-native-stack dist/main.js`
  * and `perf record -k 1 -F 4000 -g -p PID` while wrk runs, then `perf inject --jit -i perf.data -o
-^ * perf.jit.data` in a scratch directory (it writes a file per compiled function there; V8 moves and
+ * perf.jit.data` in a scratch directory (it writes a file per compiled function there; V8 moves and
  * frees compiled code: only its jitdump names frames right; see
  * docs/benchmarks.md#where-the-time-goes).
  * Frames of code V8 has since moved or freed carry stale names: they land in `other`.
