@@ -184,7 +184,8 @@ t.test('a webhook receiver that hangs: probes, calls and the other webhook go on
   const p50 = latencies[25]!;
   const max = latencies[49]!;
   t.comment(`50 eth_getBalance calls while a webhook hangs: p50 ${p50.toFixed(2)} ms, max ${max.toFixed(2)} ms`);
-  t.ok(max < 1_000, `no call waited on the webhook (max ${max.toFixed(1)} ms)`);
+  // A call held behind the hanging delivery would wait out its 10 s attempt.
+  t.ok(max < 5_000, `no call waited on the webhook (max ${max.toFixed(1)} ms)`);
   const c1 = (await report(sy.url)).checkedAt;
   await waitFor('probes go on', async () => (await report(sy.url)).checkedAt > c1);
 

@@ -131,17 +131,22 @@ t.test('a receiver answering 500 then 200: retried, then delivered once, order k
 t.test('a receiver that hangs costs only its own deliveries', async (t) => {
   const hang = await receiver(t, () => undefined);
   const ok = await receiver(t);
-  const { webhooks, outcomes } = hooks(t, [
-    { url: hang.url, format: 'json', name: 'hangs' },
-    { url: ok.url, format: 'json', name: 'answers' },
-  ]);
+  // Anything held behind the hanging receiver would wait out its 10 s attempt.
+  const { webhooks, outcomes } = hooks(
+    t,
+    [
+      { url: hang.url, format: 'json', name: 'hangs' },
+      { url: ok.url, format: 'json', name: 'answers' },
+    ],
+    { ...FAST, attemptTimeoutMs: 10_000 },
+  );
   const started = Date.now();
   for (let i = 1; i <= 3; i++) webhooks.send(opened(i));
   const sendMs = Date.now() - started;
-  t.ok(sendMs < 50, `send() only queues: ${sendMs} ms for 3 events`);
+  t.ok(sendMs < 1_000, `send() only queues: ${sendMs} ms for 3 events`);
   await waitFor('the other receiver has all three', () => ok.got.length === 3);
   const okMs = Date.now() - started;
-  t.ok(okMs < 1_500, `the answering webhook got all three in ${okMs} ms while the other hangs`);
+  t.ok(okMs < 5_000, `the answering webhook got all three in ${okMs} ms while the other hangs`);
   t.equal(hang.got.length, 1, 'the hanging one holds its first delivery, the rest wait behind it');
   t.match(webhooks.status(), [
     { name: 'hangs', waiting: 2, sending: true },
