@@ -3,7 +3,8 @@
  * (checks.ts), opens and closes incidents (tracker.ts), keeps results and incidents in the store
  * (store.ts, a SQLite file or memory) and makes the report the page, its JSON and the badge show
  * (report.ts, page.ts, badge.ts). Without a shared Redis it also keeps the cordons in its store
- * (cordonKeeper). The clock is injected; tests drive probe() themselves.
+ * (cordonKeeper). Each incident opened or closed is told to uptime.webhooks (webhooks.ts). The
+ * clock is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
  * routes.ts for an answer).
  *
@@ -207,8 +208,10 @@ export class Uptime implements UptimePages {
     })) {
       if ('open' in change) {
         const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
-        if (incident) this.open.set(change.open, incident);
-        if (incident) this.publish(openedEvent(incidentLine(incident)));
+        if (incident) {
+          this.open.set(change.open, incident);
+          this.publish(openedEvent(incidentLine(incident)));
+        }
         this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
       } else {
         const incident = this.open.get(change.close)!;

@@ -1,8 +1,8 @@
 /**
  * What the public port answers for the uptime paths: GET /uptime (the page), GET /uptime.json
- * (its machine twin, CORS open to any origin: it is public), GET /uptime/badge.svg,
- * GET /uptime/feed.atom (feed.ts), and the page for a browser's GET / (Accept names text/html). HEAD works on each. Cache lifetimes follow the
- * probe interval, so a CDN or browser in front never shows a result older than one more probe.
+ * (its machine twin, CORS open to any origin: it is public), GET /uptime/badge.svg, GET
+ * /uptime/feed.atom (feed.ts), and the page for a browser's GET / (Accept names text/html). HEAD
+ * works on each. Cache lifetimes follow the probe interval, so a CDN or browser in front never shows a result older than one more probe.
  */
 import type { UptimeReport } from './report.js';
 import { renderBadge } from './badge.js';
@@ -109,8 +109,7 @@ function feedAnswer(pages: UptimePages, host: string | undefined, maxAge: number
       },
     };
   }
-  const incidents = report.incidents;
-  const entries = feedEntries(incidents, [], report.chainId);
+  const entries = feedEntries(report.incidents, [], report.chainId);
   const body = renderFeed(entries, {
     title: report.title,
     chainId: report.chainId,
