@@ -2,7 +2,8 @@
  * What the public port answers for the uptime paths: GET /uptime (the page), GET /uptime.json
  * (its machine twin, CORS open to any origin: it is public), GET /uptime/badge.svg, GET
  * /uptime/feed.atom (feed.ts), and the page for a browser's GET / (Accept names text/html). HEAD
- * works on each. Cache lifetimes follow the probe interval, so a CDN or browser in front never shows a result older than one more probe.
+ * works on each. Cache lifetimes follow the probe interval, so a CDN or browser in front never
+ * shows a result older than one more probe.
  */
 import type { UptimeReport } from './report.js';
 import { renderBadge } from './badge.js';
