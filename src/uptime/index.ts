@@ -206,23 +206,8 @@ export class Uptime implements UptimePages {
       stallAfterSeconds: s.stallAfterSeconds,
       chainId,
     })) {
-      if ('open' in change) {
-        const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
-        if (incident) {
-          this.open.set(change.open, incident);
-          this.publish(openedEvent(incidentLine(incident)));
-        }
-        this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
-      } else {
-        const incident = this.open.get(change.close)!;
-        this.write(() => this.store.closeIncident(incident.id, t, t));
-        this.open.delete(change.close);
-        this.publish(resolvedEvent(incidentLine({ ...incident, endedAt: t })));
-        this.log.info(
-          { kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) },
-          'uptime incident closed',
-        );
-      }
+      if ('open' in change) this.openIncident(change.open, change.summary, t);
+      else this.closeIncident(change.close, t);
     }
     this.publishIncidents();
     const seen = this.watch.remember();
@@ -239,6 +224,25 @@ export class Uptime implements UptimePages {
         history: history(this.store, t),
         incidents: incidentLines(this.store, t),
       })) ?? this.summary;
+  }
+
+  /** An incident opened at probe time t: stored, kept open, told to the webhooks. */
+  private openIncident(kind: IncidentKind, summary: string, t: number): void {
+    const incident = this.write(() => this.store.openIncident(kind, t, summary, t));
+    if (incident) {
+      this.open.set(kind, incident);
+      this.publish(openedEvent(incidentLine(incident)));
+    }
+    this.log.warn({ kind, summary }, 'uptime incident opened');
+  }
+
+  private closeIncident(kind: IncidentKind, t: number): void {
+    const incident = this.open.get(kind)!;
+    this.write(() => this.store.closeIncident(incident.id, t, t));
+    this.open.delete(kind);
+    this.publish(resolvedEvent(incidentLine({ ...incident, endedAt: t })));
+    const seconds = Math.round((t - incident.startedAt) / 1000);
+    this.log.info({ kind, id: incident.id, seconds }, 'uptime incident closed');
   }
 
   /**
