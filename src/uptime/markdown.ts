@@ -7,6 +7,7 @@
  *   of this site and in-page (#) targets; they get rel="nofollow noopener noreferrer";
  * - images are off: the page loads nothing from elsewhere (`![a](u)` stays a link to u);
  * - table cells lose the style attribute alignment would add (the page's CSP allows no inline style);
+ * - headings move two levels down (# is h3): the page has its h1 and the post-mortem's h2;
  * - no linkify, no typographer.
  */
 import MarkdownIt from 'markdown-it';
@@ -26,6 +27,9 @@ md.core.ruler.push('switchyard_attrs', (state) => {
       if (t.type === 'link_open') t.attrSet('rel', 'nofollow noopener noreferrer');
     }
     if (token.attrs !== null) token.attrs = token.attrs.filter(([name]) => name !== 'style');
+    // The post-mortem sits under the page's h1 and its own h2: its headings start at h3.
+    if (token.type === 'heading_open' || token.type === 'heading_close')
+      token.tag = `h${Math.min(6, Number(token.tag.slice(1)) + 2)}`;
   }
 });
 
