@@ -16,12 +16,13 @@ a{color:var(--link)}
 .crumbs{font-size:.92rem;margin:0 0 8px}.crumbs a{margin-right:12px}
 .timeline li{display:block}
 .msg{margin:4px 0 0;white-space:pre-wrap;overflow-wrap:anywhere}
-.pill.investigating{background:var(--bad-b)}.pill.identified{background:var(--warn-b)}.pill.monitoring{background:var(--idle-b)}.pill.resolved{background:var(--ok-b)}.pill.operator{background:var(--warn-b)}
+.pill.investigating{background:var(--bad-b)}.pill.identified{background:var(--warn-b)}.pill.monitoring{background:var(--idle-b)}.pill.resolved{background:var(--ok-b)}
+.pill.closed{background:transparent}
+header{margin-bottom:12px}
 .md{overflow-wrap:anywhere}.md pre{overflow-x:auto;background:var(--bg);padding:8px;border-radius:6px}
 .md code{font-size:.9em}.md table{margin:8px 0}.md td,.md th{white-space:normal}
 .md h1,.md h2,.md h3{font-size:1.05rem;margin:14px 0 6px}
 .md ul{list-style:disc;padding-left:22px}.md ol{padding-left:22px}.md ul li,.md ol li{border:0;padding:2px 0}
-.steps{list-style:decimal;padding-left:22px}.steps>li{border:0;padding:4px 0}.steps ul{list-style:disc;padding-left:20px}.steps ul li{border:0;padding:2px 0}
 .pager{display:flex;justify-content:space-between;gap:10px;margin-top:8px}
 `;
 

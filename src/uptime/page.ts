@@ -43,7 +43,7 @@ h2{font-size:1rem;margin:0 0 8px}
 ul{list-style:none;margin:0;padding:0}
 li{padding:8px 0;border-top:1px solid var(--line)}li:first-child{border-top:0}
 .pill{display:inline-block;font-size:.75rem;font-weight:600;padding:1px 8px;border-radius:999px;color:#fff;background:var(--bad-b);border:1px solid transparent;margin-right:6px}
-.pill.stalled{background:var(--warn-b)}.pill.closed{background:transparent;color:var(--text);border-color:var(--muted)}
+.pill.stalled,.pill.operator{background:var(--warn-b)}.pill.closed{background:transparent;color:var(--text);border-color:var(--muted)}
 .when{font-variant-numeric:tabular-nums;font-size:.88rem}
 .empty{color:var(--muted)}
 .scroll{overflow-x:auto}
@@ -55,6 +55,7 @@ td.num,th.num{text-align:right}
 footer{color:var(--muted);font-size:.82rem;text-align:center;margin-top:14px}
 footer a{color:inherit}
 #incidents a,#support a,.head2 a{color:var(--link)}
+.steps{list-style:decimal;padding-left:22px}.steps>li{border:0;padding:4px 0}.steps ul{list-style:disc;padding-left:20px}.steps ul li{border:0;padding:2px 0}
 .stale{color:var(--bad-t);font-weight:600}
 @media (max-width:560px){.grid{grid-template-columns:1fr}.value{font-size:1.15rem}.bar{height:28px;gap:1px}}
 `;
