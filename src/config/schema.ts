@@ -9,6 +9,7 @@ import { parseCidr } from '../limits/cidrs.js';
 import { portClashes, redisUrl, shadowsOnly } from './checks.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
+import { MAX_SUPPORT, supportLink } from '../uptime/support.js';
 import { z } from 'zod';
 
 export { upstreamSchema };
@@ -279,6 +280,14 @@ export const configSchema = z
         /** List each upstream by name (state, head, lag, latency) on the page; never a URL. */
         showUpstreams: z.boolean().default(true),
         title: z.string().min(1).max(200).default('Switchyard status'),
+        /** "Report a problem" (SPEC 12.2): an https URL, a mailto: URL or an e-mail address; null = not shown. */
+        support: z
+          .string()
+          .refine((v) => supportLink(v) !== null, {
+            error: `expected an https:// or http:// URL, a mailto: URL or an e-mail address (at most ${MAX_SUPPORT} characters)`,
+          })
+          .nullable()
+          .default(null),
       })
       .prefault({}),
     log: z

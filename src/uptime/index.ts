@@ -30,6 +30,7 @@ import {
 } from './report.js';
 import type { UptimePages } from './routes.js';
 import { cordonText, parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../upstream/cordons.js';
+import { IncidentDesk } from './incidents.js';
 import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
 
@@ -40,6 +41,8 @@ export interface UptimeSettings {
   store: string | null;
   showUpstreams: boolean;
   title: string;
+  /** Where users report a problem (an https URL or mailto:); null or absent: no such section. */
+  support?: string | null;
 }
 
 export interface Clock {
@@ -75,6 +78,8 @@ export class Uptime implements UptimePages {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly open = new Map<IncidentKind, Incident>();
+  /** Hand-opened incidents, updates, post-mortems, and who hears of incident changes (incidents.ts). */
+  readonly desk: IncidentDesk;
   private last: LastProbe | null = null;
   /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
   private reachableSince = 0;
@@ -99,6 +104,7 @@ export class Uptime implements UptimePages {
     this.log = deps.log.child({ room: 'uptime' });
     const now = this.clock.now();
     this.store = this.openStore(settings.store, now);
+    this.desk = new IncidentDesk(this.store, this.clock, this.log, (op) => this.write(op), this.told);
     for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
     const head = Number(this.store.getMeta('head') ?? NaN);
     const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
@@ -186,11 +192,13 @@ export class Uptime implements UptimePages {
       if ('open' in change) {
         const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
         if (incident) this.open.set(change.open, incident);
+        if (incident) this.desk.probeChanged('opened', incident.id);
         this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
       } else {
         const incident = this.open.get(change.close)!;
         this.write(() => this.store.closeIncident(incident.id, t, t));
         this.open.delete(change.close);
+        this.desk.probeChanged('resolved', incident.id);
         this.log.info(
           { kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) },
           'uptime incident closed',
@@ -241,6 +249,12 @@ export class Uptime implements UptimePages {
       }
     }
   }
+
+  /** An incident changed by hand: the page shows it now, not at the next probe. */
+  private readonly told = (): void => {
+    const incidents = this.summary && this.write(() => incidentLines(this.store, this.clock.now()));
+    if (this.summary && incidents) this.summary = { ...this.summary, incidents };
+  };
 
   private publishIncidents(): void {
     this.deps.metrics.setUptimeIncidents(this.open);
@@ -297,6 +311,10 @@ export class Uptime implements UptimePages {
 
   get title(): string {
     return this.settings.title;
+  }
+
+  get support(): string | null {
+    return this.settings.support ?? null;
   }
 
   get probeIntervalMs(): number {
