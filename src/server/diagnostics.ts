@@ -58,7 +58,17 @@ export function diagnosticHeaders(d: Diagnostics | undefined, totalMs: number): 
     s.upstreamMs === null
       ? `total;dur=${totalMs.toFixed(1)}`
       : `total;dur=${totalMs.toFixed(1)}, upstream;dur=${s.upstreamMs.toFixed(1)}`;
-  const h = ['x-switchyard-cache', s.cache, 'x-switchyard-attempts', String(s.attempts), 'server-timing', timing];
+  // Timing-Allow-Origin: a page on another origin sees Server-Timing in its Resource Timing entries.
+  const h = [
+    'x-switchyard-cache',
+    s.cache,
+    'x-switchyard-attempts',
+    String(s.attempts),
+    'server-timing',
+    timing,
+    'timing-allow-origin',
+    '*',
+  ];
   if (s.answered.length > 0)
     h.push('x-switchyard-upstream', [...new Set(s.answered)].slice(0, MAX_UPSTREAMS).join(','));
   return h;

@@ -67,10 +67,15 @@ export class RequestTrace {
   constructor(
     private readonly rt: RequestTracing,
     readonly span: Span,
-    /** The head decision: a sampled parent, or the sample at tracing.sampleRate. */
-    readonly head: boolean,
+    /** The head decision: a sampled parent, the sample at tracing.sampleRate, or force(). */
+    public head: boolean,
   ) {
     this.traceId = span.spanContext().traceId;
+  }
+
+  /** X-Switchyard-Trace: force (server/directives.ts): recorded and exported whatever the sample. */
+  force(): void {
+    this.head = true;
   }
 
   /** A span for the call in slot `slot`, under the SERVER span. */
