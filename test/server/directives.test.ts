@@ -125,6 +125,22 @@ t.test('Skip-Cache: a cached call reaches a node again, and its answer is still 
   t.equal((await post(oncall, block0)).headers['x-switchyard-cache'], 'hit', 'the cache still answers others');
 });
 
+t.test('Skip-Cache: no joining an identical call in flight', async (t) => {
+  const [call] = freshBalances(1) as { params: string[] }[];
+  const address = call!.params[0];
+  const holds = proxies.map((p) => p.hold('eth_getBalance', (params) => params[0] === address));
+  const release = (): void => holds.forEach((h) => h.release());
+  t.teardown(release);
+  const held = (): number => holds.reduce((n, h) => n + h.held, 0);
+  const first = post(sy.url, call!);
+  await waitFor('the first call held at a node', () => held() === 1 || undefined);
+  const second = post(oncall, call!, { 'x-switchyard-skip-cache': 'true' });
+  // Well within routing.upstreamTimeoutMs (10 s): not the first call failing over to the other node.
+  await waitFor('the second call at a node too', () => held() === 2 || undefined, { timeoutMs: 5_000 });
+  release();
+  for (const r of await Promise.all([first, second])) t.type(r.json().result, 'string');
+});
+
 t.test('Trace: force exports the request at sampleRate 0', async (t) => {
   const plain = await post(oncall, freshBalances(1)[0]!);
   t.match(String(plain.headers.traceparent), /-00$/, 'not sampled without it');
