@@ -230,13 +230,15 @@ class HttpRequest {
   }
 
   finish(status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void {
-    const { deps, res, diagnostics } = this;
+    const { deps, res } = this;
     closeIfStopping(deps, res);
-    if (this.trace !== null)
-      extra = {
-        ...extra,
-        traceparent: this.trace.end(status, info.errors ?? (status === 200 ? 0 : 1), info.calls ?? null),
-      };
+    let diagnostics = this.diagnostics;
+    if (this.trace !== null) {
+      // As a header pair, not a spread into `extra`: the answer keeps the short writeHead (http-answer.ts).
+      const traceparent = this.trace.end(status, info.errors ?? (status === 200 ? 0 : 1), info.calls ?? null);
+      diagnostics =
+        diagnostics === undefined ? ['traceparent', traceparent] : [...diagnostics, 'traceparent', traceparent];
+    }
     if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes)
       sendAnswer(res, status, body, this.reqId, this.cors, extra, diagnostics);
     else {
