@@ -49,10 +49,22 @@ export function applyDirectives(
   const force = headers['x-switchyard-trace'];
   if (use === undefined && skip === undefined && force === undefined) return;
   if (apiKey === undefined || d.directiveKeys?.has(apiKey) !== true) return ignored(d.metrics, use, skip, force);
-  // A value that is no upstream's name (too long, repeated) names the unknown upstream '': -32002.
-  if (use !== undefined) ctx.useUpstream = typeof use === 'string' && use.length <= MAX_NAME ? use.trim() : '';
-  if (typeof skip === 'string' && skip.trim().toLowerCase() === 'true') ctx.skipCache = true;
-  if (typeof force === 'string' && force.trim().toLowerCase() === 'force') trace?.force();
+  const applied: Directive[] = [];
+  if (use !== undefined) {
+    // A value that is no upstream's name (too long, repeated) names the unknown upstream '': -32002.
+    ctx.useUpstream = typeof use === 'string' && use.length <= MAX_NAME ? use.trim() : '';
+    applied.push('use_upstream');
+  }
+  if (typeof skip === 'string' && skip.trim().toLowerCase() === 'true') {
+    ctx.skipCache = true;
+    applied.push('skip_cache');
+  }
+  if (typeof force === 'string' && force.trim().toLowerCase() === 'force') {
+    trace?.force();
+    applied.push('trace');
+  }
+  // The trace says how the request was steered (the directives' names, never the values sent).
+  if (trace && applied.length > 0) trace.root.attributes['switchyard.directives'] = applied.join(',');
 }
 
 /** A WebSocket upgrade's directives: ignored, whoever sends them, and counted. */

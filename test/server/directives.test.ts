@@ -156,6 +156,8 @@ t.test('Trace: force exports the request at sampleRate 0', async (t) => {
     spans.some((s) => s.name === 'eth_getBalance'),
     'the call span',
   );
+  const server = spans.find((s) => s.kind === 2)!;
+  t.equal(server.attributes['switchyard.directives'], 'trace', 'the SERVER span names the directives applied');
   t.notOk(
     collector.spans.some((s) => s.traceId === String(plain.headers.traceparent).split('-')[1]),
     'the unforced request was not exported',
