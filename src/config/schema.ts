@@ -10,6 +10,7 @@ import { portClashes, redisUrl, shadowsOnly } from './checks.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
 import { publicUrlSchema, webhooksSchema } from './uptime-schema.js';
+import { MAX_SUPPORT, supportLink } from '../uptime/support.js';
 import { z } from 'zod';
 
 export { upstreamSchema };
@@ -231,6 +232,8 @@ export const configSchema = z
               ratePerSec: positiveInt,
               burst: positiveInt,
               burstWindowSec: positiveInt.default(10),
+              /** The holder may send request directives (X-Switchyard-*: server/directives.ts). */
+              directives: z.boolean().default(false),
             }),
           )
           .default([]),
@@ -280,9 +283,17 @@ export const configSchema = z
         /** List each upstream by name (state, head, lag, latency) on the page; never a URL. */
         showUpstreams: z.boolean().default(true),
         title: z.string().min(1).max(200).default('Switchyard status'),
+        /** "Report a problem" (SPEC 12.2): an https URL, a mailto: URL or an e-mail address; null = not shown. */
+        support: z
+          .string()
+          .refine((v) => supportLink(v) !== null, {
+            error: `expected an https:// or http:// URL, a mailto: URL or an e-mail address (at most ${MAX_SUPPORT} characters)`,
+          })
+          .nullable()
+          .default(null),
         /** Base of the feed's and webhooks' links, e.g. https://rpc.example.com; null: the feed uses the request's Host. */
         publicUrl: publicUrlSchema,
-        /** A POST to each on every uptime event: an incident opened or resolved (uptime/webhooks.ts). */
+        /** A POST to each on every incident opened, updated or resolved (uptime/webhooks.ts). */
         webhooks: webhooksSchema,
       })
       .prefault({}),

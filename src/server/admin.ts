@@ -2,7 +2,8 @@
  * The admin port (127.0.0.1 by default): /health (process alive), /ready (serving and not draining;
  * upstreams only with admin.readyRequiresUpstream, or asked with ?upstreams=1), /status (the fleet as an operator reads it; names, never URLs),
  * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does), and the
- * cordons under /upstreams (admin-cordons.ts).
+ * cordons under /upstreams (admin-cordons.ts), and incidents told by people under /uptime/incidents
+ * (admin-incidents.ts).
  * Every request must come with a Host the port answers (admin-host.ts: 403 otherwise), and every
  * write with a JSON content type (415 otherwise): a browser page of another site may send a
  * "simple" request (text/plain, a form, no body) anywhere without asking, but a JSON one only
@@ -16,6 +17,8 @@ import { cost } from '../routing/select.js';
 import type { Cordons } from '../upstream/cordons.js';
 import type { Fleet } from '../upstream/fleet.js';
 import { cordonLine, cordonRoute, isCordonPath } from './admin-cordons.js';
+import { incidentRoute, isIncidentPath } from './admin-incidents.js';
+import type { IncidentDesk } from '../uptime/incidents.js';
 import { servingLine } from './admin-serving.js';
 import { adminHostAllowed } from './admin-host.js';
 import { refuseWrite } from './admin-writes.js';
@@ -46,6 +49,8 @@ export interface AdminDeps {
   readyRequiresUpstream: boolean;
   /** Refused writes are logged here at warn (admin-writes.ts). */
   log?: Logger;
+  /** Incidents told by people (SPEC 12.2): under /uptime/incidents; absent with the uptime page off. */
+  incidents?: IncidentDesk;
 }
 
 type ReadyDeps = Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining' | 'readyRequiresUpstream'>;
@@ -140,6 +145,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       return;
     }
     if (isCordonPath(path)) return cordonRoute(req, res, path, deps.fleet, deps.cordons);
+    if (isIncidentPath(path)) return incidentRoute(req, res, path, deps.incidents);
     if (req.method !== 'GET') return sendJson(res, 405, { error: 'use GET' });
     switch (path) {
       case '/health':
@@ -165,7 +171,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       default:
         return sendJson(res, 404, {
           error: 'not found',
-          paths: ['/health', '/ready', '/status', '/metrics', '/upstreams', 'POST /-/reload'],
+          paths: ['/health', '/ready', '/status', '/metrics', '/upstreams', '/uptime/incidents', 'POST /-/reload'],
         });
     }
   });

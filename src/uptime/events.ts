@@ -8,6 +8,8 @@
  * Refuses: deciding when something happens (index.ts, tracker.ts), rendering and sending.
  */
 import { createHash } from 'node:crypto';
+import type { IncidentEvent } from './incidents.js';
+import { incidentLine, iso } from './report.js';
 
 export interface IncidentUpdate {
   status: string;
@@ -15,7 +17,7 @@ export interface IncidentUpdate {
   at: string;
 }
 
-/** An incident as uptime.json lists it; title, source and updates are optional. */
+/** An incident as uptime.json lists it (updates in any order); title, source and updates are optional. */
 export interface EventIncident {
   id: number | string;
   kind?: string;
@@ -49,8 +51,9 @@ export type UptimeEvent =
   | { type: 'incident.updated'; at: string; incident: EventIncident; update: IncidentUpdate }
   | { type: 'maintenance.started' | 'maintenance.ended'; at: string; maintenance: MaintenanceWindow };
 
-export function openedEvent(incident: EventIncident): UptimeEvent {
-  return { type: 'incident.opened', at: incident.startedAt, incident };
+/** `update`: a hand-opened incident's first message. */
+export function openedEvent(incident: EventIncident, update?: IncidentUpdate): UptimeEvent {
+  return { type: 'incident.opened', at: incident.startedAt, incident, ...(update && { update }) };
 }
 
 export function updatedEvent(incident: EventIncident, update: IncidentUpdate): UptimeEvent {
@@ -59,23 +62,34 @@ export function updatedEvent(incident: EventIncident, update: IncidentUpdate): U
 
 /** `update`: the `resolved` update that closed it, when an operator did. */
 export function resolvedEvent(incident: EventIncident, update?: IncidentUpdate): UptimeEvent {
-  return { type: 'incident.resolved', at: incident.endedAt ?? update?.at ?? incident.startedAt, incident, update };
+  const at = incident.endedAt ?? update?.at ?? incident.startedAt;
+  return { type: 'incident.resolved', at, incident, ...(update && { update }) };
 }
 
 /**
- * Every event in an incident's life so far: opened, each update, resolved once it has ended. The
- * last `resolved` update of an ended incident is told by its resolution, not twice.
+ * Every event in an incident's life so far: opened, each update, resolved once it has ended. An
+ * update made at the incident's start (a hand-opened incident's first message) is told by the
+ * opening, and the latest `resolved` update of an ended incident by its resolution: neither twice.
  */
 export function incidentEvents(incident: EventIncident): UptimeEvent[] {
-  const updates = incident.updates ?? [];
-  let closing = -1;
-  if (incident.endedAt !== null) for (const [i, u] of updates.entries()) if (u.status === 'resolved') closing = i;
-  const out = [openedEvent(incident)];
-  updates.forEach((u, i) => {
-    if (i !== closing) out.push(updatedEvent(incident, u));
-  });
-  if (incident.endedAt !== null) out.push(resolvedEvent(incident, updates[closing]));
+  const updates = [...(incident.updates ?? [])].sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+  const first = updates[0]?.at === incident.startedAt ? updates[0] : undefined;
+  let closing: IncidentUpdate | undefined;
+  if (incident.endedAt !== null) for (const u of updates) if (u.status === 'resolved') closing = u;
+  const out = [openedEvent(incident, first)];
+  for (const u of updates) if (u !== first && u !== closing) out.push(updatedEvent(incident, u));
+  if (incident.endedAt !== null) out.push(resolvedEvent(incident, closing));
   return out;
+}
+
+/** A change the incident desk tells (incidents.ts) as an event, its incident as uptime.json has it. */
+export function uptimeEvent(e: IncidentEvent): UptimeEvent {
+  const incident = incidentLine(e.incident);
+  const update =
+    e.update === null ? undefined : { status: e.update.status, message: e.update.message, at: iso(e.update.at) };
+  if (e.type === 'updated' && update !== undefined) return updatedEvent(incident, update);
+  if (e.type === 'resolved') return resolvedEvent(incident, update);
+  return openedEvent(incident, update);
 }
 
 /** The windows that started or ended in (from, to]: what a timer or a probe at `to` announces. */
@@ -92,11 +106,16 @@ export function maintenanceEvents(windows: readonly MaintenanceWindow[], from: n
   return out.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
 }
 
+/** Where an event is told in full: an incident's own page (its whole timeline); a window on the page. */
+export function eventPath(e: UptimeEvent): string {
+  return 'incident' in e ? `/uptime/incidents/${encodeURIComponent(String(e.incident.id))}` : '/uptime';
+}
+
 const KIND_NAMES: Record<string, string> = { unreachable: 'Chain unreachable', stalled: 'Chain stalled' };
 
-/** What the incident is called: its title, else its kind in words, else its summary. */
+/** What the incident is called: its title, else a probe's kind in words, else its summary (a hand-opened one's title). */
 export function incidentName(i: EventIncident): string {
-  return i.title ?? (i.kind !== undefined ? (KIND_NAMES[i.kind] ?? i.kind) : i.summary);
+  return i.title ?? (i.kind !== undefined ? KIND_NAMES[i.kind] : undefined) ?? i.summary;
 }
 
 function capitalised(s: string): string {
@@ -123,7 +142,7 @@ export function eventTitle(e: UptimeEvent): string {
 export function eventDetail(e: UptimeEvent): string {
   switch (e.type) {
     case 'incident.opened':
-      return e.incident.summary;
+      return e.update?.message ?? e.incident.summary;
     case 'incident.updated':
       return e.update.message;
     case 'incident.resolved': {

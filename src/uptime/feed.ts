@@ -12,6 +12,7 @@ import { Feed } from 'feed';
 import {
   eventDetail,
   eventId,
+  eventPath,
   eventTitle,
   incidentEvents,
   nameUuid,
@@ -32,11 +33,6 @@ export interface FeedEntry {
   updated: string;
   /** Where it is told, under the public base (absolute links are made in renderFeed). */
   path: string;
-}
-
-/** The page lists every incident of the last 30 days with its updates. */
-function eventPath(_e: UptimeEvent): string {
-  return '/uptime';
 }
 
 function eventEntry(e: UptimeEvent, chainId: string): FeedEntry {

@@ -3,7 +3,7 @@
  * (checks.ts), opens and closes incidents (tracker.ts), keeps results and incidents in the store
  * (store.ts, a SQLite file or memory) and makes the report the page, its JSON and the badge show
  * (report.ts, page.ts, badge.ts). Without a shared Redis it also keeps the cordons in its store
- * (cordonKeeper). Each incident opened or closed is told to uptime.webhooks (webhooks.ts). The
+ * (cordonKeeper). Every incident change the desk tells (incidents.ts) goes to uptime.webhooks. The
  * clock is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
  * routes.ts for an answer).
@@ -23,7 +23,6 @@ import {
   fraction,
   headQuantity,
   history,
-  incidentLine,
   incidentLines,
   iso,
   uptimeWindows,
@@ -33,10 +32,11 @@ import {
 import type { UptimePages } from './routes.js';
 import type { CordonKeeper } from '../upstream/cordons.js';
 import { storeCordonKeeper } from './cordon-keeper.js';
+import { IncidentDesk } from './incidents.js';
 import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
 import type { WebhookConfig } from '../config/uptime-schema.js';
-import { openedEvent, resolvedEvent, type UptimeEvent } from './events.js';
+import { uptimeEvent, type UptimeEvent } from './events.js';
 import { Webhooks, type WebhookTuning } from './webhooks.js';
 
 export interface UptimeSettings {
@@ -46,6 +46,8 @@ export interface UptimeSettings {
   store: string | null;
   showUpstreams: boolean;
   title: string;
+  /** Where users report a problem (an https URL or mailto:); null or absent: no such section. */
+  support?: string | null;
   publicUrl?: string | null;
   webhooks?: readonly WebhookConfig[];
 }
@@ -85,6 +87,8 @@ export class Uptime implements UptimePages {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly open = new Map<IncidentKind, Incident>();
+  /** Hand-opened incidents, updates, post-mortems, and who hears of incident changes (incidents.ts). */
+  readonly desk: IncidentDesk;
   private readonly webhooks: Webhooks;
   private last: LastProbe | null = null;
   /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
@@ -110,6 +114,7 @@ export class Uptime implements UptimePages {
     this.log = deps.log.child({ room: 'uptime' });
     const now = this.clock.now();
     this.store = this.openStore(settings.store, now);
+    this.desk = new IncidentDesk(this.store, this.clock, this.log, (op) => this.write(op), this.told);
     for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
     const head = Number(this.store.getMeta('head') ?? NaN);
     const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
@@ -121,6 +126,7 @@ export class Uptime implements UptimePages {
     deps.metrics.setUptimeStorePersistent(this.store.persistent);
     const hooks = { metrics: deps.metrics, log: this.log, tuning: deps.webhookTuning };
     this.webhooks = new Webhooks(settings.webhooks ?? [], this.page(), hooks);
+    this.desk.onIncident((e) => this.publish(uptimeEvent(e)));
     this.publishIncidents();
     deps.fleet.on?.('head', this.onHead);
   }
@@ -231,7 +237,7 @@ export class Uptime implements UptimePages {
     const incident = this.write(() => this.store.openIncident(kind, t, summary, t));
     if (incident) {
       this.open.set(kind, incident);
-      this.publish(openedEvent(incidentLine(incident)));
+      this.desk.probeChanged('opened', incident.id);
     }
     this.log.warn({ kind, summary }, 'uptime incident opened');
   }
@@ -240,7 +246,7 @@ export class Uptime implements UptimePages {
     const incident = this.open.get(kind)!;
     this.write(() => this.store.closeIncident(incident.id, t, t));
     this.open.delete(kind);
-    this.publish(resolvedEvent(incidentLine({ ...incident, endedAt: t })));
+    this.desk.probeChanged('resolved', incident.id);
     const seconds = Math.round((t - incident.startedAt) / 1000);
     this.log.info({ kind, id: incident.id, seconds }, 'uptime incident closed');
   }
@@ -272,6 +278,12 @@ export class Uptime implements UptimePages {
       }
     }
   }
+
+  /** An incident changed by hand: the page shows it now, not at the next probe. */
+  private readonly told = (): void => {
+    const incidents = this.summary && this.write(() => incidentLines(this.store, this.clock.now()));
+    if (this.summary && incidents) this.summary = { ...this.summary, incidents };
+  };
 
   private publishIncidents(): void {
     this.deps.metrics.setUptimeIncidents(this.open);
@@ -328,6 +340,10 @@ export class Uptime implements UptimePages {
 
   get title(): string {
     return this.settings.title;
+  }
+
+  get support(): string | null {
+    return this.settings.support ?? null;
   }
 
   get probeIntervalMs(): number {

@@ -9,6 +9,7 @@ import type { UptimeReport } from './report.js';
 import { renderBadge } from './badge.js';
 import { feedBase, feedEntries, renderFeed } from './feed.js';
 import { PAGE_CSP, renderPage } from './page.js';
+import { incidentAnswer, type IncidentPages } from './routes-incidents.js';
 
 export interface UptimePages {
   report(): UptimeReport | null;
@@ -16,6 +17,10 @@ export interface UptimePages {
   uptime30d(): number | null;
   readonly title: string;
   readonly probeIntervalMs: number;
+  /** uptime.support: the "Report a problem" section (absent or null: none). */
+  readonly support?: string | null;
+  /** The incident pages (SPEC 12.2); absent: those paths are not served. */
+  readonly desk?: IncidentPages;
   /** uptime.publicUrl: the base of the feed's links (else the request's Host). */
   readonly publicUrl?: string | null;
 }
@@ -34,18 +39,20 @@ export function wantsHtml(accept: string | string[] | undefined): boolean {
 
 const COMMON = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
 
-/** The answer for an uptime path, or null when the path is not one (the caller goes on). */
+/** The answer for an uptime path (`url`: the path and query), or null when the path is not one (the caller goes on). */
 export function uptimeAnswer(
   pages: UptimePages,
-  path: string,
+  url: string,
   headers: { accept?: string | string[]; host?: string },
+  now = Date.now(),
 ): UptimeAnswer | null {
   const { accept, host } = headers;
+  const [path = '/', query = ''] = url.split('?', 2);
   const maxAge = Math.max(1, Math.floor(pages.probeIntervalMs / 1000));
   if (path === '/uptime' || (path === '/' && wantsHtml(accept))) {
     return {
       status: 200,
-      body: renderPage(pages.report(), pages.title),
+      body: renderPage(pages.report(), pages.title, pages.support ?? null, now),
       headers: {
         ...COMMON,
         'content-type': 'text/html; charset=utf-8',
@@ -91,6 +98,7 @@ export function uptimeAnswer(
       },
     };
   }
+  if (pages.desk && path.startsWith('/uptime/incidents')) return incidentAnswer(pages.desk, pages, path, query, now);
   return null;
 }
 

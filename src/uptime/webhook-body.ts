@@ -3,7 +3,7 @@
  * `json`, the event as one JSON object; `slack`, a Slack incoming-webhook body `{ text }` in
  * Slack's mrkdwn, with &, < and > escaped as Slack asks so no text becomes a link or a mention.
  */
-import { eventDetail, eventId, eventTitle, type UptimeEvent } from './events.js';
+import { eventDetail, eventId, eventPath, eventTitle, type UptimeEvent } from './events.js';
 
 export const WEBHOOK_FORMATS = ['json', 'slack'] as const;
 export type WebhookFormat = (typeof WEBHOOK_FORMATS)[number];
@@ -17,11 +17,15 @@ export interface PageContext {
   publicUrl: string | null;
 }
 
-export function pageLink(page: PageContext): string | null {
-  return page.publicUrl === null ? null : `${page.publicUrl.replace(/\/+$/, '')}/uptime`;
+/** `path` under uptime.publicUrl; null without one (webhooks have no request to take a host from). */
+export function pageLink(page: PageContext, path = '/uptime'): string | null {
+  return page.publicUrl === null ? null : `${page.publicUrl.replace(/\/+$/, '')}${path}`;
 }
 
-/** The JSON body: `id` is the same for every attempt (and is the feed entry's id), for receivers that deduplicate. */
+/**
+ * The JSON body: `id` is the same for every attempt (and is the feed entry's id), for receivers
+ * that deduplicate; `url` the event's page (an incident's own page), `page.url` the status page.
+ */
 export function jsonBody(e: UptimeEvent, page: PageContext): Record<string, unknown> {
   return {
     id: eventId(e, page.chainId),
@@ -29,6 +33,7 @@ export function jsonBody(e: UptimeEvent, page: PageContext): Record<string, unkn
     at: e.at,
     title: eventTitle(e),
     text: eventDetail(e),
+    url: pageLink(page, eventPath(e)),
     page: { title: page.title, chainId: page.chainId, url: pageLink(page) },
     ...('incident' in e ? { incident: e.incident } : { maintenance: e.maintenance }),
     ...('update' in e && e.update !== undefined ? { update: e.update } : {}),
@@ -40,9 +45,9 @@ function slackEscape(s: string): string {
 }
 
 export function slackBody(e: UptimeEvent, page: PageContext): { text: string } {
-  const link = pageLink(page);
+  const link = pageLink(page, eventPath(e));
   const lines = [`*${slackEscape(page.title)}*: ${slackEscape(eventTitle(e))}`, slackEscape(eventDetail(e))];
-  if (link !== null) lines.push(`<${link}|Status page>`);
+  if (link !== null) lines.push(`<${link}|Details>`);
   return { text: lines.join('\n') };
 }
 

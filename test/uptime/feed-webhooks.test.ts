@@ -100,7 +100,11 @@ t.test('a killed node: the feed and both webhooks tell the incident and its end'
   const during = checkAtom(t, (await feed(sy.url)).xml);
   t.equal(during.length, 1);
   t.equal(text(during[0]!.id), json.bodies[0].id, "the entry's id is the webhook body's id");
-  t.equal(during[0]!.link._attributes.href, 'https://status.example.com/uptime', 'links under uptime.publicUrl');
+  t.equal(
+    during[0]!.link._attributes.href,
+    `https://status.example.com/uptime/incidents/${json.bodies[0].incident.id}`,
+    "links to the incident's page under uptime.publicUrl",
+  );
 
   const back = await anvil(t, node.port);
   t.equal(back.port, node.port);
@@ -201,4 +205,53 @@ t.test('a webhook receiver that hangs: probes, calls and the other webhook go on
   await sy.close();
   const closeMs = Date.now() - t0;
   t.ok(closeMs < 3_000, `shutdown does not wait for the hanging receiver (${closeMs} ms)`);
+});
+
+t.test('an incident told by an operator: opened, updated, resolved, in the webhooks and the feed', async (t) => {
+  const json = await receiver(t);
+  const node = await anvil(t);
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'solo', url: node.url }],
+    uptime: { probeIntervalMs: 200, publicUrl: 'https://status.example.com', webhooks: [{ url: json.url }] },
+  });
+  await waitFor('a first probe', () => report(sy.url));
+  const admin = `${sy.adminUrl}/uptime/incidents`;
+  const opened = await post(admin, {
+    title: 'eth_getLogs <slow>',
+    status: 'investigating',
+    message: 'Calls take 10 s.',
+  });
+  t.equal(opened.status, 201);
+  const id = opened.json().id as number;
+  t.equal((await post(`${admin}/${id}/updates`, { status: 'identified', message: 'One node is slow.' })).status, 201);
+  t.equal((await post(`${admin}/${id}/updates`, { status: 'resolved', message: 'Node replaced.' })).status, 201);
+  await waitFor('three events', () => json.bodies.length === 3);
+  t.match(json.bodies, [
+    {
+      type: 'incident.opened',
+      title: 'Incident opened: eth_getLogs <slow>',
+      text: 'Calls take 10 s.',
+      url: `https://status.example.com/uptime/incidents/${id}`,
+      incident: { id, kind: 'operator', source: 'operator' },
+      update: { status: 'investigating', message: 'Calls take 10 s.' },
+    },
+    { type: 'incident.updated', title: 'Identified: eth_getLogs <slow>', update: { status: 'identified' } },
+    { type: 'incident.resolved', update: { status: 'resolved', message: 'Node replaced.' } },
+  ]);
+  const entries = checkAtom(t, (await feed(sy.url)).xml);
+  t.same(
+    entries.map((e) => text(e.id)).sort(),
+    json.bodies.map((b) => b.id).sort(),
+    'one entry per event, with the webhook bodies ids',
+  );
+  // Two writes in the same millisecond tie on time: the titles are compared as a set.
+  t.same(
+    entries.map((e) => text(e.title)).sort(),
+    [
+      'Identified: eth_getLogs &#60;slow&#62;',
+      'Incident opened: eth_getLogs &#60;slow&#62;',
+      'Resolved: eth_getLogs &#60;slow&#62;',
+    ],
+    'titles escaped as HTML text',
+  );
 });

@@ -89,6 +89,7 @@ t.test('json and slack bodies, one POST each', async (t) => {
     at: INCIDENT.startedAt,
     title: 'Incident opened: Chain unreachable',
     text: INCIDENT.summary,
+    url: 'https://rpc.example.com/uptime/incidents/7',
     page: { title: PAGE.title, chainId: '0xba', url: 'https://rpc.example.com/uptime' },
     incident: INCIDENT,
   });
@@ -96,7 +97,7 @@ t.test('json and slack bodies, one POST each', async (t) => {
   t.same(JSON.parse(slack.got[0]!.body), {
     text:
       '*Test &lt;status&gt; &amp; co*: Incident opened: Chain unreachable\n' +
-      'No node answered eth_chainId with 0xba\n<https://rpc.example.com/uptime|Status page>',
+      'No node answered eth_chainId with 0xba\n<https://rpc.example.com/uptime/incidents/7|Details>',
   });
   webhooks.send(resolvedEvent({ ...INCIDENT, endedAt: '2026-11-26T10:12:00.000Z' }));
   await waitFor('the resolution', () => json.got.length === 2);
