@@ -12,7 +12,6 @@
  * or that fails later is never fatal: the error is logged naming `uptime.store`, the history
  * carries on in memory, and switchyard_uptime_store_persistent reads 0. The file is left as it is.
  */
-import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { toQuantity } from '../jsonrpc/hex.js';
@@ -34,6 +33,7 @@ import type { CordonKeeper } from '../upstream/cordons.js';
 import { storeCordonKeeper } from './cordon-keeper.js';
 import { IncidentDesk } from './incidents.js';
 import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
+import { openUptimeStore } from './store-open.js';
 import { incidentChanges, overallState } from './tracker.js';
 import type { WebhookConfig } from '../config/uptime-schema.js';
 import { uptimeEvent, type UptimeEvent } from './events.js';
@@ -113,7 +113,7 @@ export class Uptime implements UptimePages {
     this.clock = deps.clock ?? SYSTEM_CLOCK;
     this.log = deps.log.child({ room: 'uptime' });
     const now = this.clock.now();
-    this.store = this.openStore(settings.store, now);
+    this.store = openUptimeStore(settings.store, now, this.log);
     this.desk = new IncidentDesk(this.store, this.clock, this.log, (op) => this.write(op), this.told);
     for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
     const head = Number(this.store.getMeta('head') ?? NaN);
@@ -129,22 +129,6 @@ export class Uptime implements UptimePages {
     this.desk.onIncident((e) => this.publish(uptimeEvent(e)));
     this.publishIncidents();
     deps.fleet.on?.('head', this.onHead);
-  }
-
-  private openStore(path: string | null, now: number): UptimeStore {
-    if (path === null) return UptimeStore.memory();
-    const file = resolve(path);
-    try {
-      const store = UptimeStore.open(file, now);
-      this.log.info({ store: file }, 'uptime history kept in uptime.store');
-      return store;
-    } catch (err) {
-      this.log.error(
-        { store: file, err },
-        'uptime.store cannot be used; uptime history is kept in memory only (the file is left as it is)',
-      );
-      return UptimeStore.memory();
-    }
   }
 
   /** Starts probing: the first probe once the fleet knows a head (or after a second), then every probeIntervalMs. */

@@ -46,10 +46,9 @@ export function uptimeAnswer(
   headers: { accept?: string | string[]; host?: string },
   now = Date.now(),
 ): UptimeAnswer | null {
-  const { accept, host } = headers;
   const [path = '/', query = ''] = url.split('?', 2);
   const maxAge = Math.max(1, Math.floor(pages.probeIntervalMs / 1000));
-  if (path === '/uptime' || (path === '/' && wantsHtml(accept))) {
+  if (path === '/uptime' || (path === '/' && wantsHtml(headers.accept))) {
     return {
       status: 200,
       body: renderPage(pages.report(), pages.title, pages.support ?? null, now),
@@ -85,7 +84,7 @@ export function uptimeAnswer(
       headers: { ...COMMON, ...cors, 'content-type': 'application/json', 'cache-control': `public, max-age=${maxAge}` },
     };
   }
-  if (path === '/uptime/feed.atom') return feedAnswer(pages, host, maxAge);
+  if (path === '/uptime/feed.atom') return feedAnswer(pages, headers.host, maxAge);
   if (path === '/uptime/badge.svg') {
     return {
       status: 200,
