@@ -29,7 +29,13 @@ import {
   type UptimeReport,
 } from './report.js';
 import type { UptimePages } from './routes.js';
-import { cordonText, parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../upstream/cordons.js';
+import type { MaintenanceConfig } from '../config/maintenance-schema.js';
+import type { CordonKeeper } from '../upstream/cordons.js';
+import { storeCordons } from './cordon-keeper.js';
+import { dailyLines, latencyReport, markMaintenance } from './history.js';
+import { LatencyHistory } from './history-store.js';
+import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
+import { storeWindows } from './maintenance-store.js';
 import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
 
@@ -40,6 +46,8 @@ export interface UptimeSettings {
   store: string | null;
   showUpstreams: boolean;
   title: string;
+  /** uptime.maintenance; absent: none. */
+  maintenance?: readonly MaintenanceConfig[];
 }
 
 export interface Clock {
@@ -65,12 +73,19 @@ interface LastProbe {
   t: number;
   reachable: boolean;
   advancing: boolean;
+  /** It failed inside a maintenance window: not counted, shown as `maintenance`. */
+  excused: boolean;
 }
 
 export class Uptime implements UptimePages {
   private settings: UptimeSettings;
   private upstreamTimeoutMs: number;
   private readonly store: UptimeStore;
+  private readonly latency: LatencyHistory;
+  /** Maintenance windows (maintenance.ts); subscribe() tells when one starts or ends. */
+  readonly maintenance: Maintenance;
+  /** The admin port's routes to the windows (server/admin-maintenance.ts). */
+  readonly maintenanceAdmin: MaintenanceAdmin;
   private readonly watch: HeadWatch;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -78,7 +93,10 @@ export class Uptime implements UptimePages {
   private last: LastProbe | null = null;
   /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
   private reachableSince = 0;
-  private summary: Pick<UptimeReport, 'uptime' | 'observedSeconds' | 'history' | 'incidents'> | null = null;
+  private summary: Pick<
+    UptimeReport,
+    'uptime' | 'observedSeconds' | 'history' | 'incidents' | 'daily' | 'latency'
+  > | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly onHead = (head: number): void => this.watch.saw(head, this.clock.now());
@@ -99,6 +117,14 @@ export class Uptime implements UptimePages {
     this.log = deps.log.child({ room: 'uptime' });
     const now = this.clock.now();
     this.store = this.openStore(settings.store, now);
+    this.latency = new LatencyHistory(this.store);
+    const keeper = storeWindows(
+      this.store,
+      (op) => this.write(op),
+      () => this.clock.now(),
+    );
+    this.maintenance = new Maintenance(keeper, settings.maintenance ?? [], now);
+    this.maintenanceAdmin = this.maintenance.admin(() => this.clock.now());
     for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
     const head = Number(this.store.getMeta('head') ?? NaN);
     const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
@@ -152,6 +178,7 @@ export class Uptime implements UptimePages {
     this.settings = config.uptime;
     this.upstreamTimeoutMs = config.routing.upstreamTimeoutMs;
     this.watch.setStallAfter(config.uptime.stallAfterSeconds * 1000);
+    this.maintenance.configure(config.uptime.maintenance ?? [], this.clock.now());
   }
 
   /** One probe now: both checks, the store, incidents, metrics, the report's summary. */
@@ -160,21 +187,27 @@ export class Uptime implements UptimePages {
     const { fleet, chainId, metrics } = this.deps;
     const timeoutMs = Math.max(1_000, Math.min(s.probeIntervalMs, this.upstreamTimeoutMs));
     // A shadow never answers a client: it does not make the service reachable.
-    const reachable = await confirmChain(
+    const confirmedMs = await confirmChain(
       fleet.upstreams.filter((u) => u.shadow !== true),
       chainId,
       timeoutMs,
     );
     if (this.closed) return;
+    const reachable = confirmedMs !== null;
     const t = this.clock.now();
     if (reachable && (this.last === null || !this.last.reachable)) this.reachableSince = t;
     this.watch.saw(fleet.head, t);
     const judged = this.watch.judge(t);
     // Not judged yet (the first moments after start): counted as advancing.
     const advancing = judged.advancing ?? true;
-    this.store.add({ t, reachable, advancing });
+    // A failure inside a maintenance window is no data (not downtime) and opens no incident.
+    const window = this.maintenance.at(t);
+    this.maintenance.tick(t);
+    const excused = window !== null && !(reachable && advancing);
+    if (!excused) this.store.add({ t, reachable, advancing });
+    if (confirmedMs !== null) this.latency.add(t, confirmedMs);
     metrics.recordUptimeProbe(reachable, advancing);
-    for (const change of incidentChanges(new Set(this.open.keys()), {
+    const changes = incidentChanges(new Set(this.open.keys()), {
       t,
       reachable,
       reachableForMs: reachable ? t - this.reachableSince : 0,
@@ -182,7 +215,8 @@ export class Uptime implements UptimePages {
       head: judged.head,
       stallAfterSeconds: s.stallAfterSeconds,
       chainId,
-    })) {
+    }).filter((c) => window === null || !('open' in c));
+    for (const change of changes) {
       if ('open' in change) {
         const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
         if (incident) this.open.set(change.open, incident);
@@ -203,14 +237,16 @@ export class Uptime implements UptimePages {
       this.store.setMeta('head', String(seen.head));
       this.store.setMeta('headRoseAt', String(seen.roseAt));
     }
-    if (this.store.pending >= FLUSH_EVERY) this.write(() => this.store.flush(t));
-    this.last = { t, reachable, advancing };
+    if (this.store.pending >= FLUSH_EVERY) this.write(() => this.latency.flush(t));
+    this.last = { t, reachable, advancing, excused };
     this.summary =
       this.write(() => ({
         uptime: uptimeWindows(this.store, t),
         observedSeconds: observedWindows(this.store, t, this.settings.probeIntervalMs),
-        history: history(this.store, t),
+        history: markMaintenance(history(this.store, t), (from, to) => this.maintenance.between(from, to)),
         incidents: incidentLines(this.store, t),
+        daily: dailyLines(this.store, (from, to) => this.maintenance.between(from, to), t, s.probeIntervalMs),
+        latency: latencyReport(this.latency, t),
       })) ?? this.summary;
   }
 
@@ -259,11 +295,12 @@ export class Uptime implements UptimePages {
     if (last === null || summary === null) return null;
     const s = this.settings;
     const { fleet } = this.deps;
-    const judged = this.watch.judge(this.clock.now());
+    const now = this.clock.now();
+    const judged = this.watch.judge(now);
     const report: UptimeReport = {
       title: s.title,
       chainId: toQuantity(this.deps.chainId),
-      state: overallState(last.reachable, last.advancing),
+      state: last.excused ? 'maintenance' : overallState(last.reachable, last.advancing),
       checkedAt: iso(last.t),
       checks: {
         reachable: { ok: last.reachable },
@@ -274,6 +311,7 @@ export class Uptime implements UptimePages {
         },
       },
       ...summary,
+      maintenance: this.maintenance.lines(now),
       probeIntervalMs: s.probeIntervalMs,
       stallAfterSeconds: s.stallAfterSeconds,
     };
@@ -308,36 +346,13 @@ export class Uptime implements UptimePages {
     return this.write(() => fraction(this.store.tally(this.clock.now() - WINDOWS['30d']))) ?? null;
   }
 
-  /**
-   * Cordons kept in this store (without a shared Redis): across restarts when it is a file. A row
-   * that is not a cordon (the file is input too) is left out. A write that fails even in memory rejects.
-   */
+  /** Cordons kept in this store, without a shared Redis (cordon-keeper.ts). */
   cordonKeeper(): CordonKeeper {
-    const set = async (name: string, value: string | null): Promise<void> => {
-      let done = false;
-      this.write(() => {
-        this.store.setCordon(name, value, this.clock.now());
-        done = true;
-      });
-      if (!done) throw new Error('the uptime store could not keep the cordon');
-    };
-    const store = this.store;
-    return {
-      get keptIn() {
-        return store.persistent ? 'uptime store' : 'memory';
-      },
-      start: async (seen) => {
-        const all = new Map<string, Cordon>();
-        for (const [name, text] of this.write(() => this.store.cordons()) ?? []) {
-          const c = parseCordon(text);
-          if (c !== null && UPSTREAM_NAME.test(name)) all.set(name, c);
-        }
-        seen(all);
-      },
-      put: (name, c) => set(name, cordonText(c)),
-      drop: (name) => set(name, null),
-      close: async () => undefined,
-    };
+    return storeCordons(
+      this.store,
+      (op) => this.write(op),
+      () => this.clock.now(),
+    );
   }
 
   /** For /status on the admin port. */
@@ -364,7 +379,11 @@ export class Uptime implements UptimePages {
       this.store.setMeta('headRoseAt', String(seen.roseAt));
     }
     try {
-      this.store.close(now);
+      try {
+        this.latency.flush(now);
+      } finally {
+        this.store.close(now);
+      }
     } catch (err) {
       this.log.error({ store: this.store.path, err }, 'uptime.store: the last probes could not be written');
     }

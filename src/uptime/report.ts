@@ -5,6 +5,8 @@
  */
 import { toQuantity } from '../jsonrpc/hex.js';
 import { DAY_MS, floorTo, type Incident, type Tally, type UptimeStore } from './store.js';
+import type { DayLine, LatencyReport } from './history.js';
+import type { MaintenanceLine } from './maintenance.js';
 import type { OverallState } from './tracker.js';
 
 export const WINDOWS = { '24h': DAY_MS, '7d': 7 * DAY_MS, '30d': 30 * DAY_MS } as const;
@@ -29,7 +31,8 @@ export interface UpstreamLine {
 export interface UptimeReport {
   title: string;
   chainId: string;
-  state: OverallState;
+  /** `maintenance`: the last probe failed inside a maintenance window (maintenance.ts). */
+  state: OverallState | 'maintenance';
   checkedAt: string;
   checks: {
     reachable: { ok: boolean };
@@ -38,7 +41,14 @@ export interface UptimeReport {
   uptime: Record<WindowName, number | null>;
   /** Seconds of each window with probe data: each probe stands for one probe interval, capped at the window. */
   observedSeconds: Record<WindowName, number>;
-  history: { from: string; segmentSeconds: number; segments: (number | null)[] };
+  /** `maintenance[i]`: a maintenance window overlaps segment i (its failed probes are no data). */
+  history: { from: string; segmentSeconds: number; segments: (number | null)[]; maintenance?: boolean[] };
+  /** The 90 daily bars, oldest first, the last one today (UTC). */
+  daily: DayLine[];
+  /** Probe latency of the last 24 hours (p50 and p95 per hour). */
+  latency: LatencyReport;
+  /** Upcoming and ongoing maintenance windows, soonest first (names binding, SPEC 12.2). */
+  maintenance: MaintenanceLine[];
   incidents: { id: number; kind: string; startedAt: string; endedAt: string | null; summary: string }[];
   upstreams?: UpstreamLine[];
   probeIntervalMs: number;
