@@ -2,8 +2,10 @@
  * The public uptime room (SPEC 12): every uptime.probeIntervalMs it runs the two checks
  * (checks.ts), opens and closes incidents (tracker.ts), keeps results and incidents in the store
  * (store.ts, a SQLite file or memory) and makes the report the page, its JSON and the badge show
- * (report.ts, page.ts, badge.ts). Without a shared Redis it also keeps the cordons in its store
- * (cordonKeeper). The clock is injected; tests drive probe() themselves.
+ * (report.ts, page.ts, badge.ts). Maintenance windows (maintenance.ts) excuse the failures inside
+ * them; each probe's latency feeds the hourly chart and the store's days the 90 daily bars
+ * (history.ts). Without a shared Redis it also keeps the cordons in its store (cordonKeeper).
+ * The clock is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
  * routes.ts for an answer).
  *
@@ -11,7 +13,6 @@
  * or that fails later is never fatal: the error is logged naming `uptime.store`, the history
  * carries on in memory, and switchyard_uptime_store_persistent reads 0. The file is left as it is.
  */
-import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { toQuantity } from '../jsonrpc/hex.js';
@@ -36,7 +37,8 @@ import { dailyLines, latencyReport, markMaintenance } from './history.js';
 import { LatencyHistory } from './history-store.js';
 import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
 import { storeWindows } from './maintenance-store.js';
-import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
+import { openUptimeStore } from './store-open.js';
+import { FLUSH_EVERY, type UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState } from './tracker.js';
 
 export interface UptimeSettings {
@@ -116,7 +118,7 @@ export class Uptime implements UptimePages {
     this.clock = deps.clock ?? SYSTEM_CLOCK;
     this.log = deps.log.child({ room: 'uptime' });
     const now = this.clock.now();
-    this.store = this.openStore(settings.store, now);
+    this.store = openUptimeStore(settings.store, now, this.log);
     this.latency = new LatencyHistory(this.store);
     const keeper = storeWindows(
       this.store,
@@ -136,22 +138,6 @@ export class Uptime implements UptimePages {
     deps.metrics.setUptimeStorePersistent(this.store.persistent);
     this.publishIncidents();
     deps.fleet.on?.('head', this.onHead);
-  }
-
-  private openStore(path: string | null, now: number): UptimeStore {
-    if (path === null) return UptimeStore.memory();
-    const file = resolve(path);
-    try {
-      const store = UptimeStore.open(file, now);
-      this.log.info({ store: file }, 'uptime history kept in uptime.store');
-      return store;
-    } catch (err) {
-      this.log.error(
-        { store: file, err },
-        'uptime.store cannot be used; uptime history is kept in memory only (the file is left as it is)',
-      );
-      return UptimeStore.memory();
-    }
   }
 
   /** Starts probing: the first probe once the fleet knows a head (or after a second), then every probeIntervalMs. */
@@ -239,13 +225,19 @@ export class Uptime implements UptimePages {
     }
     if (this.store.pending >= FLUSH_EVERY) this.write(() => this.latency.flush(t));
     this.last = { t, reachable, advancing, excused };
+    this.summarize(t);
+  }
+
+  /** The report's figures as of the probe at `t` (kept as they were if even the memory store fails). */
+  private summarize(t: number): void {
+    const windows = (from: number, to: number) => this.maintenance.between(from, to);
     this.summary =
       this.write(() => ({
         uptime: uptimeWindows(this.store, t),
         observedSeconds: observedWindows(this.store, t, this.settings.probeIntervalMs),
-        history: markMaintenance(history(this.store, t), (from, to) => this.maintenance.between(from, to)),
+        history: markMaintenance(history(this.store, t), windows),
         incidents: incidentLines(this.store, t),
-        daily: dailyLines(this.store, (from, to) => this.maintenance.between(from, to), t, s.probeIntervalMs),
+        daily: dailyLines(this.store, windows, t, this.settings.probeIntervalMs),
         latency: latencyReport(this.latency, t),
       })) ?? this.summary;
   }
