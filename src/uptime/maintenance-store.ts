@@ -59,8 +59,14 @@ export function changeWindow(store: UptimeStore, id: number, end: number | null,
   return true;
 }
 
+/** Admin-made windows kept at most (the newest by end): the history of many short windows stays bounded. */
+export const MAX_KEPT_WINDOWS = 500;
+
 function forget(db: Database.Database, now: number): void {
   db.prepare('DELETE FROM maintenance WHERE end_at < ?').run(now - RETAIN_MS);
+  db.prepare(
+    'DELETE FROM maintenance WHERE id NOT IN (SELECT id FROM maintenance ORDER BY end_at DESC, id DESC LIMIT ?)',
+  ).run(MAX_KEPT_WINDOWS - 1);
 }
 
 /**

@@ -13,6 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { MAX_WINDOW_TITLE, parseInstant, type MaintenanceConfig } from '../config/maintenance-schema.js';
+import { MAX_KEPT_WINDOWS } from './maintenance-store.js';
 
 /** Admin-made windows not yet over, at most: past it a POST is refused (409). */
 export const MAX_ADMIN_WINDOWS = 50;
@@ -141,7 +142,8 @@ export class Maintenance {
     const id = this.keeper.insert(input);
     if (id === undefined) return { status: 503, error: 'the uptime store could not keep the window; try again' };
     const window: MaintenanceWindow = { ...input, id: `admin-${id}`, source: 'admin' };
-    this.made.push(window);
+    // The store keeps the newest MAX_KEPT_WINDOWS (maintenance-store.ts); so does memory.
+    this.made = [...this.made, window].sort((a, b) => b.end - a.end).slice(0, MAX_KEPT_WINDOWS);
     this.tick(now);
     return { window };
   }
