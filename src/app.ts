@@ -205,6 +205,7 @@ export class App {
       reload: () => this.reloadFile(),
       cordons: this.rooms.cordons,
       maintenance: uptime?.maintenanceAdmin,
+      incidents: uptime?.desk,
       host: config.admin.host,
       allowedHosts: config.admin.allowedHosts,
       token: config.admin.token,

@@ -10,6 +10,7 @@ import { portClashes, redisUrl, shadowsOnly } from './checks.js';
 import { maintenanceSchema } from './maintenance-schema.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
+import { MAX_SUPPORT, supportLink } from '../uptime/support.js';
 import { z } from 'zod';
 
 export { upstreamSchema };
@@ -282,6 +283,14 @@ export const configSchema = z
         title: z.string().min(1).max(200).default('Switchyard status'),
         /** Planned maintenance windows [{ start, end, title }] (maintenance-schema.ts); reloadable. */
         maintenance: maintenanceSchema,
+        /** "Report a problem" (SPEC 12.2): an https URL, a mailto: URL or an e-mail address; null = not shown. */
+        support: z
+          .string()
+          .refine((v) => supportLink(v) !== null, {
+            error: `expected an https:// or http:// URL, a mailto: URL or an e-mail address (at most ${MAX_SUPPORT} characters)`,
+          })
+          .nullable()
+          .default(null),
       })
       .prefault({}),
     log: z

@@ -2,8 +2,8 @@
  * The admin port (127.0.0.1 by default): /health (process alive), /ready (serving and not draining;
  * upstreams only with admin.readyRequiresUpstream, or asked with ?upstreams=1), /status (the fleet as an operator reads it; names, never URLs),
  * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does), and the
- * cordons under /upstreams (admin-cordons.ts), maintenance windows under /uptime/maintenance
- * (admin-maintenance.ts).
+ * cordons under /upstreams (admin-cordons.ts), incidents told by people under /uptime/incidents
+ * (admin-incidents.ts) and maintenance windows under /uptime/maintenance (admin-maintenance.ts).
  * Every request must come with a Host the port answers (admin-host.ts: 403 otherwise), and every
  * write with a JSON content type (415 otherwise): a browser page of another site may send a
  * "simple" request (text/plain, a form, no body) anywhere without asking, but a JSON one only
@@ -18,6 +18,8 @@ import type { Cordons } from '../upstream/cordons.js';
 import type { Fleet } from '../upstream/fleet.js';
 import type { MaintenanceAdmin } from '../uptime/maintenance.js';
 import { cordonLine, cordonRoute, isCordonPath } from './admin-cordons.js';
+import { incidentRoute, isIncidentPath } from './admin-incidents.js';
+import type { IncidentDesk } from '../uptime/incidents.js';
 import { isMaintenancePath, maintenanceRoute } from './admin-maintenance.js';
 import { servingLine } from './admin-serving.js';
 import { adminHostAllowed } from './admin-host.js';
@@ -51,6 +53,8 @@ export interface AdminDeps {
   readyRequiresUpstream: boolean;
   /** Refused writes are logged here at warn (admin-writes.ts). */
   log?: Logger;
+  /** Incidents told by people (SPEC 12.2): under /uptime/incidents; absent with the uptime page off. */
+  incidents?: IncidentDesk;
 }
 
 type ReadyDeps = Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining' | 'readyRequiresUpstream'>;
@@ -145,6 +149,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       return;
     }
     if (isCordonPath(path)) return cordonRoute(req, res, path, deps.fleet, deps.cordons);
+    if (isIncidentPath(path)) return incidentRoute(req, res, path, deps.incidents);
     if (isMaintenancePath(path)) return maintenanceRoute(req, res, path, deps.maintenance);
     if (req.method !== 'GET') return sendJson(res, 405, { error: 'use GET' });
     switch (path) {
@@ -171,7 +176,16 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       default:
         return sendJson(res, 404, {
           error: 'not found',
-          paths: ['/health', '/ready', '/status', '/metrics', '/upstreams', '/uptime/maintenance', 'POST /-/reload'],
+          paths: [
+            '/health',
+            '/ready',
+            '/status',
+            '/metrics',
+            '/upstreams',
+            '/uptime/incidents',
+            '/uptime/maintenance',
+            'POST /-/reload',
+          ],
         });
     }
   });

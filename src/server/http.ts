@@ -4,7 +4,6 @@
  * bytes go out (pieces, gzip) is http-answer.ts's.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { toQuantity } from '../jsonrpc/hex.js';
@@ -19,6 +18,7 @@ import { diagnosticHeaders } from './diagnostics.js';
 import { headersOf, NO_HEADERS, sendAnswer, sendLargeAnswer } from './http-answer.js';
 import type { Front, FrontResult } from './front.js';
 import { peerAddress } from './proxy-protocol.js';
+import { requestIdOf, userAgentOf } from './request-id.js';
 import { rawRefusal, refuseSocket } from './refusal.js';
 
 export interface HttpDeps {
@@ -137,13 +137,6 @@ function corsHeaders(deps: HttpDeps, req: IncomingMessage): Readonly<Record<stri
   return { 'access-control-allow-origin': origin, vary: 'Origin', ...EXPOSED };
 }
 
-/** Request ids: unique within the process, distinct across restarts by a random prefix. */
-const ID_PREFIX = randomBytes(3).toString('hex');
-let requestSeq = 0;
-function nextRequestId(): string {
-  return `${ID_PREFIX}-${(++requestSeq).toString(36)}`;
-}
-
 interface LogInfo {
   calls?: number | null;
   methods?: () => string[];
@@ -158,22 +151,6 @@ type Rejection =
   | 'NOT_FOUND'
   | 'SHUTTING_DOWN'
   | 'INVALID_API_KEY';
-
-/**
- * A client's (or its balancer's) X-Request-Id is kept when it is a plain token (1-128 of letters,
- * digits and `-_.:/+=`), so a call can be followed across systems; anything else gets our own id.
- */
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:/+=-]{1,128}$/;
-function requestIdOf(req: IncomingMessage): string {
-  const sent = req.headers['x-request-id'];
-  return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : nextRequestId();
-}
-
-/** The user agent as logged: bounded, so a client cannot write a megabyte into every line. */
-function userAgentOf(req: IncomingMessage): string | undefined {
-  const ua = req.headers['user-agent'];
-  return ua === undefined ? undefined : ua.length > 200 ? `${ua.slice(0, 200)}...` : ua;
-}
 
 function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void {
   const r = new HttpRequest(deps, req, res);
@@ -230,13 +207,15 @@ class HttpRequest {
   }
 
   finish(status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void {
-    const { deps, res, diagnostics } = this;
+    const { deps, res } = this;
     closeIfStopping(deps, res);
-    if (this.trace !== null)
-      extra = {
-        ...extra,
-        traceparent: this.trace.end(status, info.errors ?? (status === 200 ? 0 : 1), info.calls ?? null),
-      };
+    let diagnostics = this.diagnostics;
+    if (this.trace !== null) {
+      // As a header pair, not a spread into `extra`: the answer keeps the short writeHead (http-answer.ts).
+      const traceparent = this.trace.end(status, info.errors ?? (status === 200 ? 0 : 1), info.calls ?? null);
+      diagnostics =
+        diagnostics === undefined ? ['traceparent', traceparent] : [...diagnostics, 'traceparent', traceparent];
+    }
     if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes)
       sendAnswer(res, status, body, this.reqId, this.cors, extra, diagnostics);
     else {
@@ -294,7 +273,7 @@ class HttpRequest {
   page(target: { apiKey?: string } | null): void {
     const deps = this.deps;
     if (deps.uptime) {
-      const page = uptimeAnswer(deps.uptime, (this.req.url ?? '/').split('?', 1)[0]!, this.req.headers.accept);
+      const page = uptimeAnswer(deps.uptime, this.req.url ?? '/', this.req.headers.accept);
       // Public and read-only: its own CORS and cache headers, whatever server.cors says.
       if (page !== null) return this.finish(page.status, page.body, page.headers);
     }

@@ -4,7 +4,7 @@
  * every upstream attempt. What a client sends is input: a malformed header is ignored (the request
  * starts a trace of its own), and a tracestate is kept only within the W3C's 512-character bound.
  */
-import { ROOT_CONTEXT, TraceFlags, trace, type Context, type SpanContext } from '@opentelemetry/api';
+import { TraceFlags, type SpanContext } from '@opentelemetry/api';
 import { TraceState, parseTraceParent } from '@opentelemetry/core';
 
 /** W3C Trace Context: vendors must propagate at least 512 characters of tracestate; more may be cut. */
@@ -23,16 +23,11 @@ export function remoteParent(
   return parent;
 }
 
-/** The context a span under `parent` starts in; the root context for a trace of its own. */
-export function parentContext(parent: SpanContext | null): Context {
-  return parent === null ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, parent);
-}
-
 export function isSampled(parent: SpanContext): boolean {
   return (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
 }
 
 /** version 00, the span as parent, and whether it is sampled (flags 01) or not (00). */
-export function traceparentOf(span: SpanContext, sampled: boolean): string {
-  return `00-${span.traceId}-${span.spanId}-${sampled ? '01' : '00'}`;
+export function traceparentOf(traceId: string, spanId: string, sampled: boolean): string {
+  return `00-${traceId}-${spanId}-${sampled ? '01' : '00'}`;
 }

@@ -1,19 +1,19 @@
 /**
- * The tracer provider: OpenTelemetry's SDK with a BatchSpanProcessor in front of the OTLP/HTTP
- * (JSON) exporter to tracing.endpoint, behind the tail decision (tail.ts). Built once at start
- * when tracing.enabled; with tracing off there is no provider and the request path holds null.
+ * The export: OpenTelemetry's BatchSpanProcessor in front of the OTLP/HTTP (JSON) exporter to
+ * tracing.endpoint, behind the tail decision (tail.ts), which hands it the kept requests' span
+ * records as the SDK's ReadableSpans (record.ts). Built once at start when tracing.enabled; with
+ * tracing off there is none and the request path holds null.
  * Export runs on the SDK's timer over node:http, never on a request's way: a collector that is
  * down or hangs loses spans (counted), never a client's answer.
  */
-import { AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
-import type { Tracer } from '@opentelemetry/api';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
 import { VERSION } from '../version.js';
-import { CountingExporter, QueueCount, TailProcessor } from './tail.js';
+import { CountingExporter, QueueCount, TailExport } from './tail.js';
 
 export type TracingConfig = Config['tracing'];
 
@@ -30,9 +30,7 @@ export function tracesUrl(endpoint: string): string {
 }
 
 export class Tracing {
-  readonly tracer: Tracer;
-  readonly tail: TailProcessor;
-  private readonly provider: BasicTracerProvider;
+  readonly tail: TailExport;
 
   constructor(config: TracingConfig, metrics: Metrics) {
     if (config.endpoint === null) throw new Error('tracing needs tracing.endpoint');
@@ -50,14 +48,10 @@ export class Tracing {
       // The exporter's own timeout answers first, so its spans are counted as failed.
       exportTimeoutMillis: config.exportTimeoutMs + 1_000,
     });
-    this.tail = new TailProcessor(batch, queue, metrics);
-    this.provider = new BasicTracerProvider({
+    this.tail = new TailExport(batch, queue, metrics, {
       resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'switchyard', [ATTR_SERVICE_VERSION]: VERSION }),
-      // Every span is recorded: which are exported is decided when the request ends (tail.ts).
-      sampler: new AlwaysOnSampler(),
-      spanProcessors: [this.tail],
+      scope: { name: 'switchyard', version: VERSION },
     });
-    this.tracer = this.provider.getTracer('switchyard', VERSION);
   }
 
   /** Sends what is queued, waiting at most SHUTDOWN_WAIT_MS; spans still held then are lost. */
@@ -66,7 +60,7 @@ export class Tracing {
     const waited = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
     });
-    await Promise.race([this.provider.shutdown().catch(() => undefined), waited]);
+    await Promise.race([this.tail.shutdown().catch(() => undefined), waited]);
     clearTimeout(timer);
   }
 }

@@ -7,12 +7,14 @@
  * is decided (tail.ts): a sampled parent or the head sample, a request slower than tracing.slowMs,
  * or any error (a call's, a failed attempt's, or an HTTP error status).
  */
-import { SpanKind, SpanStatusCode, trace, type Link, type Span, type SpanContext } from '@opentelemetry/api';
+import type { Attributes, SpanContext } from '@opentelemetry/api';
 import type { Call } from '../jsonrpc/parse.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { Verdict } from '../upstream/classify.js';
-import { isSampled, parentContext, traceparentOf } from './context.js';
+import { isSampled, traceparentOf } from './context.js';
 import type { Tracing } from './provider.js';
+import { newTraceId, SpanKind, SpanRecord, type TraceOf } from './record.js';
+import { MAX_SPANS_PER_TRACE } from './tail.js';
 
 /** The settings of the request path in force (they reload) over the long-lived provider. */
 export interface RequestTracing {
@@ -42,46 +44,52 @@ export function startTrace(
   transport: 'http' | 'websocket',
   parent: SpanContext | null,
 ): RequestTrace | null {
-  if (rt === null || rt === undefined) return null;
-  const span = rt.tracing.tracer.startSpan(
-    transport === 'http' ? 'POST' : 'websocket frame',
-    { kind: SpanKind.SERVER, attributes: { 'network.protocol.name': transport } },
-    parentContext(parent),
-  );
-  const traceId = span.spanContext().traceId;
-  if (!rt.tracing.tail.open(traceId)) {
-    span.end();
-    return null;
-  }
+  if (rt === null || rt === undefined || !rt.tracing.tail.begin()) return null;
   const head = parent !== null ? isSampled(parent) : Math.random() < rt.sampleRate;
-  return new RequestTrace(rt, span, head);
+  return new RequestTrace(rt, parent, head, transport);
 }
 
-export class RequestTrace {
+export class RequestTrace implements TraceOf {
   readonly traceId: string;
   private readonly started = performance.now();
   private failed = false;
   private readonly calls: (CallTrace | undefined)[] = [];
   private ended = false;
+  /** The SERVER span; the request's other spans are recorded in `records` after it. */
+  readonly root: SpanRecord;
+  private readonly records: SpanRecord[];
+  private overflow = 0;
 
   constructor(
     private readonly rt: RequestTracing,
-    readonly span: Span,
+    /** The client's span (from its traceparent), the SERVER span's parent; null: a trace of our own. */
+    readonly remote: SpanContext | null,
     /** The head decision: a sampled parent, or the sample at tracing.sampleRate. */
     readonly head: boolean,
+    transport: 'http' | 'websocket',
   ) {
-    this.traceId = span.spanContext().traceId;
+    this.traceId = remote?.traceId ?? newTraceId();
+    this.root = new SpanRecord(transport === 'http' ? 'POST' : 'websocket frame', SpanKind.SERVER, null, {
+      'network.protocol.name': transport,
+    });
+    this.records = [this.root];
+  }
+
+  /** A span recorded in this trace, unless the trace holds MAX_SPANS_PER_TRACE already (then only counted). */
+  record(name: string, kind: SpanKind, parentId: string, attributes: Attributes, links?: string[]): SpanRecord {
+    const r = new SpanRecord(name, kind, parentId, attributes, links);
+    if (this.records.length < MAX_SPANS_PER_TRACE) this.records.push(r);
+    else this.overflow++;
+    return r;
   }
 
   /** A span for the call in slot `slot`, under the SERVER span. */
   call(slot: number, call: Call, label: string): CallTrace {
     const known = label !== 'other';
-    const span = this.rt.tracing.tracer.startSpan(
-      known ? call.method : '_OTHER',
-      { kind: SpanKind.INTERNAL, attributes: callAttributes(call, known) },
-      trace.setSpan(parentContext(null), this.span),
+    const c = new CallTrace(
+      this,
+      this.record(known ? call.method : '_OTHER', SpanKind.INTERNAL, this.root.spanId, callAttributes(call, known)),
     );
-    const c = new CallTrace(this, span);
     this.calls[slot] = c;
     return c;
   }
@@ -109,30 +117,27 @@ export class RequestTrace {
 
   /** One exchange of several calls with `upstream`: a CLIENT span under the request, linking each call's span. */
   exchange(upstream: string, calls: readonly { trace?: CallTrace }[]): Attempt {
-    const links: Link[] = [];
+    const links: string[] = [];
     for (const c of calls) {
       if (c.trace === undefined) continue;
       c.trace.attempts++;
-      links.push({ context: c.trace.span.spanContext() });
+      links.push(c.trace.span.spanId);
     }
-    return this.attempt(this.span, upstream, links, calls.length);
+    return this.attempt(this.root.spanId, upstream, links, calls.length);
   }
 
-  /** A CLIENT span under `parent` for one attempt with `upstream`. */
-  attempt(parent: Span, upstream: string, links?: Link[], calls?: number): Attempt {
-    const span = this.rt.tracing.tracer.startSpan(
+  /** A CLIENT span under span `parentId` for one attempt with `upstream`. */
+  attempt(parentId: string, upstream: string, links?: string[], calls?: number): Attempt {
+    const span = this.record(
       'upstream',
-      {
-        kind: SpanKind.CLIENT,
-        attributes:
-          calls === undefined
-            ? { 'switchyard.upstream': upstream }
-            : { 'switchyard.upstream': upstream, 'switchyard.calls': calls },
-        links,
-      },
-      trace.setSpan(parentContext(null), parent),
+      SpanKind.CLIENT,
+      parentId,
+      calls === undefined
+        ? { 'switchyard.upstream': upstream }
+        : { 'switchyard.upstream': upstream, 'switchyard.calls': calls },
+      links,
     );
-    return new Attempt(this, span, traceparentOf(span.spanContext(), this.head));
+    return new Attempt(this, span, traceparentOf(this.traceId, span.spanId, this.head));
   }
 
   /** Something went wrong on the way (a failed attempt, a call's error): the trace is exported. */
@@ -153,20 +158,20 @@ export class RequestTrace {
    * `traceparent`: the SERVER span, flagged sampled when the trace is exported.
    */
   end(status: number, errors: number, calls: number | null): string {
-    const span = this.span;
+    const root = this.root;
     const keep =
       this.head || this.failed || errors > 0 || status >= 400 || performance.now() - this.started >= this.rt.slowMs;
-    const header = traceparentOf(span.spanContext(), keep);
+    const header = traceparentOf(this.traceId, root.spanId, keep);
     if (this.ended) return header;
     this.ended = true;
     // Calls cut short (a crash) end with the request, so no span is left open.
     for (const c of this.calls) c?.close();
-    span.setAttribute('http.response.status_code', status);
-    if (calls !== null) span.setAttribute('switchyard.calls', calls);
-    if (errors > 0) span.setAttribute('switchyard.errors', errors);
-    if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    span.end();
-    this.rt.tracing.tail.settle(this.traceId, keep);
+    root.attributes['http.response.status_code'] = status;
+    if (calls !== null) root.attributes['switchyard.calls'] = calls;
+    if (errors > 0) root.attributes['switchyard.errors'] = errors;
+    if (status >= 500) root.failed = true;
+    root.close();
+    this.rt.tracing.tail.settle(this, this.records, this.overflow, keep);
     return header;
   }
 }
@@ -175,42 +180,36 @@ export class CallTrace {
   attempts = 0;
   cache: CacheUse = 'none';
   block: number | undefined = undefined;
-  private done = false;
 
   constructor(
     private readonly owner: RequestTrace,
-    readonly span: Span,
+    readonly span: SpanRecord,
   ) {}
 
   /** A CLIENT span for one attempt of this call alone, under the call's span. */
   attempt(upstream: string): Attempt {
     this.attempts++;
-    return this.owner.attempt(this.span, upstream);
+    return this.owner.attempt(this.span.spanId, upstream);
   }
 
   end(o: Outcome): void {
-    if (this.done) return;
-    const span = this.span;
-    span.setAttribute('switchyard.cache', o.result !== undefined && o.cached === true ? 'hit' : this.cache);
-    span.setAttribute('switchyard.attempts', this.attempts);
-    if (this.block !== undefined) span.setAttribute('switchyard.block', this.block);
+    if (this.span.end !== 0) return;
+    const a = this.span.attributes;
+    a['switchyard.cache'] = o.result !== undefined && o.cached === true ? 'hit' : this.cache;
+    a['switchyard.attempts'] = this.attempts;
+    if (this.block !== undefined) a['switchyard.block'] = this.block;
     if (o.result === undefined) {
       const code = o.error !== undefined ? o.error.code : nodeErrorCode(o.nodeError);
-      span.setAttribute(
-        'error.type',
-        o.error !== undefined ? o.error.reason : code === null ? 'node_error' : String(code),
-      );
-      if (code !== null) span.setAttribute('rpc.response.status_code', String(code));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      a['error.type'] = o.error !== undefined ? o.error.reason : code === null ? 'node_error' : String(code);
+      if (code !== null) a['rpc.response.status_code'] = String(code);
+      this.span.failed = true;
       this.owner.markFailed();
     }
     this.close();
   }
 
   close(): void {
-    if (this.done) return;
-    this.done = true;
-    this.span.end();
+    this.span.close();
   }
 }
 
@@ -218,20 +217,20 @@ export class CallTrace {
 export class Attempt {
   constructor(
     private readonly owner: RequestTrace,
-    private readonly span: Span,
+    private readonly span: SpanRecord,
     readonly traceparent: string,
   ) {}
 
   /** The node's verdict: `result`, `node-error`, or why the call goes elsewhere. */
   end(verdict: Verdict): void {
     const outcome = verdict.kind === 'retry' ? verdict.reason : verdict.kind;
-    this.span.setAttribute('switchyard.outcome', outcome);
+    this.span.attributes['switchyard.outcome'] = outcome;
     if (verdict.kind !== 'result') {
-      this.span.setStatus({ code: SpanStatusCode.ERROR });
-      this.span.setAttribute('error.type', outcome);
+      this.span.failed = true;
+      this.span.attributes['error.type'] = outcome;
       this.owner.markFailed();
     }
-    this.span.end();
+    this.span.close();
   }
 
   /** An exchange's verdicts: the span's outcome is the first that is not a result, else `result`. */

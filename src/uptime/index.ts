@@ -34,12 +34,13 @@ import type { MaintenanceConfig } from '../config/maintenance-schema.js';
 import type { CordonKeeper } from '../upstream/cordons.js';
 import { storeCordons } from './cordon-keeper.js';
 import { dailyLines, latencyReport, markMaintenance } from './history.js';
+import { IncidentDesk } from './incidents.js';
 import { LatencyHistory } from './history-store.js';
 import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
 import { storeWindows } from './maintenance-store.js';
-import { openUptimeStore } from './store-open.js';
+import { openUptimeStore, storeWrite } from './store-open.js';
 import { FLUSH_EVERY, type UptimeStore, type Incident, type IncidentKind } from './store.js';
-import { incidentChanges, overallState } from './tracker.js';
+import { incidentChanges, overallState, type Change } from './tracker.js';
 
 export interface UptimeSettings {
   enabled: boolean;
@@ -50,6 +51,8 @@ export interface UptimeSettings {
   title: string;
   /** uptime.maintenance; absent: none. */
   maintenance?: readonly MaintenanceConfig[];
+  /** Where users report a problem (an https URL or mailto:); null or absent: no such section. */
+  support?: string | null;
 }
 
 export interface Clock {
@@ -88,6 +91,8 @@ export class Uptime implements UptimePages {
   readonly maintenance: Maintenance;
   /** The admin port's routes to the windows (server/admin-maintenance.ts). */
   readonly maintenanceAdmin: MaintenanceAdmin;
+  /** Hand-opened incidents, updates, post-mortems, and who hears of incident changes (incidents.ts). */
+  readonly desk: IncidentDesk;
   private readonly watch: HeadWatch;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -127,6 +132,7 @@ export class Uptime implements UptimePages {
     );
     this.maintenance = new Maintenance(keeper, settings.maintenance ?? [], now);
     this.maintenanceAdmin = this.maintenance.admin(() => this.clock.now());
+    this.desk = new IncidentDesk(this.store, this.clock, this.log, (op) => this.write(op), this.told);
     for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
     const head = Number(this.store.getMeta('head') ?? NaN);
     const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
@@ -202,21 +208,7 @@ export class Uptime implements UptimePages {
       stallAfterSeconds: s.stallAfterSeconds,
       chainId,
     }).filter((c) => window === null || !('open' in c));
-    for (const change of changes) {
-      if ('open' in change) {
-        const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
-        if (incident) this.open.set(change.open, incident);
-        this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
-      } else {
-        const incident = this.open.get(change.close)!;
-        this.write(() => this.store.closeIncident(incident.id, t, t));
-        this.open.delete(change.close);
-        this.log.info(
-          { kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) },
-          'uptime incident closed',
-        );
-      }
-    }
+    for (const change of changes) this.change(change, t);
     this.publishIncidents();
     const seen = this.watch.remember();
     if (seen) {
@@ -226,6 +218,25 @@ export class Uptime implements UptimePages {
     if (this.store.pending >= FLUSH_EVERY) this.write(() => this.latency.flush(t));
     this.last = { t, reachable, advancing, excused };
     this.summarize(t);
+  }
+
+  /** Opens or closes a probe incident at `t`, and tells the desk (feeds, webhooks). */
+  private change(change: Change, t: number): void {
+    if ('open' in change) {
+      const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
+      if (incident) this.open.set(change.open, incident);
+      if (incident) this.desk.probeChanged('opened', incident.id);
+      this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
+      return;
+    }
+    const incident = this.open.get(change.close)!;
+    this.write(() => this.store.closeIncident(incident.id, t, t));
+    this.open.delete(change.close);
+    this.desk.probeChanged('resolved', incident.id);
+    this.log.info(
+      { kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) },
+      'uptime incident closed',
+    );
   }
 
   /** The report's figures as of the probe at `t` (kept as they were if even the memory store fails). */
@@ -242,33 +253,16 @@ export class Uptime implements UptimePages {
       })) ?? this.summary;
   }
 
-  /**
-   * Runs a store operation; if the file fails, the store moves to memory (keeping what it has)
-   * and the operation runs there. Returns undefined only if it failed in memory too.
-   */
+  /** A store operation that survives the file failing (store-open.ts); undefined: it failed in memory too. */
   private write<T>(op: () => T): T | undefined {
-    try {
-      return op();
-    } catch (err) {
-      if (!this.store.persistent) {
-        this.log.error({ err }, 'uptime store operation failed');
-        return undefined;
-      }
-      const file = this.store.path;
-      const kept = this.store.toMemory();
-      this.deps.metrics.setUptimeStorePersistent(false);
-      this.log.error(
-        { store: file, err, historyKept: kept },
-        'uptime.store failed; uptime history is kept in memory only from now on',
-      );
-      try {
-        return op();
-      } catch (again) {
-        this.log.error({ err: again }, 'uptime store operation failed');
-        return undefined;
-      }
-    }
+    return storeWrite(this.store, op, this.log, this.deps.metrics);
   }
+
+  /** An incident changed by hand: the page shows it now, not at the next probe. */
+  private readonly told = (): void => {
+    const incidents = this.summary && this.write(() => incidentLines(this.store, this.clock.now()));
+    if (this.summary && incidents) this.summary = { ...this.summary, incidents };
+  };
 
   private publishIncidents(): void {
     this.deps.metrics.setUptimeIncidents(this.open);
@@ -327,6 +321,10 @@ export class Uptime implements UptimePages {
 
   get title(): string {
     return this.settings.title;
+  }
+
+  get support(): string | null {
+    return this.settings.support ?? null;
   }
 
   get probeIntervalMs(): number {

@@ -9,11 +9,12 @@
 import { createHash } from 'node:crypto';
 import { HISTORY_HTML, HISTORY_SCRIPT, HISTORY_STYLE } from './page-history.js';
 import { MAINTENANCE_HTML, MAINTENANCE_SCRIPT, MAINTENANCE_STYLE } from './page-maintenance.js';
+import { supportSection } from './page-support.js';
 import type { UptimeReport } from './report.js';
 
-const STYLE = `
-:root{--bg:#f6f7f9;--card:#fff;--text:#1b1f24;--muted:#5f6b7a;--line:#e3e7ec;--ok:#1f9d55;--warn:#d08a00;--bad:#d64545;--none:#d5dae1;--ok-t:#13703a;--warn-t:#8a5a00;--bad-t:#b02a2a;--ok-b:#13703a;--warn-b:#8a5a00;--bad-b:#b02a2a;--idle-b:#5f6b7a}
-@media (prefers-color-scheme:dark){:root{--bg:#0f1419;--card:#182028;--text:#e6eaef;--muted:#a3b0bd;--line:#26313c;--ok:#35c274;--warn:#e0a526;--bad:#f06a6a;--none:#34404c;--ok-t:#4cd487;--warn-t:#f0b840;--bad-t:#ff8a8a}}
+export const STYLE = `
+:root{--bg:#f6f7f9;--card:#fff;--text:#1b1f24;--muted:#5f6b7a;--line:#e3e7ec;--ok:#1f9d55;--warn:#d08a00;--bad:#d64545;--none:#d5dae1;--ok-t:#13703a;--warn-t:#8a5a00;--bad-t:#b02a2a;--ok-b:#13703a;--warn-b:#8a5a00;--bad-b:#b02a2a;--idle-b:#5f6b7a;--link:#0b57d0}
+@media (prefers-color-scheme:dark){:root{--bg:#0f1419;--card:#182028;--text:#e6eaef;--muted:#a3b0bd;--line:#26313c;--ok:#35c274;--warn:#e0a526;--bad:#f06a6a;--none:#34404c;--ok-t:#4cd487;--warn-t:#f0b840;--bad-t:#ff8a8a;--link:#8ab4f8}}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--text);font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;-webkit-text-size-adjust:100%}
 main{max-width:780px;margin:0 auto;padding:20px 14px 32px}
@@ -44,7 +45,7 @@ h2{font-size:1rem;margin:0 0 8px}
 ul{list-style:none;margin:0;padding:0}
 li{padding:8px 0;border-top:1px solid var(--line)}li:first-child{border-top:0}
 .pill{display:inline-block;font-size:.75rem;font-weight:600;padding:1px 8px;border-radius:999px;color:#fff;background:var(--bad-b);border:1px solid transparent;margin-right:6px}
-.pill.stalled{background:var(--warn-b)}.pill.closed{background:transparent;color:var(--text);border-color:var(--muted)}
+.pill.stalled,.pill.operator{background:var(--warn-b)}.pill.closed{background:transparent;color:var(--text);border-color:var(--muted)}
 .when{font-variant-numeric:tabular-nums;font-size:.88rem}
 .empty{color:var(--muted)}
 .scroll{overflow-x:auto}
@@ -55,6 +56,8 @@ td.num,th.num{text-align:right}
 .st{font-weight:600}.st.healthy{color:var(--ok-t)}.st.down,.st.quarantined{color:var(--bad-t)}.st.connecting,.st.cordoned,.st.stalled{color:var(--warn-t)}.st .hint{white-space:normal;font-weight:400}
 footer{color:var(--muted);font-size:.82rem;text-align:center;margin-top:14px}
 footer a{color:inherit}
+#incidents a,#support a,.head2 a{color:var(--link)}
+.steps{list-style:decimal;padding-left:22px}.steps>li{border:0;padding:4px 0}.steps ul{list-style:disc;padding-left:20px}.steps ul li{border:0;padding:2px 0}
 .stale{color:var(--bad-t);font-weight:600}
 @media (max-width:560px){.grid{grid-template-columns:1fr}.value{font-size:1.15rem}.bar{height:28px;gap:1px}}
 ${HISTORY_STYLE}${MAINTENANCE_STYLE}`;
@@ -119,6 +122,7 @@ const SCRIPT = `
     set('checked', 'checked ' + dur(Date.now() - Date.parse(data.checkedAt)) + ' ago');
     var a = data.checks.advancing;
     set('age', a.headAgeSeconds === null ? 'no block seen yet' : 'rose ' + dur(a.headAgeSeconds * 1000 + since) + ' ago');
+    if ($('utc-now')) set('utc-now', new Date().toISOString().slice(0, 19).replace('T', ' ') + ' UTC');
     set('feed', failing ? 'status feed unreachable since ' + hm(lastOk) : '', failing ? 'stale' : '');
   }
   function render() {
@@ -161,11 +165,14 @@ const SCRIPT = `
     if (data.incidents.length === 0) list.appendChild(el('li', 'empty', 'No incidents in the last 30 days.'));
     data.incidents.forEach(function (inc) {
       var li = el('li');
-      li.appendChild(el('span', 'pill ' + inc.kind + (inc.endedAt ? ' closed' : ''), inc.kind));
+      li.appendChild(el('span', 'pill ' + inc.kind + (inc.endedAt ? ' closed' : ''), inc.kind === 'operator' ? 'incident' : inc.kind));
       var end = inc.endedAt ? Date.parse(inc.endedAt) : Date.parse(data.checkedAt);
       var text = when(inc.startedAt) + ' - ' + (inc.endedAt ? when(inc.endedAt) : 'ongoing') + ' (' + dur(end - Date.parse(inc.startedAt)) + ')';
       li.appendChild(el('span', 'when', text));
-      li.appendChild(el('div', 'hint', inc.summary));
+      var link = el('a', '', inc.summary), latest = inc.updates && inc.updates[0];
+      link.href = 'uptime/incidents/' + inc.id;
+      li.appendChild(el('div')).appendChild(link);
+      if (latest) li.appendChild(el('div', 'hint', latest.status + ', ' + when(latest.at) + ': ' + latest.message));
       list.appendChild(li);
     });
     var card = $('nodes');
@@ -237,7 +244,12 @@ function escapeHtml(s: string): string {
 }
 
 /** The page, with `report` embedded (null before the first probe: the page says it is checking). */
-export function renderPage(report: UptimeReport | null, title: string): string {
+export function renderPage(
+  report: UptimeReport | null,
+  title: string,
+  support: string | null = null,
+  now = Date.now(),
+): string {
   // Inside <script type="application/json"> only "</" could end the element early.
   const embedded = JSON.stringify(report).replace(/</g, '\\u003c');
   const t = escapeHtml(report?.title ?? title);
@@ -269,7 +281,8 @@ ${MAINTENANCE_HTML}<section class="grid">
 <div class="axis"><span>24 h ago</span><span>now</span></div>
 <div class="detail" id="bar-detail" aria-live="polite">Tap, hover or focus the bar for a segment's figure.</div>
 </section>
-${HISTORY_HTML}<section class="card"><h2>Incidents</h2><ul id="incidents"></ul></section>
+${HISTORY_HTML}<section class="card"><div class="head2"><h2>Incidents</h2><a href="uptime/incidents">All incidents</a></div><ul id="incidents"></ul></section>
+${supportSection(support, now)}
 <section class="card" id="nodes" hidden><h2>Nodes</h2><div class="scroll"><table>
 <thead><tr><th>Name</th><th>State</th><th class="num">Head</th><th class="num">Lag</th><th class="num">Latency</th></tr></thead>
 <tbody id="upstreams"></tbody></table></div></section>

@@ -4,9 +4,10 @@
  * probes is null. Time without probes (Switchyard not running) is no data, never downtime.
  */
 import { toQuantity } from '../jsonrpc/hex.js';
-import { DAY_MS, floorTo, type Incident, type Tally, type UptimeStore } from './store.js';
 import type { DayLine, LatencyReport } from './history.js';
+import type { IncidentRecord, IncidentSource, UpdateStatus } from './incident-store.js';
 import type { MaintenanceLine } from './maintenance.js';
+import { DAY_MS, floorTo, type Tally, type UptimeStore } from './store.js';
 import type { OverallState } from './tracker.js';
 
 export const WINDOWS = { '24h': DAY_MS, '7d': 7 * DAY_MS, '30d': 30 * DAY_MS } as const;
@@ -26,6 +27,18 @@ export interface UpstreamLine {
   latencyMs: number | null;
   /** While an operator has the node cordoned (state `cordoned`): why and since when. */
   cordon?: { reason: string | null; since: string };
+}
+
+/** An incident in uptime.json (SPEC 12, 12.2): `updates` newest first; `postmortem`: whether one is attached. */
+export interface IncidentLine {
+  id: number;
+  kind: string;
+  startedAt: string;
+  endedAt: string | null;
+  summary: string;
+  source: IncidentSource;
+  updates: { status: UpdateStatus; message: string; at: string }[];
+  postmortem: boolean;
 }
 
 export interface UptimeReport {
@@ -49,7 +62,7 @@ export interface UptimeReport {
   latency: LatencyReport;
   /** Upcoming and ongoing maintenance windows, soonest first (names binding, SPEC 12.2). */
   maintenance: MaintenanceLine[];
-  incidents: { id: number; kind: string; startedAt: string; endedAt: string | null; summary: string }[];
+  incidents: IncidentLine[];
   upstreams?: UpstreamLine[];
   probeIntervalMs: number;
   stallAfterSeconds: number;
@@ -88,17 +101,20 @@ export function history(store: UptimeStore, now: number): UptimeReport['history'
   };
 }
 
-export function incidentLines(store: UptimeStore, now: number): UptimeReport['incidents'] {
-  return store.incidents(now - WINDOWS['30d'], INCIDENTS_LISTED).map(incidentLine);
+export function incidentLines(store: UptimeStore, now: number): IncidentLine[] {
+  return store.told.recent(now - WINDOWS['30d'], INCIDENTS_LISTED).map(incidentLine);
 }
 
-export function incidentLine(i: Incident): UptimeReport['incidents'][number] {
+export function incidentLine(i: IncidentRecord): IncidentLine {
   return {
     id: i.id,
     kind: i.kind,
     startedAt: iso(i.startedAt),
     endedAt: i.endedAt === null ? null : iso(i.endedAt),
     summary: i.summary,
+    source: i.source,
+    updates: i.updates.map((u) => ({ status: u.status, message: u.message, at: iso(u.at) })),
+    postmortem: i.postmortem !== null,
   };
 }
 

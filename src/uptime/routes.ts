@@ -7,6 +7,7 @@
 import type { UptimeReport } from './report.js';
 import { renderBadge } from './badge.js';
 import { PAGE_CSP, renderPage } from './page.js';
+import { incidentAnswer, type IncidentPages } from './routes-incidents.js';
 
 export interface UptimePages {
   report(): UptimeReport | null;
@@ -14,6 +15,10 @@ export interface UptimePages {
   uptime30d(): number | null;
   readonly title: string;
   readonly probeIntervalMs: number;
+  /** uptime.support: the "Report a problem" section (absent or null: none). */
+  readonly support?: string | null;
+  /** The incident pages (SPEC 12.2); absent: those paths are not served. */
+  readonly desk?: IncidentPages;
 }
 
 export interface UptimeAnswer {
@@ -30,17 +35,19 @@ export function wantsHtml(accept: string | string[] | undefined): boolean {
 
 const COMMON = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
 
-/** The answer for an uptime path, or null when the path is not one (the caller goes on). */
+/** The answer for an uptime path (`url`: the path and query), or null when the path is not one (the caller goes on). */
 export function uptimeAnswer(
   pages: UptimePages,
-  path: string,
+  url: string,
   accept: string | string[] | undefined,
+  now = Date.now(),
 ): UptimeAnswer | null {
+  const [path = '/', query = ''] = url.split('?', 2);
   const maxAge = Math.max(1, Math.floor(pages.probeIntervalMs / 1000));
   if (path === '/uptime' || (path === '/' && wantsHtml(accept))) {
     return {
       status: 200,
-      body: renderPage(pages.report(), pages.title),
+      body: renderPage(pages.report(), pages.title, pages.support ?? null, now),
       headers: {
         ...COMMON,
         'content-type': 'text/html; charset=utf-8',
@@ -85,5 +92,6 @@ export function uptimeAnswer(
       },
     };
   }
+  if (pages.desk && path.startsWith('/uptime/incidents')) return incidentAnswer(pages.desk, pages, path, query, now);
   return null;
 }

@@ -20,6 +20,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { HISTORY_MIGRATION } from './history-migration.js';
+import { INCIDENT_MIGRATION, IncidentLog, isProbeIncident, pruneIncidents } from './incident-store.js';
 import { StoreError } from './store-error.js';
 
 export { StoreError };
@@ -36,7 +37,8 @@ export interface ProbeRow {
 
 export interface Incident {
   id: number;
-  kind: IncidentKind;
+  /** A probe's kind, or `operator` for one opened by hand (incident-store.ts). */
+  kind: IncidentKind | 'operator';
   startedAt: number;
   endedAt: number | null;
   summary: string;
@@ -55,7 +57,7 @@ export const DAY_MS = 86_400_000;
 export const PROBES_KEPT_MS = DAY_MS;
 /** Per-minute rows are kept this long, then rolled into hours. */
 export const MINUTES_KEPT_MS = 7 * DAY_MS;
-/** Hour rows and closed incidents older than this are deleted (the daily bars go back 90 days). */
+/** Hour rows older than this are deleted (the daily bars go back 90 days); incidents: incident-store.ts. */
 export const RETAIN_MS = 91 * DAY_MS;
 /** Buffered probes are written together once this many are waiting (or on an incident, or close). */
 export const FLUSH_EVERY = 12;
@@ -80,21 +82,17 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
   // Cordons (upstream/cordons.ts) when there is no shared Redis: kept across restarts.
   `CREATE TABLE cordons (name TEXT PRIMARY KEY, value TEXT NOT NULL);`,
+  // Incidents told by people (incident-store.ts): updates, post-mortems, hand-opened incidents.
+  INCIDENT_MIGRATION,
+  // Admin-made maintenance windows and hourly probe latency (maintenance-store.ts, history-store.ts).
   HISTORY_MIGRATION,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-interface IncidentRow {
-  id: number;
-  kind: string;
-  started_at: number;
-  ended_at: number | null;
-  summary: string;
-}
-
 export class UptimeStore {
   private db: Database.Database;
   private buffer: ProbeRow[] = [];
+  readonly told = new IncidentLog({ db: () => this.db, write: (now, op) => this.write(now, op) });
   private meta = new Map<string, string>();
   private metaDirty = false;
   /** null: in memory (configured so, or after the file failed). */
@@ -215,7 +213,7 @@ export class UptimeStore {
       .run(minuteCut);
     this.db.prepare(`DELETE FROM rollups WHERE size = ${MINUTE_MS} AND t < ?`).run(minuteCut);
     this.db.prepare(`DELETE FROM rollups WHERE size = ${HOUR_MS} AND t < ?`).run(now - RETAIN_MS);
-    this.db.prepare('DELETE FROM incidents WHERE ended_at IS NOT NULL AND ended_at < ?').run(now - RETAIN_MS);
+    pruneIncidents(this.db, now);
   }
 
   /**
@@ -264,7 +262,7 @@ export class UptimeStore {
     return out;
   }
 
-  /** `op` on the database: in one write with what is buffered, or alone (now null: a read). For latency.ts, maintenance-store.ts. */
+  /** `op` on the database: in one write with what is buffered, or alone (now null: a read). For history-store.ts, maintenance-store.ts. */
   tx<T>(now: number | null, op: (db: Database.Database) => T): T {
     return now === null ? op(this.db) : this.write(now, () => op(this.db));
   }
@@ -287,22 +285,18 @@ export class UptimeStore {
 
   /** Open incidents, and those that started at or after `since`; newest first, at most `limit`. */
   incidents(since: number, limit: number): Incident[] {
-    const rows = this.db
-      .prepare(
-        'SELECT id, kind, started_at, ended_at, summary FROM incidents WHERE ended_at IS NULL OR started_at >= ? ORDER BY started_at DESC, id DESC LIMIT ?',
-      )
-      .all(since, limit) as IncidentRow[];
-    return rows.map((r) => ({
-      id: r.id,
-      kind: r.kind as IncidentKind,
-      startedAt: r.started_at,
-      endedAt: r.ended_at,
-      summary: r.summary,
+    return this.told.recent(since, limit).map(({ id, kind, startedAt, endedAt, summary }) => ({
+      id,
+      kind,
+      startedAt,
+      endedAt,
+      summary,
     }));
   }
 
-  openIncidents(): Incident[] {
-    return this.incidents(Number.MAX_SAFE_INTEGER, 100);
+  /** Open probe incidents (a hand-opened one closes by hand only). */
+  openIncidents(): (Incident & { kind: IncidentKind })[] {
+    return this.incidents(Number.MAX_SAFE_INTEGER, 200).filter(isProbeIncident);
   }
 
   /** Stored cordons by upstream name, as JSON text (upstream/cordons.ts parses them). */

@@ -11,6 +11,9 @@
  *               and vs the bare server doing BUSY_US of busy work per request: what a few
  *               microseconds of a proxy's own work cost in throughput on this machine
  *   local       eth_chainId, answered by Switchyard itself, vs a bare node:http server answering it
+ *   latency     misses paced at half of Switchyard's measured miss peak (wrk's delay(): connections
+ *               x 1000 / (PACE_MS + latency) a second), through HAProxy and through Switchyard in
+ *               turn: the difference of their p99 is the latency Switchyard adds (SPEC 11: < 1 ms)
  *   RSS         the main process's VmRSS after each round (its scenarios are minutes of sustained
  *               load with the default cache); and with 1,000 idle keep-alive connections: fresh; after sustained
  *               misses with the cache off (`cache.maxBytes: 0`: the process without its cache), read
@@ -174,6 +177,7 @@ async function main(): Promise<number> {
   /** The main process's RSS after each round: minutes of sustained load with the default cache. */
   const roundRss: number[] = [];
   let rss: { fresh: RssFigure; noCache: RssFigure; loaded: RssFigure; noCacheRuns: number[] } | undefined;
+  let latency: Latency | undefined;
   try {
     process.stdout.write(
       `switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned\n`,
@@ -274,6 +278,8 @@ async function main(): Promise<number> {
       return { ...s, runs: rs, median: rs.find((x) => x.r.rps === mid)! };
     });
 
+    latency = await addedLatency(dir, sy, ha, rps1(rows, 'miss', 'switchyard'));
+
     // Misses at a finalized block fill the immutable LRU (the bench's `latest` reads are head-scoped
     // and dropped with each block): the cache then holds what it counts, for the sizing figure.
     process.stdout.write(`filling the cache with immutable answers for ${FILL_SECONDS} s\n`);
@@ -331,15 +337,15 @@ async function main(): Promise<number> {
     '| ratio | req/s | CPU us/req | target |',
     '|---|---:|---:|---|',
     `| node direct / haproxy (validity: the proxies are the bottleneck) | ${ratio(rps('miss', 'anvil'), rps('miss', 'haproxy'))} | | >= ${NODE_MARGIN} |`,
-    `| miss: switchyard / haproxy | ${ratio(rps('miss', 'switchyard'), rps('miss', 'haproxy'))} | ${ratio(us('miss', 'switchyard'), us('miss', 'haproxy'))} | >= 0.5 |`,
+    `| miss: switchyard / haproxy | ${ratio(rps('miss', 'switchyard'), rps('miss', 'haproxy'))} | ${ratio(us('miss', 'switchyard'), us('miss', 'haproxy'))} | >= 0.7 |`,
     `| miss: passthrough / haproxy | ${ratio(rps('miss', 'passthrough'), rps('miss', 'haproxy'))} | ${ratio(us('miss', 'passthrough'), us('miss', 'haproxy'))} | |`,
     `| miss: switchyard / passthrough | ${ratio(rps('miss', 'switchyard'), rps('miss', 'passthrough'))} | ${ratio(us('miss', 'switchyard'), us('miss', 'passthrough'))} | |`,
-    `| hit: switchyard / bare node:http | ${ratio(rps('hit', 'switchyard'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'switchyard'), us('hit', 'bare-node'))} | >= 0.9 |`,
+    `| hit: switchyard / bare node:http | ${ratio(rps('hit', 'switchyard'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'switchyard'), us('hit', 'bare-node'))} | >= 0.6 (aim 0.9) |`,
     `| hit: minimal JSON-RPC server / bare node:http (parsing and the id alone) | ${ratio(rps('hit', 'min-jsonrpc'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'min-jsonrpc'), us('hit', 'bare-node'))} | |`,
     `| hit: switchyard / minimal JSON-RPC server | ${ratio(rps('hit', 'switchyard'), rps('hit', 'min-jsonrpc'))} | ${ratio(us('hit', 'switchyard'), us('hit', 'min-jsonrpc'))} | |`,
     `| hit: bare node:http + ${BUSY_US} us busy work per request / bare node:http (what ${BUSY_US} us of own work costs) | ${ratio(rps('hit', 'bare+busy'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'bare+busy'), us('hit', 'bare-node'))} | |`,
     `| local eth_chainId: switchyard / bare node:http | ${ratio(rps('local', 'switchyard'), rps('local', 'bare-node'))} | ${ratio(us('local', 'switchyard'), us('local', 'bare-node'))} | |`,
-    `| batch of 25 / one call, switchyard (cost: one-call req/s / batch req/s) | ${ratio(rps('miss', 'switchyard'), rps('miss batch25', 'switchyard'))} | ${ratio(us('miss batch25', 'switchyard'), us('miss', 'switchyard'))} | < 5 |`,
+    `| batch of 25 / one call, switchyard (cost: one-call req/s / batch req/s) | ${ratio(rps('miss', 'switchyard'), rps('miss batch25', 'switchyard'))} | ${ratio(us('miss batch25', 'switchyard'), us('miss', 'switchyard'))} | < 4 |`,
     `| batch of 25 / one call, anvil direct (the node's own) | ${ratio(rps('miss', 'anvil'), rps('miss batch25', 'anvil'))} | ${ratio(us('miss batch25', 'anvil'), us('miss', 'anvil'))} | |`,
   ];
   if (BASELINE) {
@@ -354,6 +360,12 @@ async function main(): Promise<number> {
     lines.push(
       `| tracing on (default sampleRate) / off, miss | ${ratio(rps('miss', 'tracing'), rps('miss', 'switchyard'))} | ${ratio(us('miss', 'tracing'), us('miss', 'switchyard'))} | >= 0.9 |`,
       `| tracing on (default sampleRate) / off, hit | ${ratio(rps('hit', 'tracing'), rps('hit', 'switchyard'))} | ${ratio(us('hit', 'tracing'), us('hit', 'switchyard'))} | >= 0.9 |`,
+    );
+  }
+  if (latency) {
+    const { rate, haproxy, switchyard } = latency;
+    lines.push(
+      `| added latency at half of Switchyard's peak (${rate.toFixed(0)} req/s asked; got: switchyard ${switchyard.rps.toFixed(0)}, haproxy ${haproxy.rps.toFixed(0)}): miss p99 switchyard ${switchyard.p99} - haproxy ${haproxy.p99} (ms, median of ${LATENCY_ROUNDS}) | ${(msOf(switchyard.p99) - msOf(haproxy.p99)).toFixed(2)} | | < 1 |`,
     );
   }
   if (rss) {
@@ -400,6 +412,65 @@ main().then(
     process.exit(1);
   },
 );
+
+/** Rounds of the paced latency scenario (alternating HAProxy and Switchyard), medians of p99. */
+const LATENCY_ROUNDS = 3;
+/** Each paced connection waits this long after an answer: the rate is set by the number of connections. */
+const PACE_MS = 10;
+
+interface Latency {
+  rate: number;
+  haproxy: { rps: number; p99: string };
+  switchyard: { rps: number; p99: string };
+}
+
+function rps1(rows: Row[], label: string, target: string): number {
+  return rows.find((r) => r.label === label && r.target === target)?.median.r.rps ?? 0;
+}
+
+/** wrk's latency text (`850.00us`, `3.59ms`, `1.20s`) in milliseconds. */
+function msOf(text: string): number {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(text);
+  if (m === null) return Number.NaN;
+  const v = Number(m[1]);
+  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+}
+
+/**
+ * SPEC 11's latency figure: misses paced at half of Switchyard's measured peak, through HAProxy and
+ * through Switchyard in turn (same node, same rate), and the difference of their p99. Below peak
+ * neither queues, so the difference is what Switchyard adds to a call, not its queueing.
+ */
+async function addedLatency(
+  dir: string,
+  sy: { url: string },
+  ha: { url: string },
+  peak: number,
+): Promise<Latency | undefined> {
+  if (peak <= 0) return undefined;
+  const rate = peak / 2;
+  const script = writeScript(dir, 'paced', luaScript({ batch: 1, delayMs: PACE_MS }));
+  // A first guess ignores the latency itself; one short run through HAProxy corrects it.
+  let connections = Math.max(1, Math.round((rate * PACE_MS) / 1000));
+  const trial = await wrk(ha.url, script, { connections, seconds: 2 });
+  if (trial.rps > 0) connections = Math.max(1, Math.round((connections * rate) / trial.rps));
+  process.stdout.write(`added latency: misses paced at ${rate.toFixed(0)} req/s (${connections} connections)\n`);
+  const runs: Record<'haproxy' | 'switchyard', { rps: number; p99: string }[]> = { haproxy: [], switchyard: [] };
+  for (let round = 0; round < LATENCY_ROUNDS; round++) {
+    for (const [name, url] of [
+      ['haproxy', ha.url],
+      ['switchyard', sy.url],
+    ] as const) {
+      const r = await wrk(url, script, { connections, seconds: SECONDS });
+      if (r.bad + r.non2xx > 0 || r.socketErrors !== 'none') throw new Error(`bad answers in the paced ${name} run`);
+      process.stdout.write(`  paced ${name.padEnd(11)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99}\n`);
+      runs[name].push({ rps: r.rps, p99: r.p99 });
+    }
+  }
+  const mid = (xs: { rps: number; p99: string }[]) =>
+    [...xs].sort((a, b) => msOf(a.p99) - msOf(b.p99))[Math.floor(xs.length / 2)]!;
+  return { rate, haproxy: mid(runs.haproxy), switchyard: mid(runs.switchyard) };
+}
 
 /** A collector stand-in for BENCH_TRACING: takes every OTLP export and answers 200. */
 async function startCollectorSink(): Promise<{ url: string; stop: () => Promise<void> }> {

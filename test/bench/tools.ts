@@ -348,9 +348,13 @@ export interface WrkResult {
  */
 /**
  * A constant body, or batches of `eth_getBalance` of a new address every call at `block` (default
- * `latest`; a finalized number makes every answer an immutable cache entry).
+ * `latest`; a finalized number makes every answer an immutable cache entry). `delayMs`: each
+ * connection waits that long after an answer before its next request (wrk's `delay()`), which
+ * paces the load: N connections then send about N x 1000 / (delayMs + latency) requests a second.
  */
-export function luaScript(body: { constant: string; expect: number } | { batch: number; block?: string }): string {
+export function luaScript(
+  body: { constant: string; expect: number } | { batch: number; block?: string; delayMs?: number },
+): string {
   const expect = 'constant' in body ? body.expect : body.batch;
   const check = `
 -- globals, not locals: done() reads them from each thread with thread:get
@@ -401,6 +405,7 @@ function request()
   local payload = ${body.batch === 1 ? 'parts[1]' : '"[" .. table.concat(parts, ",") .. "]"'}
   return wrk.format("POST", "/", headers, payload)
 end
+${body.delayMs === undefined ? '' : `function delay() return ${body.delayMs} end`}
 ${check}`;
 }
 

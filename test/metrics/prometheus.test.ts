@@ -196,7 +196,12 @@ if (!existsSync(PROMETHEUS)) {
       // that traffic: the budget series (the dashboard's budget panels) exist only for a budgeted node.
       const config = validateConfig(
         testConfig({
-          upstreams: [{ name: 'node-a', url: anvil.url, rateLimit: { ratePerSec: 10_000, burst: 30_000 } }],
+          // node-s, a shadow of the same node, gets a copy of every answered read: the shadow panel's series.
+          upstreams: [
+            { name: 'node-a', url: anvil.url, rateLimit: { ratePerSec: 10_000, burst: 30_000 } },
+            { name: 'node-s', url: anvil.url, shadow: true },
+          ],
+          routing: { shadowSampleRate: 1 },
           rateLimit: {
             perIp: { ratePerSec: 10_000, burst: 30_000, burstWindowSec: 3600 },
             methodCost: { eth_getLogs: 15_000 },

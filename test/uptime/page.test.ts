@@ -6,15 +6,16 @@
  * and in the JSON, and closes when blocks resume), and every node is killed (an `unreachable`
  * incident). Screenshots are saved under .tap/artifacts/.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright-core';
+import { request } from 'undici';
 import { startDevnet } from '../../src/devnet/index.js';
 import type { UptimeReport } from '../../src/uptime/report.js';
-import { get } from '../helpers/rpc.js';
+import { get, post } from '../helpers/rpc.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
@@ -68,6 +69,107 @@ async function axeSerious(page: Page): Promise<string[]> {
 
 const text = (page: Page, selector: string): Promise<string> => page.locator(selector).innerText();
 
+const POSTMORTEM = `# Summary
+
+Between 21:40 and 22:05 UTC, \`eth_getLogs\` over more than 2,000 blocks took up to 12 s on one node.
+
+## Timeline
+
+| time (UTC) | what happened |
+|---|---|
+| 21:40 | the node's disk filled up and its log index stopped |
+| 21:52 | the node was cordoned; calls went to the others |
+| 22:05 | the disk was grown and the node uncordoned |
+
+## What we change
+
+- alert on disk use at 80%
+- see [the operations guide](https://example.org/ops) and [our status page](/uptime)
+
+<script>window.pwned = 1</script> <img src=x onerror="window.pwned = 1"> [a link that is not](javascript:window.pwned=1)
+`;
+
+/** Opens an incident by hand through the admin port, with updates and a post-mortem, and checks its pages in the browser. */
+async function operatorIncident(
+  t: Test,
+  page: Page,
+  sy: { url: string; adminUrl: string },
+  shot: (name: string) => Promise<void>,
+): Promise<void> {
+  const admin = `${sy.adminUrl}/uptime/incidents`;
+  const title = 'Slow eth_getLogs on one node <img src=x onerror="window.pwned = 1">';
+  const opened = await post(admin, { title, status: 'investigating', message: 'Some eth_getLogs calls take 10 s.' });
+  t.equal(opened.status, 201, 'opened through the admin port');
+  const id = (opened.json() as { id: number }).id;
+  for (const [status, message] of [
+    ['identified', "One node's disk is full; it is cordoned."],
+    ['resolved', 'The disk was grown and the node is back.'],
+  ] as const)
+    t.equal((await post(`${admin}/${id}/updates`, { status, message })).status, 201, status);
+  const pm = await request(`${admin}/${id}/postmortem`, {
+    method: 'PUT',
+    headers: { 'content-type': 'text/markdown' },
+    body: POSTMORTEM,
+  });
+  await pm.body.dump();
+  t.equal(pm.statusCode, 200, 'post-mortem attached');
+
+  const item = page.locator('#incidents li', { hasText: 'Slow eth_getLogs' });
+  await waitFor('the incident on the page', async () => (await item.count()) === 1, { timeoutMs: 20_000 });
+  t.match(await item.innerText(), /resolved, .*: The disk was grown and the node is back\./, 'with its latest update');
+  t.match(
+    await text(page, '#support'),
+    /another network[\s\S]*ops@example\.org[\s\S]*X-Request-Id/,
+    'Report a problem',
+  );
+  const clock = await text(page, '#utc-now');
+  t.match(clock, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/, 'the current UTC time');
+  await waitFor('the UTC time to move', async () => (await text(page, '#utc-now')) !== clock, { timeoutMs: 5_000 });
+  t.same(await axeSerious(page), [], 'the page with an incident and the support section, phone, light');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  t.same(await axeSerious(page), [], 'phone, dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+
+  await item.locator('a').click();
+  await page.waitForURL(`**/uptime/incidents/${id}`);
+  t.equal(await text(page, '#title'), title, 'the title, as text');
+  t.same(
+    await page.locator('#timeline li .pill').allInnerTexts(),
+    ['resolved', 'identified', 'investigating'],
+    'the timeline, newest first',
+  );
+  t.match(await text(page, '#postmortem'), /What we change[\s\S]*alert on disk use/, 'the post-mortem');
+  t.equal(await page.locator('script, iframe, img, style:not(head style)').count(), 0, 'no script, iframe or image');
+  t.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined, 'nothing ran');
+  t.same(
+    await page.locator('#postmortem a').evaluateAll((as) => as.map((a) => a.getAttribute('href'))),
+    ['https://example.org/ops', '/uptime'],
+    'only the safe links are links',
+  );
+  t.same(await axeSerious(page), [], 'incident page: phone, light');
+  t.ok(
+    await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+    'no sideways scroll at 390 px',
+  );
+  await page.emulateMedia({ colorScheme: 'dark' });
+  t.same(await axeSerious(page), [], 'incident page: phone, dark');
+  await page.setViewportSize({ width: 1280, height: 900 });
+  t.same(await axeSerious(page), [], 'incident page: desktop, dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+  t.same(await axeSerious(page), [], 'incident page: desktop, light');
+  await shot('incident');
+
+  await page.locator('nav.crumbs a', { hasText: 'All incidents' }).click();
+  await page.waitForURL('**/uptime/incidents');
+  t.match(await text(page, '#archive'), /Slow eth_getLogs[\s\S]*post-mortem/, 'the archive lists it');
+  t.same(await axeSerious(page), [], 'archive: desktop, light');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  t.same(await axeSerious(page), [], 'archive: phone, dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.goto(`${sy.url}/uptime`);
+}
+
 if (!existsSync(CHROMIUM)) {
   t.fail(`${CHROMIUM} not found: the Debian package "chromium" is required; .ci/run installs it`);
 } else {
@@ -77,7 +179,7 @@ if (!existsSync(CHROMIUM)) {
     const nodes = devnet.nodes();
     const sy = await startSwitchyard(t, {
       upstreams: nodes.map((n) => ({ name: n.name, url: n.url })),
-      uptime: { probeIntervalMs: 250, stallAfterSeconds: 3, title: 'Devnet status' },
+      uptime: { probeIntervalMs: 250, stallAfterSeconds: 3, title: 'Devnet status', support: 'ops@example.org' },
     });
     const origin = new URL(sy.url).origin;
     await waitFor('a first probe', () => report(sy.url).then((r) => r.state === 'operational'));
@@ -168,6 +270,10 @@ if (!existsSync(CHROMIUM)) {
       await page.setViewportSize({ width: 390, height: 844 });
       t.same(await axeSerious(page), [], 'phone, dark');
       await page.emulateMedia({ colorScheme: 'light' });
+    });
+
+    await t.test('an incident told by hand: listed with its latest update, its own page, the archive', async (t) => {
+      await operatorIncident(t, page, sy, shot);
     });
 
     await t.test(

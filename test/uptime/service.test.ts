@@ -111,6 +111,9 @@ t.test('probes at chosen times: a stall and an outage open and close exactly the
       startedAt: new Date(T0 + 65_000).toISOString(),
       endedAt: null,
       summary: 'The chain did not advance for more than 60 s (fleet head at block 100)',
+      source: 'probe',
+      updates: [],
+      postmortem: false,
     },
   ]);
   t.equal(await gauge(metrics, 'stalled'), 1);
