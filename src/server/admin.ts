@@ -123,6 +123,18 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
   };
 }
 
+/** What a 404 on the admin port lists. */
+const PATHS = [
+  '/health',
+  '/ready',
+  '/status',
+  '/metrics',
+  '/upstreams',
+  '/uptime/incidents',
+  '/uptime/maintenance',
+  'POST /-/reload',
+];
+
 export function createAdminServer(getDeps: () => AdminDeps): Server {
   return createServer((req, res) => {
     const deps = getDeps();
@@ -176,16 +188,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       default:
         return sendJson(res, 404, {
           error: 'not found',
-          paths: [
-            '/health',
-            '/ready',
-            '/status',
-            '/metrics',
-            '/upstreams',
-            '/uptime/incidents',
-            '/uptime/maintenance',
-            'POST /-/reload',
-          ],
+          paths: PATHS,
         });
     }
   });
