@@ -232,6 +232,8 @@ export const configSchema = z
               ratePerSec: positiveInt,
               burst: positiveInt,
               burstWindowSec: positiveInt.default(10),
+              /** The holder may send request directives (X-Switchyard-*: server/directives.ts). */
+              directives: z.boolean().default(false),
             }),
           )
           .default([]),

@@ -12,6 +12,7 @@ import { AdminMetrics } from './admin.js';
 import { BudgetMetrics } from './budget.js';
 import { CacheMetrics } from './cache.js';
 import { CallMetrics } from './calls.js';
+import { DirectiveMetrics } from './directives.js';
 import { ConnectionMetrics } from './connections.js';
 import { RedisMetrics } from './redis.js';
 import { ShadowMetrics } from './shadow.js';
@@ -39,6 +40,7 @@ export class Metrics {
   private readonly tracing = new TracingMetrics(this.registry);
   private readonly shadows = new ShadowMetrics(this.registry);
   private readonly admin = new AdminMetrics(this.registry);
+  private readonly directives = new DirectiveMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -119,4 +121,7 @@ export class Metrics {
   // Tracing export (tracing.ts)
   readonly recordSpansDropped = this.tracing.recordSpansDropped.bind(this.tracing);
   readonly recordSpansExported = this.tracing.recordSpansExported.bind(this.tracing);
+
+  // Request directives (directives.ts)
+  readonly recordDirectiveIgnored = this.directives.recordDirectiveIgnored.bind(this.directives);
 }

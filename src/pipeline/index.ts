@@ -45,6 +45,8 @@ export interface RequestContext extends DispatchContext {
   reqId?: string;
   /** Answered reads to copy to the shadow upstreams once the answer is written (pipeline/shadow.ts). */
   copies?: ShadowCopy[];
+  /** X-Switchyard-Skip-Cache (server/directives.ts): no cache read, no joining a call in flight; answers are still stored. */
+  skipCache?: boolean;
 }
 
 /** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
@@ -142,6 +144,7 @@ export class Pipeline {
    * Each found answer is the plan's outcome (finished); undefined where the plan goes to a node.
    */
   lookupShared(ctx: RequestContext, plans: readonly Plan[]): Promise<(Outcome | undefined)[]> | null {
+    if (ctx.skipCache === true) return null;
     const cache = ctx.routing.cache;
     let any = false;
     for (const p of plans) if (p.cache !== null && cache.shared(p.cache)) any = true;
@@ -278,7 +281,7 @@ export class Pipeline {
     const plan = cacheable
       ? planCache(call.method, spec, res.params, { head: ctx.head, finalized: d.fleet.finalized })
       : null;
-    if (plan !== null) {
+    if (plan !== null && ctx.skipCache !== true) {
       const hit = d.cache.lookup(plan);
       if (hit !== undefined) return { result: hit, cached: true };
     }
@@ -304,7 +307,7 @@ export class Pipeline {
     const paramsJson = paramsText(call, spec, res);
     let shared: Shared<Outcome> | undefined;
     let key: string | undefined;
-    if (cache !== undefined) {
+    if (cache !== undefined && ctx.skipCache !== true) {
       key = shareKey(call.method, requirement, cache, paramsJson);
       const claimed = d.cache.claim<Outcome>(key);
       if (claimed instanceof Promise) return claimed;

@@ -27,6 +27,7 @@ import {
   type DispatchContext,
   type Sendable,
 } from './failover.js';
+import { pinnedNode } from './pinned.js';
 import { choose, eligible, type Requirement } from './select.js';
 
 export type { Attempted, DispatchContext, RoutingDeps, Sendable } from './failover.js';
@@ -53,7 +54,8 @@ function one(a: Attempted): Attempted[] {
 
 /** A call on its own way: every attempt from the first, or to every node at once (broadcast). */
 function alone(call: Sendable, ctx: DispatchContext): Promise<Attempted> {
-  return call.broadcast === true ? broadcast(ctx, call) : attempt(ctx, call, fresh());
+  // A request pinned to one node (pinned.ts) sends its transaction there only.
+  return call.broadcast === true && ctx.useUpstream === undefined ? broadcast(ctx, call) : attempt(ctx, call, fresh());
 }
 
 /** One requirement's calls (indexes into `calls`), in exchanges of up to the chosen node's batch size. */
@@ -68,7 +70,8 @@ function sendGroup(
   const req = calls[group[0]!]!.requirement;
   let next = 0;
   while (next < group.length) {
-    const candidates = eligible(fleet, req, NONE);
+    const candidates =
+      ctx.useUpstream === undefined ? eligible(fleet, req, NONE) : pinnedNode(fleet, ctx.useUpstream, req, NONE);
     const remaining = ctx.deadline - fleet.now();
     const u = typeof candidates === 'string' ? null : choose(candidates, req.stickyKey);
     // No node now, no time left, a breaker trying a node out, or one call left: each call on its own way.

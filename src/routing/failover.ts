@@ -22,6 +22,7 @@ import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
 import type { CallTrace, RequestTrace } from '../tracing/index.js';
 import { overBudget } from './budget.js';
+import { pinnedNode } from './pinned.js';
 import { choose, eligible, willing, type Ineligible, type Requirement } from './select.js';
 import type { MethodTimeouts } from './timeouts.js';
 
@@ -49,6 +50,8 @@ export interface DispatchContext {
   log?: Logger;
   /** The request's trace (tracing/); absent when it is not traced. */
   trace?: RequestTrace | null;
+  /** X-Switchyard-Use-Upstream (server/directives.ts): the one node this request's calls may go to (pinned.ts). */
+  useUpstream?: string;
   /**
    * For the diagnostic headers: calls sent to nodes (an exchange of n calls counts n), when the
    * first left and the last answer came (performance.now()), and the nodes whose answers were returned.
@@ -160,7 +163,13 @@ export function nextCandidate(ctx: DispatchContext, call: Sendable, p: Progress)
     ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head, ctx.head ?? 0) }
     : call.requirement;
   const passed = p.overBudget === undefined ? p.tried : [...p.tried, ...p.overBudget];
-  const candidates = call.only ? onlyNode(call.only, passed) : eligible(fleet, requirement, passed);
+  const pin = ctx.useUpstream;
+  const candidates =
+    pin !== undefined
+      ? pinnedNode(fleet, pin, requirement, passed, call.only)
+      : call.only
+        ? onlyNode(call.only, passed)
+        : eligible(fleet, requirement, passed);
   if (typeof candidates !== 'string') {
     // Nodes that refused the method as unknown are passed over; when every one left has, the
     // answer already had is the answer (the node's -32601, verbatim), else one is asked again.
@@ -171,7 +180,9 @@ export function nextCandidate(ctx: DispatchContext, call: Sendable, p: Progress)
   if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };
   // Only budgets stood in the way before any node was asked: say so at once rather than wait.
   if (p.overBudget !== undefined && p.attempt === 0) return { done: { outcome: { error: overBudget(p.overBudget) } } };
-  if (p.waited < MAX_BLOCK_WAITS && !call.only && couldCatchUp(fleet, requirement.minHead, passed))
+  // A pinned call waits only for its own node to reach the block.
+  const mayWait = pin === undefined || candidates === 'the requested upstream lacks the block';
+  if (p.waited < MAX_BLOCK_WAITS && !call.only && mayWait && couldCatchUp(fleet, requirement.minHead, passed))
     return { wait: true };
   // Every node held off is said as such even after a failed attempt (the node that just said "too
   // many requests"), unless a node's own error answer is there to return.

@@ -58,7 +58,17 @@ export function diagnosticHeaders(d: Diagnostics | undefined, totalMs: number): 
   const total = `total;dur=${tenths(totalMs)}`;
   const timing = s.upstreamMs === null ? total : `${total}, upstream;dur=${tenths(s.upstreamMs)}`;
   const attempts = s.attempts < SMALL.length ? SMALL[s.attempts]! : String(s.attempts);
-  const h = ['x-switchyard-cache', s.cache, 'x-switchyard-attempts', attempts, 'server-timing', timing];
+  // Timing-Allow-Origin: a page on another origin sees Server-Timing in its Resource Timing entries.
+  const h = [
+    'x-switchyard-cache',
+    s.cache,
+    'x-switchyard-attempts',
+    attempts,
+    'server-timing',
+    timing,
+    'timing-allow-origin',
+    '*',
+  ];
   if (s.answered.length > 0) h.push('x-switchyard-upstream', upstreamList(s.answered));
   return h;
 }

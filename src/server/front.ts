@@ -18,6 +18,7 @@ import { fetchChunks } from '../pipeline/logs.js';
 import { dispatch } from '../routing/dispatch.js';
 import type { RequestTrace } from '../tracing/index.js';
 import { summarize, type Diagnostics } from './diagnostics.js';
+import { applyDirectives, type DirectiveHeaders } from './directives.js';
 import { copyToShadows } from '../pipeline/shadow.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 
@@ -41,6 +42,8 @@ export interface Caller extends Payer {
   session?: SubscriptionSession;
   /** The request's id (HTTP x-request-id), for log lines written about it later. */
   reqId?: string;
+  /** The HTTP request's headers, where its directives are read (directives.ts); absent over WebSocket. */
+  headers?: DirectiveHeaders;
 }
 
 export interface FrontDeps {
@@ -50,6 +53,8 @@ export interface FrontDeps {
   metrics: Metrics;
   maxBatchSize: number;
   requestTimeoutMs: number;
+  /** API keys whose entry has `directives: true` (directives.ts). */
+  directiveKeys?: ReadonlySet<string>;
 }
 
 /** How many method names a request log line lists before it says "...". */
@@ -114,6 +119,7 @@ export class Front {
       ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
       if (trace) ctx.trace = trace;
       ctx.reqId = who.reqId;
+      if (who.headers !== undefined) applyDirectives(who.headers, who.apiKey, d, ctx, trace);
       outcomes = new Array<Outcome | undefined>(slots.length);
       working = this.work(d, ctx, slots, refused, outcomes);
     } catch (err) {

@@ -300,7 +300,7 @@ class HttpRequest {
       }
       const out = deps.front.process(
         body.text,
-        { ip: this.clientIp, apiKey: this.apiKey, reqId: this.reqId },
+        { ip: this.clientIp, apiKey: this.apiKey, reqId: this.reqId, headers: this.req.headers },
         this.log,
         this.trace,
       );

@@ -89,6 +89,7 @@ export function buildRequestPath(config: Config, parts: PathParts, running?: Req
     metrics: parts.metrics,
     maxBatchSize: config.server.maxBatchSize,
     requestTimeoutMs: config.server.requestTimeoutMs,
+    directiveKeys: new Set(config.rateLimit.apiKeys.filter((k) => k.directives).map((k) => k.key)),
   });
   const clientIp = new ClientIp(config.server.trustedProxies);
   return Object.freeze({

@@ -19,6 +19,7 @@ import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { ClientIp } from './client-ip.js';
+import { ignoreUpgradeDirectives } from './directives.js';
 import { peerAddress } from './proxy-protocol.js';
 import type { Front, FrontResult } from './front.js';
 import { rpcTarget } from './http.js';
@@ -131,6 +132,7 @@ export class WsFront {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       opened = true;
       d.metrics.recordHttp(101, null);
+      ignoreUpgradeDirectives(req.headers, d.metrics);
       this.connection(ws, ip, ipKey, target.apiKey);
     });
     // Refused by ws itself: 405 for a method other than GET, 400 for a missing or malformed

@@ -64,8 +64,8 @@ export class RequestTrace implements TraceOf {
     private readonly rt: RequestTracing,
     /** The client's span (from its traceparent), the SERVER span's parent; null: a trace of our own. */
     readonly remote: SpanContext | null,
-    /** The head decision: a sampled parent, or the sample at tracing.sampleRate. */
-    readonly head: boolean,
+    /** The head decision: a sampled parent, the sample at tracing.sampleRate, or force(). */
+    public head: boolean,
     transport: 'http' | 'websocket',
   ) {
     this.traceId = remote?.traceId ?? newTraceId();
@@ -81,6 +81,11 @@ export class RequestTrace implements TraceOf {
     if (this.records.length < MAX_SPANS_PER_TRACE) this.records.push(r);
     else this.overflow++;
     return r;
+  }
+
+  /** X-Switchyard-Trace: force (server/directives.ts): recorded and exported whatever the sample. */
+  force(): void {
+    this.head = true;
   }
 
   /** A span for the call in slot `slot`, under the SERVER span. */

@@ -230,9 +230,16 @@ export class HttpUpstreamClient implements UpstreamClient {
     };
   }
 
-  /** One call in an exchange of its own, now (not through the micro-batcher). */
-  private alone(c: OutgoingCall, timeoutMs: number): Promise<CallTiming> {
-    return new Promise((resolve) => void this.send([this.pending(c.method, c.paramsJson, timeoutMs, true, resolve)]));
+  /**
+   * One call in an exchange of its own, now (not through the micro-batcher); `traceparent`: the
+   * exchange's it stands in for (its CLIENT span), so the node's trace still joins.
+   */
+  private alone(c: OutgoingCall, timeoutMs: number, traceparent: string | undefined): Promise<CallTiming> {
+    return new Promise((resolve) => {
+      const p = this.pending(c.method, c.paramsJson, timeoutMs, true, resolve);
+      if (traceparent !== undefined) p.traceparent = traceparent;
+      void this.send([p]);
+    });
   }
 
   callMany(calls: readonly OutgoingCall[], timeoutMs: number, traceparent?: string): Promise<ManyTiming> {
@@ -263,7 +270,7 @@ export class HttpUpstreamClient implements UpstreamClient {
         if (read === null || (n > 1 && tooLarge(read))) {
           this.calls -= n;
           return Promise.all(
-            calls.map((c) => this.alone(c, Math.max(1, started + timeoutMs - performance.now()))),
+            calls.map((c) => this.alone(c, Math.max(1, started + timeoutMs - performance.now()), traceparent)),
           ).then((each) => ({
             verdicts: each.map((t) => t.verdict),
             ms: performance.now() - started,

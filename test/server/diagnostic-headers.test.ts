@@ -1,7 +1,8 @@
 /**
  * The diagnostic response headers on JSON-RPC answers over HTTP, against a real anvil: which node
  * answered, whether the cache did (hit, miss, partial, none), how many calls were sent to nodes,
- * and Server-Timing; exposed to pages through CORS; none of them with server.diagnosticHeaders false.
+ * and Server-Timing; exposed to pages through CORS, with Timing-Allow-Origin for Resource Timing;
+ * none of them with server.diagnosticHeaders false.
  */
 import t from 'tap';
 import { DEV_ADDRESS, startAnvil } from '../helpers/anvil.js';
@@ -31,6 +32,7 @@ t.test('miss, hit, partial and none, with the node, the attempts and Server-Timi
     /X-Switchyard-Upstream.*X-Switchyard-Cache.*X-Switchyard-Attempts.*Server-Timing/,
     'pages may read them',
   );
+  t.equal(miss.headers['timing-allow-origin'], '*', "another origin's page sees Server-Timing in Resource Timing");
 
   const hit = await post(sy.url, block0(2));
   t.equal(hit.headers['x-switchyard-cache'], 'hit');
@@ -60,6 +62,12 @@ t.test('server.diagnosticHeaders false: none of them', async (t) => {
   });
   const r = await post(sy.url, balance(1, `0x${'7'.repeat(40)}`));
   t.equal(r.status, 200);
-  for (const h of ['x-switchyard-upstream', 'x-switchyard-cache', 'x-switchyard-attempts', 'server-timing'])
+  for (const h of [
+    'x-switchyard-upstream',
+    'x-switchyard-cache',
+    'x-switchyard-attempts',
+    'server-timing',
+    'timing-allow-origin',
+  ])
     t.notOk(h in r.headers, `no ${h}`);
 });

@@ -2,7 +2,8 @@
  * A real OTLP/HTTP endpoint for the tracing tests: a node:http server that receives the
  * exporter's POSTs to /v1/traces (JSON encoding) and decodes every span; or one that never
  * answers (a hanging collector). And a proxy in front of a real node that records the
- * `traceparent` of every exchange reaching it (optionally slowing one method down).
+ * `traceparent` of every exchange reaching it (optionally slowing one method down, or refusing
+ * batches as a node that takes none does).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Test } from 'tap';
@@ -108,12 +109,21 @@ export interface HeaderProxy {
   seen: { traceparent: string | undefined; methods: string[] }[];
   /** Answers of this method are held this long before they go back. */
   slow(method: string, ms: number): void;
+  /** From now on a batch gets one error object, as a node that takes no batches answers. */
+  refuseBatches(): void;
 }
+
+const BATCH_REFUSED = JSON.stringify({
+  jsonrpc: '2.0',
+  id: null,
+  error: { code: -32600, message: 'batch requests are not supported' },
+});
 
 /** A proxy in front of a real node, recording each exchange's traceparent. */
 export async function startHeaderProxy(t: Test, target: string): Promise<HeaderProxy> {
   const seen: HeaderProxy['seen'] = [];
   const slow = new Map<string, number>();
+  let refusing = false;
   const timers = new Set<NodeJS.Timeout>();
   t.teardown(() => {
     for (const timer of timers) clearTimeout(timer);
@@ -130,6 +140,10 @@ export async function startHeaderProxy(t: Test, target: string): Promise<HeaderP
       } catch {}
       const tp = req.headers.traceparent;
       seen.push({ traceparent: typeof tp === 'string' ? tp : undefined, methods });
+      if (refusing && body.trimStart().startsWith('[')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(BATCH_REFUSED);
+      }
       const delay = Math.max(0, ...methods.map((m) => slow.get(m) ?? 0));
       request(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
         .then(async (r) => {
@@ -152,5 +166,5 @@ export async function startHeaderProxy(t: Test, target: string): Promise<HeaderP
     });
   });
   const url = await listen(t, server);
-  return { url, seen, slow: (method, ms) => void slow.set(method, ms) };
+  return { url, seen, slow: (method, ms) => void slow.set(method, ms), refuseBatches: () => void (refusing = true) };
 }
