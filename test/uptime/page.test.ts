@@ -286,7 +286,8 @@ if (!existsSync(CHROMIUM)) {
         t.equal(await page.locator('#days i.ok').count(), 1, 'today is green; the days before have no data');
         await page.locator('#days i').last().hover();
         const today = r.daily.at(-1)!;
-        const told = today.incidentCount === 0 ? 'no incidents' : `${today.incidentCount} incidents?: ${today.incidents[0]!.kind}`;
+        const told =
+          today.incidentCount === 0 ? 'no incidents' : `${today.incidentCount} incidents?: ${today.incidents[0]!.kind}`;
         t.match(
           await text(page, '#days-detail'),
           new RegExp(`\\(UTC\\): 100\\.00% of .* observed; ${told}`),
