@@ -2,8 +2,10 @@
  * The public uptime room (SPEC 12): every uptime.probeIntervalMs it runs the two checks
  * (checks.ts), opens and closes incidents (tracker.ts), keeps results and incidents in the store
  * (store.ts, a SQLite file or memory) and makes the report the page, its JSON and the badge show
- * (report.ts, page.ts, badge.ts). Without a shared Redis it also keeps the cordons in its store
- * (cordonKeeper). The clock is injected; tests drive probe() themselves.
+ * (report.ts, page.ts, badge.ts). Maintenance windows (maintenance.ts) excuse the failures inside
+ * them; each probe's latency feeds the hourly chart and the store's days the 90 daily bars
+ * (history.ts). Without a shared Redis it also keeps the cordons in its store (cordonKeeper).
+ * The clock is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
  * routes.ts for an answer).
  *
@@ -11,7 +13,6 @@
  * or that fails later is never fatal: the error is logged naming `uptime.store`, the history
  * carries on in memory, and switchyard_uptime_store_persistent reads 0. The file is left as it is.
  */
-import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { toQuantity } from '../jsonrpc/hex.js';
@@ -29,10 +30,17 @@ import {
   type UptimeReport,
 } from './report.js';
 import type { UptimePages } from './routes.js';
-import { cordonText, parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../upstream/cordons.js';
+import type { MaintenanceConfig } from '../config/maintenance-schema.js';
+import type { CordonKeeper } from '../upstream/cordons.js';
+import { storeCordons } from './cordon-keeper.js';
+import { dailyLines, latencyReport, markMaintenance } from './history.js';
 import { IncidentDesk } from './incidents.js';
-import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
-import { incidentChanges, overallState } from './tracker.js';
+import { LatencyHistory } from './history-store.js';
+import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
+import { storeWindows } from './maintenance-store.js';
+import { openUptimeStore, storeWrite } from './store-open.js';
+import { FLUSH_EVERY, type UptimeStore, type Incident, type IncidentKind } from './store.js';
+import { incidentChanges, overallState, type Change } from './tracker.js';
 
 export interface UptimeSettings {
   enabled: boolean;
@@ -41,6 +49,8 @@ export interface UptimeSettings {
   store: string | null;
   showUpstreams: boolean;
   title: string;
+  /** uptime.maintenance; absent: none. */
+  maintenance?: readonly MaintenanceConfig[];
   /** Where users report a problem (an https URL or mailto:); null or absent: no such section. */
   support?: string | null;
 }
@@ -68,22 +78,32 @@ interface LastProbe {
   t: number;
   reachable: boolean;
   advancing: boolean;
+  /** It failed inside a maintenance window: not counted, shown as `maintenance`. */
+  excused: boolean;
 }
 
 export class Uptime implements UptimePages {
   private settings: UptimeSettings;
   private upstreamTimeoutMs: number;
   private readonly store: UptimeStore;
+  private readonly latency: LatencyHistory;
+  /** Maintenance windows (maintenance.ts); subscribe() tells when one starts or ends. */
+  readonly maintenance: Maintenance;
+  /** The admin port's routes to the windows (server/admin-maintenance.ts). */
+  readonly maintenanceAdmin: MaintenanceAdmin;
+  /** Hand-opened incidents, updates, post-mortems, and who hears of incident changes (incidents.ts). */
+  readonly desk: IncidentDesk;
   private readonly watch: HeadWatch;
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly open = new Map<IncidentKind, Incident>();
-  /** Hand-opened incidents, updates, post-mortems, and who hears of incident changes (incidents.ts). */
-  readonly desk: IncidentDesk;
   private last: LastProbe | null = null;
   /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
   private reachableSince = 0;
-  private summary: Pick<UptimeReport, 'uptime' | 'observedSeconds' | 'history' | 'incidents'> | null = null;
+  private summary: Pick<
+    UptimeReport,
+    'uptime' | 'observedSeconds' | 'history' | 'incidents' | 'daily' | 'latency'
+  > | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly onHead = (head: number): void => this.watch.saw(head, this.clock.now());
@@ -103,7 +123,15 @@ export class Uptime implements UptimePages {
     this.clock = deps.clock ?? SYSTEM_CLOCK;
     this.log = deps.log.child({ room: 'uptime' });
     const now = this.clock.now();
-    this.store = this.openStore(settings.store, now);
+    this.store = openUptimeStore(settings.store, now, this.log);
+    this.latency = new LatencyHistory(this.store);
+    const keeper = storeWindows(
+      this.store,
+      (op) => this.write(op),
+      () => this.clock.now(),
+    );
+    this.maintenance = new Maintenance(keeper, settings.maintenance ?? [], now);
+    this.maintenanceAdmin = this.maintenance.admin(() => this.clock.now());
     this.desk = new IncidentDesk(this.store, this.clock, this.log, (op) => this.write(op), this.told);
     for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
     const head = Number(this.store.getMeta('head') ?? NaN);
@@ -116,22 +144,6 @@ export class Uptime implements UptimePages {
     deps.metrics.setUptimeStorePersistent(this.store.persistent);
     this.publishIncidents();
     deps.fleet.on?.('head', this.onHead);
-  }
-
-  private openStore(path: string | null, now: number): UptimeStore {
-    if (path === null) return UptimeStore.memory();
-    const file = resolve(path);
-    try {
-      const store = UptimeStore.open(file, now);
-      this.log.info({ store: file }, 'uptime history kept in uptime.store');
-      return store;
-    } catch (err) {
-      this.log.error(
-        { store: file, err },
-        'uptime.store cannot be used; uptime history is kept in memory only (the file is left as it is)',
-      );
-      return UptimeStore.memory();
-    }
   }
 
   /** Starts probing: the first probe once the fleet knows a head (or after a second), then every probeIntervalMs. */
@@ -158,6 +170,7 @@ export class Uptime implements UptimePages {
     this.settings = config.uptime;
     this.upstreamTimeoutMs = config.routing.upstreamTimeoutMs;
     this.watch.setStallAfter(config.uptime.stallAfterSeconds * 1000);
+    this.maintenance.configure(config.uptime.maintenance ?? [], this.clock.now());
   }
 
   /** One probe now: both checks, the store, incidents, metrics, the report's summary. */
@@ -166,21 +179,27 @@ export class Uptime implements UptimePages {
     const { fleet, chainId, metrics } = this.deps;
     const timeoutMs = Math.max(1_000, Math.min(s.probeIntervalMs, this.upstreamTimeoutMs));
     // A shadow never answers a client: it does not make the service reachable.
-    const reachable = await confirmChain(
+    const confirmedMs = await confirmChain(
       fleet.upstreams.filter((u) => u.shadow !== true),
       chainId,
       timeoutMs,
     );
     if (this.closed) return;
+    const reachable = confirmedMs !== null;
     const t = this.clock.now();
     if (reachable && (this.last === null || !this.last.reachable)) this.reachableSince = t;
     this.watch.saw(fleet.head, t);
     const judged = this.watch.judge(t);
     // Not judged yet (the first moments after start): counted as advancing.
     const advancing = judged.advancing ?? true;
-    this.store.add({ t, reachable, advancing });
+    // A failure inside a maintenance window is no data (not downtime) and opens no incident.
+    const window = this.maintenance.at(t);
+    this.maintenance.tick(t);
+    const excused = window !== null && !(reachable && advancing);
+    if (!excused) this.store.add({ t, reachable, advancing });
+    if (confirmedMs !== null) this.latency.add(t, confirmedMs);
     metrics.recordUptimeProbe(reachable, advancing);
-    for (const change of incidentChanges(new Set(this.open.keys()), {
+    const changes = incidentChanges(new Set(this.open.keys()), {
       t,
       reachable,
       reachableForMs: reachable ? t - this.reachableSince : 0,
@@ -188,66 +207,55 @@ export class Uptime implements UptimePages {
       head: judged.head,
       stallAfterSeconds: s.stallAfterSeconds,
       chainId,
-    })) {
-      if ('open' in change) {
-        const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
-        if (incident) this.open.set(change.open, incident);
-        if (incident) this.desk.probeChanged('opened', incident.id);
-        this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
-      } else {
-        const incident = this.open.get(change.close)!;
-        this.write(() => this.store.closeIncident(incident.id, t, t));
-        this.open.delete(change.close);
-        this.desk.probeChanged('resolved', incident.id);
-        this.log.info(
-          { kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) },
-          'uptime incident closed',
-        );
-      }
-    }
+    }).filter((c) => window === null || !('open' in c));
+    for (const change of changes) this.change(change, t);
     this.publishIncidents();
     const seen = this.watch.remember();
     if (seen) {
       this.store.setMeta('head', String(seen.head));
       this.store.setMeta('headRoseAt', String(seen.roseAt));
     }
-    if (this.store.pending >= FLUSH_EVERY) this.write(() => this.store.flush(t));
-    this.last = { t, reachable, advancing };
+    if (this.store.pending >= FLUSH_EVERY) this.write(() => this.latency.flush(t));
+    this.last = { t, reachable, advancing, excused };
+    this.summarize(t);
+  }
+
+  /** Opens or closes a probe incident at `t`, and tells the desk (feeds, webhooks). */
+  private change(change: Change, t: number): void {
+    if ('open' in change) {
+      const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
+      if (incident) this.open.set(change.open, incident);
+      if (incident) this.desk.probeChanged('opened', incident.id);
+      this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
+      return;
+    }
+    const incident = this.open.get(change.close)!;
+    this.write(() => this.store.closeIncident(incident.id, t, t));
+    this.open.delete(change.close);
+    this.desk.probeChanged('resolved', incident.id);
+    this.log.info(
+      { kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) },
+      'uptime incident closed',
+    );
+  }
+
+  /** The report's figures as of the probe at `t` (kept as they were if even the memory store fails). */
+  private summarize(t: number): void {
+    const windows = (from: number, to: number) => this.maintenance.between(from, to);
     this.summary =
       this.write(() => ({
         uptime: uptimeWindows(this.store, t),
         observedSeconds: observedWindows(this.store, t, this.settings.probeIntervalMs),
-        history: history(this.store, t),
+        history: markMaintenance(history(this.store, t), windows),
         incidents: incidentLines(this.store, t),
+        daily: dailyLines(this.store, windows, t, this.settings.probeIntervalMs),
+        latency: latencyReport(this.latency, t),
       })) ?? this.summary;
   }
 
-  /**
-   * Runs a store operation; if the file fails, the store moves to memory (keeping what it has)
-   * and the operation runs there. Returns undefined only if it failed in memory too.
-   */
+  /** A store operation that survives the file failing (store-open.ts); undefined: it failed in memory too. */
   private write<T>(op: () => T): T | undefined {
-    try {
-      return op();
-    } catch (err) {
-      if (!this.store.persistent) {
-        this.log.error({ err }, 'uptime store operation failed');
-        return undefined;
-      }
-      const file = this.store.path;
-      const kept = this.store.toMemory();
-      this.deps.metrics.setUptimeStorePersistent(false);
-      this.log.error(
-        { store: file, err, historyKept: kept },
-        'uptime.store failed; uptime history is kept in memory only from now on',
-      );
-      try {
-        return op();
-      } catch (again) {
-        this.log.error({ err: again }, 'uptime store operation failed');
-        return undefined;
-      }
-    }
+    return storeWrite(this.store, op, this.log, this.deps.metrics);
   }
 
   /** An incident changed by hand: the page shows it now, not at the next probe. */
@@ -273,11 +281,12 @@ export class Uptime implements UptimePages {
     if (last === null || summary === null) return null;
     const s = this.settings;
     const { fleet } = this.deps;
-    const judged = this.watch.judge(this.clock.now());
+    const now = this.clock.now();
+    const judged = this.watch.judge(now);
     const report: UptimeReport = {
       title: s.title,
       chainId: toQuantity(this.deps.chainId),
-      state: overallState(last.reachable, last.advancing),
+      state: last.excused ? 'maintenance' : overallState(last.reachable, last.advancing),
       checkedAt: iso(last.t),
       checks: {
         reachable: { ok: last.reachable },
@@ -288,6 +297,7 @@ export class Uptime implements UptimePages {
         },
       },
       ...summary,
+      maintenance: this.maintenance.lines(now),
       probeIntervalMs: s.probeIntervalMs,
       stallAfterSeconds: s.stallAfterSeconds,
     };
@@ -326,36 +336,13 @@ export class Uptime implements UptimePages {
     return this.write(() => fraction(this.store.tally(this.clock.now() - WINDOWS['30d']))) ?? null;
   }
 
-  /**
-   * Cordons kept in this store (without a shared Redis): across restarts when it is a file. A row
-   * that is not a cordon (the file is input too) is left out. A write that fails even in memory rejects.
-   */
+  /** Cordons kept in this store, without a shared Redis (cordon-keeper.ts). */
   cordonKeeper(): CordonKeeper {
-    const set = async (name: string, value: string | null): Promise<void> => {
-      let done = false;
-      this.write(() => {
-        this.store.setCordon(name, value, this.clock.now());
-        done = true;
-      });
-      if (!done) throw new Error('the uptime store could not keep the cordon');
-    };
-    const store = this.store;
-    return {
-      get keptIn() {
-        return store.persistent ? 'uptime store' : 'memory';
-      },
-      start: async (seen) => {
-        const all = new Map<string, Cordon>();
-        for (const [name, text] of this.write(() => this.store.cordons()) ?? []) {
-          const c = parseCordon(text);
-          if (c !== null && UPSTREAM_NAME.test(name)) all.set(name, c);
-        }
-        seen(all);
-      },
-      put: (name, c) => set(name, cordonText(c)),
-      drop: (name) => set(name, null),
-      close: async () => undefined,
-    };
+    return storeCordons(
+      this.store,
+      (op) => this.write(op),
+      () => this.clock.now(),
+    );
   }
 
   /** For /status on the admin port. */
@@ -382,7 +369,11 @@ export class Uptime implements UptimePages {
       this.store.setMeta('headRoseAt', String(seen.roseAt));
     }
     try {
-      this.store.close(now);
+      try {
+        this.latency.flush(now);
+      } finally {
+        this.store.close(now);
+      }
     } catch (err) {
       this.log.error({ store: this.store.path, err }, 'uptime.store: the last probes could not be written');
     }
