@@ -204,6 +204,7 @@ export class App {
       }),
       reload: () => this.reloadFile(),
       cordons: this.rooms.cordons,
+      maintenance: uptime?.maintenanceAdmin,
       incidents: uptime?.desk,
       host: config.admin.host,
       allowedHosts: config.admin.allowedHosts,

@@ -7,6 +7,7 @@
 import { heightOf } from '../jsonrpc/hex.js';
 import { parseCidr } from '../limits/cidrs.js';
 import { portClashes, redisUrl, shadowsOnly } from './checks.js';
+import { maintenanceSchema } from './maintenance-schema.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
 import { publicUrlSchema, webhooksSchema } from './uptime-schema.js';
@@ -283,6 +284,8 @@ export const configSchema = z
         /** List each upstream by name (state, head, lag, latency) on the page; never a URL. */
         showUpstreams: z.boolean().default(true),
         title: z.string().min(1).max(200).default('Switchyard status'),
+        /** Planned maintenance windows [{ start, end, title }] (maintenance-schema.ts); reloadable. */
+        maintenance: maintenanceSchema,
         /** "Report a problem" (SPEC 12.2): an https URL, a mailto: URL or an e-mail address; null = not shown. */
         support: z
           .string()
@@ -293,7 +296,7 @@ export const configSchema = z
           .default(null),
         /** Base of the feed's and webhooks' links, e.g. https://rpc.example.com; null: the feed uses the request's Host. */
         publicUrl: publicUrlSchema,
-        /** A POST to each on every incident opened, updated or resolved (uptime/webhooks.ts). */
+        /** A POST to each on every incident opened, updated or resolved, every window starting or ending (uptime/webhooks.ts). */
         webhooks: webhooksSchema,
       })
       .prefault({}),

@@ -2,8 +2,8 @@
  * The admin port (127.0.0.1 by default): /health (process alive), /ready (serving and not draining;
  * upstreams only with admin.readyRequiresUpstream, or asked with ?upstreams=1), /status (the fleet as an operator reads it; names, never URLs),
  * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does), and the
- * cordons under /upstreams (admin-cordons.ts), and incidents told by people under /uptime/incidents
- * (admin-incidents.ts).
+ * cordons under /upstreams (admin-cordons.ts), incidents told by people under /uptime/incidents
+ * (admin-incidents.ts) and maintenance windows under /uptime/maintenance (admin-maintenance.ts).
  * Every request must come with a Host the port answers (admin-host.ts: 403 otherwise), and every
  * write with a JSON content type (415 otherwise): a browser page of another site may send a
  * "simple" request (text/plain, a form, no body) anywhere without asking, but a JSON one only
@@ -16,9 +16,11 @@ import type { Metrics } from '../metrics/registry.js';
 import { cost } from '../routing/select.js';
 import type { Cordons } from '../upstream/cordons.js';
 import type { Fleet } from '../upstream/fleet.js';
+import type { MaintenanceAdmin } from '../uptime/maintenance.js';
 import { cordonLine, cordonRoute, isCordonPath } from './admin-cordons.js';
 import { incidentRoute, isIncidentPath } from './admin-incidents.js';
 import type { IncidentDesk } from '../uptime/incidents.js';
+import { isMaintenancePath, maintenanceRoute } from './admin-maintenance.js';
 import { servingLine } from './admin-serving.js';
 import { adminHostAllowed } from './admin-host.js';
 import { refuseWrite } from './admin-writes.js';
@@ -43,6 +45,8 @@ export interface AdminDeps {
   allowedHosts: readonly string[];
   /** The cordons (SPEC 4.8): GET /upstreams, POST /upstreams/{name}/cordon|uncordon. */
   cordons?: Cordons;
+  /** Maintenance windows (SPEC 12.2): GET|POST /uptime/maintenance, DELETE /uptime/maintenance/{id}. */
+  maintenance?: MaintenanceAdmin;
   /** admin.token: writes need it as a Bearer token; null = writes from loopback peers only. */
   token: string | null;
   /** admin.readyRequiresUpstream: /ready also needs a healthy, in-sync upstream. */
@@ -119,6 +123,18 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
   };
 }
 
+/** What a 404 on the admin port lists. */
+const PATHS = [
+  '/health',
+  '/ready',
+  '/status',
+  '/metrics',
+  '/upstreams',
+  '/uptime/incidents',
+  '/uptime/maintenance',
+  'POST /-/reload',
+];
+
 export function createAdminServer(getDeps: () => AdminDeps): Server {
   return createServer((req, res) => {
     const deps = getDeps();
@@ -146,6 +162,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
     }
     if (isCordonPath(path)) return cordonRoute(req, res, path, deps.fleet, deps.cordons);
     if (isIncidentPath(path)) return incidentRoute(req, res, path, deps.incidents);
+    if (isMaintenancePath(path)) return maintenanceRoute(req, res, path, deps.maintenance);
     if (req.method !== 'GET') return sendJson(res, 405, { error: 'use GET' });
     switch (path) {
       case '/health':
@@ -171,7 +188,7 @@ export function createAdminServer(getDeps: () => AdminDeps): Server {
       default:
         return sendJson(res, 404, {
           error: 'not found',
-          paths: ['/health', '/ready', '/status', '/metrics', '/upstreams', '/uptime/incidents', 'POST /-/reload'],
+          paths: PATHS,
         });
     }
   });

@@ -28,22 +28,27 @@ export interface FleetView {
 }
 
 /**
- * Asks every upstream for its chain id at once; true as soon as one answers `chainId`, false once
- * all have answered otherwise or failed. Probe calls: they never touch a node's breaker.
+ * Asks every upstream for its chain id at once. Resolves as soon as one answers `chainId`, with
+ * how long that node took (ms: the probe's latency, history-store.ts), or null once all have
+ * answered otherwise or failed. Probe calls: they never touch a node's breaker.
  */
-export function confirmChain(upstreams: readonly UpstreamView[], chainId: number, timeoutMs: number): Promise<boolean> {
+export function confirmChain(
+  upstreams: readonly UpstreamView[],
+  chainId: number,
+  timeoutMs: number,
+): Promise<number | null> {
   const asked = upstreams.filter((u) => !u.retiring);
-  if (asked.length === 0) return Promise.resolve(false);
+  if (asked.length === 0) return Promise.resolve(null);
   return new Promise((resolve) => {
     let left = asked.length;
     for (const u of asked) {
       u.call('eth_chainId', '[]', timeoutMs, { probe: true }).then(
-        ({ verdict }) => {
-          if (verdict.kind === 'result' && parseQuantity(verdict.result) === chainId) resolve(true);
-          else if (--left === 0) resolve(false);
+        ({ verdict, ms }) => {
+          if (verdict.kind === 'result' && parseQuantity(verdict.result) === chainId) resolve(ms);
+          else if (--left === 0) resolve(null);
         },
         () => {
-          if (--left === 0) resolve(false);
+          if (--left === 0) resolve(null);
         },
       );
     }

@@ -1,12 +1,13 @@
 /**
- * Cordons kept in the uptime store (without a shared Redis): across restarts when it is a file. A
- * row that is not a cordon (the file is input too) is left out. A write that fails even in memory
- * rejects. `write` is the room's store operation with its fall-back to memory (index.ts).
+ * Cordons kept in the uptime store when there is no shared Redis (upstream/cordons.ts asks a
+ * CordonKeeper): across restarts when the store is a file. A row that is not a cordon (the file
+ * is input too) is left out. A write that fails even in memory rejects.
  */
 import { cordonText, parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../upstream/cordons.js';
 import type { UptimeStore } from './store.js';
 
-export function storeCordonKeeper(
+/** `write` runs a store operation, moving the store to memory if its file fails (index.ts); undefined: failed. */
+export function storeCordons(
   store: UptimeStore,
   write: <T>(op: () => T) => T | undefined,
   now: () => number,

@@ -92,20 +92,6 @@ export function uptimeEvent(e: IncidentEvent): UptimeEvent {
   return openedEvent(incident, update);
 }
 
-/** The windows that started or ended in (from, to]: what a timer or a probe at `to` announces. */
-export function maintenanceEvents(windows: readonly MaintenanceWindow[], from: number, to: number): UptimeEvent[] {
-  const out: UptimeEvent[] = [];
-  const within = (iso: string): boolean => {
-    const t = Date.parse(iso);
-    return t > from && t <= to;
-  };
-  for (const w of windows) {
-    if (within(w.start)) out.push({ type: 'maintenance.started', at: w.start, maintenance: w });
-    if (within(w.end)) out.push({ type: 'maintenance.ended', at: w.end, maintenance: w });
-  }
-  return out.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
-}
-
 /** Where an event is told in full: an incident's own page (its whole timeline); a window on the page. */
 export function eventPath(e: UptimeEvent): string {
   return 'incident' in e ? `/uptime/incidents/${encodeURIComponent(String(e.incident.id))}` : '/uptime';

@@ -2,9 +2,11 @@
  * The public uptime room (SPEC 12): every uptime.probeIntervalMs it runs the two checks
  * (checks.ts), opens and closes incidents (tracker.ts), keeps results and incidents in the store
  * (store.ts, a SQLite file or memory) and makes the report the page, its JSON and the badge show
- * (report.ts, page.ts, badge.ts). Without a shared Redis it also keeps the cordons in its store
- * (cordonKeeper). Every incident change the desk tells (incidents.ts) goes to uptime.webhooks. The
- * clock is injected; tests drive probe() themselves.
+ * (report.ts, page.ts, badge.ts). Maintenance windows (maintenance.ts) excuse the failures inside
+ * them; each probe's latency feeds the hourly chart and the store's days the 90 daily bars
+ * (history.ts). Without a shared Redis it also keeps the cordons in its store (cordonKeeper).
+ * Incident changes and windows starting or ending go to uptime.webhooks (notify.ts). The clock
+ * is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
  * routes.ts for an answer).
  *
@@ -26,18 +28,24 @@ import {
   iso,
   uptimeWindows,
   observedWindows,
+  rowState,
   type UptimeReport,
 } from './report.js';
 import type { UptimePages } from './routes.js';
+import type { MaintenanceConfig } from '../config/maintenance-schema.js';
 import type { CordonKeeper } from '../upstream/cordons.js';
-import { storeCordonKeeper } from './cordon-keeper.js';
+import { storeCordons } from './cordon-keeper.js';
+import { dailyLines, latencyReport, markMaintenance } from './history.js';
 import { IncidentDesk } from './incidents.js';
-import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
-import { openUptimeStore } from './store-open.js';
-import { incidentChanges, overallState } from './tracker.js';
+import { LatencyHistory } from './history-store.js';
+import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
+import { storeWindows } from './maintenance-store.js';
+import { openUptimeStore, storeWrite } from './store-open.js';
+import { FLUSH_EVERY, type UptimeStore, type Incident, type IncidentKind } from './store.js';
+import { incidentChanges, overallState, type Change } from './tracker.js';
 import type { WebhookConfig } from '../config/uptime-schema.js';
-import { uptimeEvent, type UptimeEvent } from './events.js';
-import { Webhooks, type WebhookTuning } from './webhooks.js';
+import { pageContext, startWebhooks } from './notify.js';
+import type { Webhooks } from './webhooks.js';
 
 export interface UptimeSettings {
   enabled: boolean;
@@ -46,6 +54,8 @@ export interface UptimeSettings {
   store: string | null;
   showUpstreams: boolean;
   title: string;
+  /** uptime.maintenance; absent: none. */
+  maintenance?: readonly MaintenanceConfig[];
   /** Where users report a problem (an https URL or mailto:); null or absent: no such section. */
   support?: string | null;
   publicUrl?: string | null;
@@ -67,8 +77,6 @@ export interface UptimeDeps {
   /** Per-attempt limit for a node's answer; a probe waits at most min(this, the probe interval). */
   upstreamTimeoutMs: number;
   clock?: Clock;
-  /** Tests shorten the webhooks' waits (webhooks.ts has the defaults). */
-  webhookTuning?: Partial<WebhookTuning>;
 }
 
 const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
@@ -77,23 +85,34 @@ interface LastProbe {
   t: number;
   reachable: boolean;
   advancing: boolean;
+  /** It failed inside a maintenance window: not counted, shown as `maintenance`. */
+  excused: boolean;
 }
 
 export class Uptime implements UptimePages {
   private settings: UptimeSettings;
   private upstreamTimeoutMs: number;
   private readonly store: UptimeStore;
+  private readonly latency: LatencyHistory;
+  /** Maintenance windows (maintenance.ts); subscribe() tells when one starts or ends. */
+  readonly maintenance: Maintenance;
+  /** The admin port's routes to the windows (server/admin-maintenance.ts). */
+  readonly maintenanceAdmin: MaintenanceAdmin;
+  /** Hand-opened incidents, updates, post-mortems, and who hears of incident changes (incidents.ts). */
+  readonly desk: IncidentDesk;
+  /** uptime.webhooks; `webhooks.send(event)` tells them anything else (queued, never waits). */
+  readonly webhooks: Webhooks;
   private readonly watch: HeadWatch;
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly open = new Map<IncidentKind, Incident>();
-  /** Hand-opened incidents, updates, post-mortems, and who hears of incident changes (incidents.ts). */
-  readonly desk: IncidentDesk;
-  private readonly webhooks: Webhooks;
   private last: LastProbe | null = null;
   /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
   private reachableSince = 0;
-  private summary: Pick<UptimeReport, 'uptime' | 'observedSeconds' | 'history' | 'incidents'> | null = null;
+  private summary: Pick<
+    UptimeReport,
+    'uptime' | 'observedSeconds' | 'history' | 'incidents' | 'daily' | 'latency'
+  > | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly onHead = (head: number): void => this.watch.saw(head, this.clock.now());
@@ -114,7 +133,16 @@ export class Uptime implements UptimePages {
     this.log = deps.log.child({ room: 'uptime' });
     const now = this.clock.now();
     this.store = openUptimeStore(settings.store, now, this.log);
+    this.latency = new LatencyHistory(this.store);
+    const keeper = storeWindows(
+      this.store,
+      (op) => this.write(op),
+      () => this.clock.now(),
+    );
+    this.maintenance = new Maintenance(keeper, settings.maintenance ?? [], now);
+    this.maintenanceAdmin = this.maintenance.admin(() => this.clock.now());
     this.desk = new IncidentDesk(this.store, this.clock, this.log, (op) => this.write(op), this.told);
+    this.webhooks = startWebhooks(settings, { ...deps, log: this.log }, this.desk, this.maintenance);
     for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
     const head = Number(this.store.getMeta('head') ?? NaN);
     const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
@@ -124,9 +152,6 @@ export class Uptime implements UptimePages {
       Number.isFinite(head) && Number.isFinite(roseAt) ? { head, roseAt } : null,
     );
     deps.metrics.setUptimeStorePersistent(this.store.persistent);
-    const hooks = { metrics: deps.metrics, log: this.log, tuning: deps.webhookTuning };
-    this.webhooks = new Webhooks(settings.webhooks ?? [], this.page(), hooks);
-    this.desk.onIncident((e) => this.publish(uptimeEvent(e)));
     this.publishIncidents();
     deps.fleet.on?.('head', this.onHead);
   }
@@ -155,16 +180,8 @@ export class Uptime implements UptimePages {
     this.settings = config.uptime;
     this.upstreamTimeoutMs = config.routing.upstreamTimeoutMs;
     this.watch.setStallAfter(config.uptime.stallAfterSeconds * 1000);
-    this.webhooks.apply(config.uptime.webhooks, this.page());
-  }
-
-  private page(): { title: string; chainId: string; publicUrl: string | null } {
-    return { title: this.settings.title, chainId: toQuantity(this.deps.chainId), publicUrl: this.publicUrl };
-  }
-
-  /** Tells the webhooks (queued; never waits on a receiver). The feed reads the report instead. */
-  publish(e: UptimeEvent): void {
-    this.webhooks.send(e);
+    this.maintenance.configure(config.uptime.maintenance ?? [], this.clock.now());
+    this.webhooks.apply(config.uptime.webhooks, pageContext(config.uptime, this.deps.chainId));
   }
 
   /** One probe now: both checks, the store, incidents, metrics, the report's summary. */
@@ -173,21 +190,27 @@ export class Uptime implements UptimePages {
     const { fleet, chainId, metrics } = this.deps;
     const timeoutMs = Math.max(1_000, Math.min(s.probeIntervalMs, this.upstreamTimeoutMs));
     // A shadow never answers a client: it does not make the service reachable.
-    const reachable = await confirmChain(
+    const confirmedMs = await confirmChain(
       fleet.upstreams.filter((u) => u.shadow !== true),
       chainId,
       timeoutMs,
     );
     if (this.closed) return;
+    const reachable = confirmedMs !== null;
     const t = this.clock.now();
     if (reachable && (this.last === null || !this.last.reachable)) this.reachableSince = t;
     this.watch.saw(fleet.head, t);
     const judged = this.watch.judge(t);
     // Not judged yet (the first moments after start): counted as advancing.
     const advancing = judged.advancing ?? true;
-    this.store.add({ t, reachable, advancing });
+    // A failure inside a maintenance window is no data (not downtime) and opens no incident.
+    const window = this.maintenance.at(t);
+    this.maintenance.tick(t);
+    const excused = window !== null && !(reachable && advancing);
+    if (!excused) this.store.add({ t, reachable, advancing });
+    if (confirmedMs !== null) this.latency.add(t, confirmedMs);
     metrics.recordUptimeProbe(reachable, advancing);
-    for (const change of incidentChanges(new Set(this.open.keys()), {
+    const changes = incidentChanges(new Set(this.open.keys()), {
       t,
       reachable,
       reachableForMs: reachable ? t - this.reachableSince : 0,
@@ -195,72 +218,55 @@ export class Uptime implements UptimePages {
       head: judged.head,
       stallAfterSeconds: s.stallAfterSeconds,
       chainId,
-    })) {
-      if ('open' in change) this.openIncident(change.open, change.summary, t);
-      else this.closeIncident(change.close, t);
-    }
+    }).filter((c) => window === null || !('open' in c));
+    for (const change of changes) this.change(change, t);
     this.publishIncidents();
     const seen = this.watch.remember();
     if (seen) {
       this.store.setMeta('head', String(seen.head));
       this.store.setMeta('headRoseAt', String(seen.roseAt));
     }
-    if (this.store.pending >= FLUSH_EVERY) this.write(() => this.store.flush(t));
-    this.last = { t, reachable, advancing };
+    if (this.store.pending >= FLUSH_EVERY) this.write(() => this.latency.flush(t));
+    this.last = { t, reachable, advancing, excused };
+    this.summarize(t);
+  }
+
+  /** Opens or closes a probe incident at `t`, and tells the desk (feeds, webhooks). */
+  private change(change: Change, t: number): void {
+    if ('open' in change) {
+      const incident = this.write(() => this.store.openIncident(change.open, t, change.summary, t));
+      if (incident) this.open.set(change.open, incident);
+      if (incident) this.desk.probeChanged('opened', incident.id);
+      this.log.warn({ kind: change.open, summary: change.summary }, 'uptime incident opened');
+      return;
+    }
+    const incident = this.open.get(change.close)!;
+    this.write(() => this.store.closeIncident(incident.id, t, t));
+    this.open.delete(change.close);
+    this.desk.probeChanged('resolved', incident.id);
+    this.log.info(
+      { kind: change.close, id: incident.id, seconds: Math.round((t - incident.startedAt) / 1000) },
+      'uptime incident closed',
+    );
+  }
+
+  /** The report's figures as of the probe at `t` (kept as they were if even the memory store fails). */
+  private summarize(t: number): void {
+    const windows = (from: number, to: number) => this.maintenance.between(from, to);
     this.summary =
       this.write(() => ({
         uptime: uptimeWindows(this.store, t),
         observedSeconds: observedWindows(this.store, t, this.settings.probeIntervalMs),
-        history: history(this.store, t),
+        history: markMaintenance(history(this.store, t), windows),
         incidents: incidentLines(this.store, t),
+        daily: dailyLines(this.store, windows, t, this.settings.probeIntervalMs),
+        latency: latencyReport(this.latency, t),
       })) ?? this.summary;
   }
 
-  /** An incident opened at probe time t: stored, kept open, told to the webhooks. */
-  private openIncident(kind: IncidentKind, summary: string, t: number): void {
-    const incident = this.write(() => this.store.openIncident(kind, t, summary, t));
-    if (incident) {
-      this.open.set(kind, incident);
-      this.desk.probeChanged('opened', incident.id);
-    }
-    this.log.warn({ kind, summary }, 'uptime incident opened');
-  }
-
-  private closeIncident(kind: IncidentKind, t: number): void {
-    const incident = this.open.get(kind)!;
-    this.write(() => this.store.closeIncident(incident.id, t, t));
-    this.open.delete(kind);
-    this.desk.probeChanged('resolved', incident.id);
-    const seconds = Math.round((t - incident.startedAt) / 1000);
-    this.log.info({ kind, id: incident.id, seconds }, 'uptime incident closed');
-  }
-
-  /**
-   * Runs a store operation; if the file fails, the store moves to memory (keeping what it has)
-   * and the operation runs there. Returns undefined only if it failed in memory too.
-   */
+  /** A store operation that survives the file failing (store-open.ts); undefined: it failed in memory too. */
   private write<T>(op: () => T): T | undefined {
-    try {
-      return op();
-    } catch (err) {
-      if (!this.store.persistent) {
-        this.log.error({ err }, 'uptime store operation failed');
-        return undefined;
-      }
-      const file = this.store.path;
-      const kept = this.store.toMemory();
-      this.deps.metrics.setUptimeStorePersistent(false);
-      this.log.error(
-        { store: file, err, historyKept: kept },
-        'uptime.store failed; uptime history is kept in memory only from now on',
-      );
-      try {
-        return op();
-      } catch (again) {
-        this.log.error({ err: again }, 'uptime store operation failed');
-        return undefined;
-      }
-    }
+    return storeWrite(this.store, op, this.log, this.deps.metrics);
   }
 
   /** An incident changed by hand: the page shows it now, not at the next probe. */
@@ -286,11 +292,12 @@ export class Uptime implements UptimePages {
     if (last === null || summary === null) return null;
     const s = this.settings;
     const { fleet } = this.deps;
-    const judged = this.watch.judge(this.clock.now());
+    const now = this.clock.now();
+    const judged = this.watch.judge(now);
     const report: UptimeReport = {
       title: s.title,
       chainId: toQuantity(this.deps.chainId),
-      state: overallState(last.reachable, last.advancing),
+      state: last.excused ? 'maintenance' : overallState(last.reachable, last.advancing),
       checkedAt: iso(last.t),
       checks: {
         reachable: { ok: last.reachable },
@@ -301,6 +308,7 @@ export class Uptime implements UptimePages {
         },
       },
       ...summary,
+      maintenance: this.maintenance.lines(now),
       probeIntervalMs: s.probeIntervalMs,
       stallAfterSeconds: s.stallAfterSeconds,
     };
@@ -326,6 +334,10 @@ export class Uptime implements UptimePages {
     return this.settings.title;
   }
 
+  get publicUrl(): string | null {
+    return this.settings.publicUrl ?? null;
+  }
+
   get support(): string | null {
     return this.settings.support ?? null;
   }
@@ -334,18 +346,14 @@ export class Uptime implements UptimePages {
     return this.settings.probeIntervalMs;
   }
 
-  get publicUrl(): string | null {
-    return this.settings.publicUrl ?? null;
-  }
-
   uptime30d(): number | null {
     if (this.summary) return this.summary.uptime['30d'];
     return this.write(() => fraction(this.store.tally(this.clock.now() - WINDOWS['30d']))) ?? null;
   }
 
-  /** Cordons kept in this store (cordon-keeper.ts). */
+  /** Cordons kept in this store, without a shared Redis (cordon-keeper.ts). */
   cordonKeeper(): CordonKeeper {
-    return storeCordonKeeper(
+    return storeCordons(
       this.store,
       (op) => this.write(op),
       () => this.clock.now(),
@@ -378,17 +386,13 @@ export class Uptime implements UptimePages {
       this.store.setMeta('headRoseAt', String(seen.roseAt));
     }
     try {
-      this.store.close(now);
+      try {
+        this.latency.flush(now);
+      } finally {
+        this.store.close(now);
+      }
     } catch (err) {
       this.log.error({ store: this.store.path, err }, 'uptime.store: the last probes could not be written');
     }
   }
-}
-
-/**
- * A node row agrees with the overall state: while the chain is not advancing, a node that answers
- * is not shown as `healthy` (its head stopped with the rest), but as `stalled`.
- */
-export function rowState(state: string, advancing: boolean): string {
-  return state === 'healthy' && !advancing ? 'stalled' : state;
 }

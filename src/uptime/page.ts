@@ -7,6 +7,8 @@
  * included.
  */
 import { createHash } from 'node:crypto';
+import { HISTORY_HTML, HISTORY_SCRIPT, HISTORY_STYLE } from './page-history.js';
+import { MAINTENANCE_HTML, MAINTENANCE_SCRIPT, MAINTENANCE_STYLE } from './page-maintenance.js';
 import { supportSection } from './page-support.js';
 import type { UptimeReport } from './report.js';
 
@@ -58,7 +60,7 @@ footer a{color:inherit}
 .steps{list-style:decimal;padding-left:22px}.steps>li{border:0;padding:4px 0}.steps ul{list-style:disc;padding-left:20px}.steps ul li{border:0;padding:2px 0}
 .stale{color:var(--bad-t);font-weight:600}
 @media (max-width:560px){.grid{grid-template-columns:1fr}.value{font-size:1.15rem}.bar{height:28px;gap:1px}}
-`;
+${HISTORY_STYLE}${MAINTENANCE_STYLE}`;
 
 // Plain ES2017, no template literals: this text lives inside a TypeScript template string.
 const SCRIPT = `
@@ -72,7 +74,8 @@ const SCRIPT = `
   var STATES = {
     operational: ['Operational', 'The chain is reachable and advancing.'],
     degraded: ['Degraded', 'Nodes answer, but no new block for a while.'],
-    down: ['Down', 'No node confirms the chain.']
+    down: ['Down', 'No node confirms the chain.'],
+    maintenance: ['Under maintenance', 'Planned maintenance: checks that fail now are not counted.']
   };
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -94,19 +97,6 @@ const SCRIPT = `
     var f = data.uptime[name];
     if (f === null || f === undefined || seen < 3600 || seen < lengthS / 100) return 'not enough data (' + dur(seen * 1000) + ' observed)';
     return pct(f) + ' of ' + dur(seen * 1000) + ' observed';
-  }
-  var selected = -1;
-  function pick(i) {
-    var segs = $('bar').children;
-    if (segs.length === 0) return;
-    if (selected >= 0 && segs[selected]) segs[selected].classList.remove('sel');
-    selected = Math.max(0, Math.min(segs.length - 1, i));
-    segs[selected].classList.add('sel');
-    set('bar-detail', segs[selected].title);
-  }
-  function pickAt(x) {
-    var r = $('bar').getBoundingClientRect();
-    pick(Math.floor(((x - r.left) / r.width) * $('bar').children.length));
   }
   function dur(ms) {
     var s = Math.max(0, Math.round(ms / 1000));
@@ -159,12 +149,17 @@ const SCRIPT = `
     var bar = $('bar'), h = data.history, from = Date.parse(h.from), seg = h.segmentSeconds * 1000;
     bar.textContent = '';
     h.segments.forEach(function (f, i) {
-      var cls = f === null ? '' : f >= 1 ? 'ok' : f >= 0.9 ? 'warn' : 'bad';
+      var m = h.maintenance && h.maintenance[i];
+      var cls = f === null ? (m ? 'maint' : '') : (f >= 1 ? 'ok' : f >= 0.9 ? 'warn' : 'bad') + (m ? ' mday' : '');
       var s = el('i', cls);
-      s.title = hm(from + i * seg) + ' - ' + hm(from + (i + 1) * seg) + ': ' + pct(f);
+      s.title = hm(from + i * seg) + ' - ' + hm(from + (i + 1) * seg) + ': ' + pct(f) + (m ? ' (maintenance)' : '');
       bar.appendChild(s);
     });
-    if (selected >= 0) pick(selected);
+    bar24.refresh();
+    renderMaintenance();
+    renderDays();
+    days.refresh();
+    renderLatency();
     var list = $('incidents');
     list.textContent = '';
     if (data.incidents.length === 0) list.appendChild(el('li', 'empty', 'No incidents in the last 30 days.'));
@@ -222,16 +217,9 @@ const SCRIPT = `
       })
       .then(function () { setTimeout(refresh, period()); });
   }
-  var bar = $('bar');
-  bar.addEventListener('click', function (e) { pickAt(e.clientX); });
-  bar.addEventListener('mousemove', function (e) { pickAt(e.clientX); });
-  bar.addEventListener('focus', function () { if (selected < 0) pick(bar.children.length - 1); });
-  bar.addEventListener('keydown', function (e) {
-    var step = { ArrowLeft: -1, ArrowRight: 1, Home: -1e9, End: 1e9 }[e.key];
-    if (step === undefined) return;
-    e.preventDefault();
-    pick((selected < 0 ? bar.children.length - 1 : selected) + step);
-  });
+${HISTORY_SCRIPT}${MAINTENANCE_SCRIPT}
+  var bar24 = attachBar($('bar'), $('bar-detail'), 0);
+  var days = attachBar($('days'), $('days-detail'), 30);
   render();
   setInterval(ages, 1000);
   setTimeout(refresh, data ? period() : 1000);
@@ -282,7 +270,7 @@ export function renderPage(
 <div class="sub">Chain <b id="chain"></b> &middot; <span id="checked"></span></div>
 </header>
 <section id="banner" class="banner"><div class="dot"></div><div><b id="state">Checking...</b><span id="state-hint"></span></div></section>
-<section class="grid">
+${MAINTENANCE_HTML}<section class="grid">
 <div class="card"><div class="label">Reachable</div><div class="value" id="reachable">-</div><div class="hint">a node confirms the chain id</div></div>
 <div class="card"><div class="label">Advancing</div><div class="value" id="advancing">-</div><div class="hint" id="advancing-hint"></div></div>
 <div class="card"><div class="label">Head</div><div class="value" id="head">-</div><div class="hint" id="age"></div></div>
@@ -293,7 +281,7 @@ export function renderPage(
 <div class="axis"><span>24 h ago</span><span>now</span></div>
 <div class="detail" id="bar-detail" aria-live="polite">Tap, hover or focus the bar for a segment's figure.</div>
 </section>
-<section class="card"><div class="head2"><h2>Incidents</h2><a href="uptime/incidents">All incidents</a></div><ul id="incidents"></ul></section>
+${HISTORY_HTML}<section class="card"><div class="head2"><h2>Incidents</h2><a href="uptime/incidents">All incidents</a></div><ul id="incidents"></ul></section>
 ${supportSection(support, now)}
 <section class="card" id="nodes" hidden><h2>Nodes</h2><div class="scroll"><table>
 <thead><tr><th>Name</th><th>State</th><th class="num">Head</th><th class="num">Lag</th><th class="num">Latency</th></tr></thead>

@@ -4,7 +4,9 @@
  * probes is null. Time without probes (Switchyard not running) is no data, never downtime.
  */
 import { toQuantity } from '../jsonrpc/hex.js';
+import type { DayLine, LatencyReport } from './history.js';
 import type { IncidentRecord, IncidentSource, UpdateStatus } from './incident-store.js';
+import type { MaintenanceLine } from './maintenance.js';
 import { DAY_MS, floorTo, type Tally, type UptimeStore } from './store.js';
 import type { OverallState } from './tracker.js';
 
@@ -42,7 +44,8 @@ export interface IncidentLine {
 export interface UptimeReport {
   title: string;
   chainId: string;
-  state: OverallState;
+  /** `maintenance`: the last probe failed inside a maintenance window (maintenance.ts). */
+  state: OverallState | 'maintenance';
   checkedAt: string;
   checks: {
     reachable: { ok: boolean };
@@ -51,7 +54,14 @@ export interface UptimeReport {
   uptime: Record<WindowName, number | null>;
   /** Seconds of each window with probe data: each probe stands for one probe interval, capped at the window. */
   observedSeconds: Record<WindowName, number>;
-  history: { from: string; segmentSeconds: number; segments: (number | null)[] };
+  /** `maintenance[i]`: a maintenance window overlaps segment i (its failed probes are no data). */
+  history: { from: string; segmentSeconds: number; segments: (number | null)[]; maintenance?: boolean[] };
+  /** The 90 daily bars, oldest first, the last one today (UTC). */
+  daily: DayLine[];
+  /** Probe latency of the last 24 hours (p50 and p95 per hour). */
+  latency: LatencyReport;
+  /** Upcoming and ongoing maintenance windows, soonest first (names binding, SPEC 12.2). */
+  maintenance: MaintenanceLine[];
   incidents: IncidentLine[];
   upstreams?: UpstreamLine[];
   probeIntervalMs: number;
@@ -115,4 +125,12 @@ export function headQuantity(n: number | null): string | null {
 
 export function iso(t: number): string {
   return new Date(t).toISOString();
+}
+
+/**
+ * A node row agrees with the overall state: while the chain is not advancing, a node that answers
+ * is not shown as `healthy` (its head stopped with the rest), but as `stalled`.
+ */
+export function rowState(state: string, advancing: boolean): string {
+  return state === 'healthy' && !advancing ? 'stalled' : state;
 }

@@ -117,7 +117,7 @@ function feedAnswer(pages: UptimePages, host: string | undefined, maxAge: number
       },
     };
   }
-  const entries = feedEntries(report.incidents, [], report.chainId);
+  const entries = feedEntries(report.incidents, report.maintenance ?? [], report.chainId);
   const body = renderFeed(entries, {
     title: report.title,
     chainId: report.chainId,

@@ -8,7 +8,7 @@
  * Tiers never overlap in time, so a window's sum is the sum of each tier's rows inside it:
  *   probes   one row per probe, for the last day (and a minute more);
  *   minutes  one row per minute, older than that, for a week;
- *   hours    one row per hour, older than a week, for RETAIN_HOURS_MS.
+ *   hours    one row per hour, older than a week, for RETAIN_MS (the 90 daily bars).
  * A minute or hour bucket is only written once every probe in it is older than the tier's cut,
  * so it is complete when written (an existing bucket is added to, never replaced).
  *
@@ -19,7 +19,11 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { HISTORY_MIGRATION } from './history-migration.js';
 import { INCIDENT_MIGRATION, IncidentLog, isProbeIncident, pruneIncidents } from './incident-store.js';
+import { StoreError } from './store-error.js';
+
+export { StoreError };
 
 export const INCIDENT_KINDS = ['unreachable', 'stalled'] as const;
 export type IncidentKind = (typeof INCIDENT_KINDS)[number];
@@ -53,8 +57,8 @@ export const DAY_MS = 86_400_000;
 export const PROBES_KEPT_MS = DAY_MS;
 /** Per-minute rows are kept this long, then rolled into hours. */
 export const MINUTES_KEPT_MS = 7 * DAY_MS;
-/** Hour rows older than this are deleted (the longest window is 30 days); incidents: incident-store.ts. */
-export const RETAIN_MS = 31 * DAY_MS;
+/** Hour rows older than this are deleted (the daily bars go back 90 days); incidents: incident-store.ts. */
+export const RETAIN_MS = 91 * DAY_MS;
 /** Buffered probes are written together once this many are waiting (or on an incident, or close). */
 export const FLUSH_EVERY = 12;
 /** A write that keeps failing must not grow memory: beyond this the oldest buffered probes go. */
@@ -80,19 +84,10 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE cordons (name TEXT PRIMARY KEY, value TEXT NOT NULL);`,
   // Incidents told by people (incident-store.ts): updates, post-mortems, hand-opened incidents.
   INCIDENT_MIGRATION,
+  // Admin-made maintenance windows and hourly probe latency (maintenance-store.ts, history-store.ts).
+  HISTORY_MIGRATION,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
-
-/** Why a store file could not be used; the caller falls back to memory and says so. */
-export class StoreError extends Error {
-  constructor(
-    message: string,
-    readonly path: string,
-  ) {
-    super(message);
-    this.name = 'StoreError';
-  }
-}
 
 export class UptimeStore {
   private db: Database.Database;
@@ -265,6 +260,11 @@ export class UptimeStore {
       if (b.reachable && b.advancing) s.ok++;
     }
     return out;
+  }
+
+  /** `op` on the database: in one write with what is buffered, or alone (now null: a read). For history-store.ts, maintenance-store.ts. */
+  tx<T>(now: number | null, op: (db: Database.Database) => T): T {
+    return now === null ? op(this.db) : this.write(now, () => op(this.db));
   }
 
   /** Opens an incident now (with the buffered probes, in one transaction) and returns it with its id. */

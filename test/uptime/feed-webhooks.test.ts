@@ -255,3 +255,36 @@ t.test('an incident told by an operator: opened, updated, resolved, in the webho
     'titles escaped as HTML text',
   );
 });
+
+t.test('a maintenance window: started and ended in the webhooks, one entry in the feed', async (t) => {
+  const json = await receiver(t);
+  const node = await anvil(t);
+  const sy = await startSwitchyard(t, {
+    upstreams: [{ name: 'solo', url: node.url }],
+    uptime: { probeIntervalMs: 100, webhooks: [{ url: json.url, format: 'json' }] },
+  });
+  await waitFor('a first probe', () => report(sy.url));
+  const start = new Date(Date.now() - 60_000).toISOString();
+  const end = new Date(Date.now() + 3_600_000).toISOString();
+  const made = await post(`${sy.adminUrl}/uptime/maintenance`, { title: 'Node <upgrade>', start, end });
+  t.equal(made.status, 201);
+  const id = made.json().window.id as string;
+  await waitFor('started', () => json.bodies.length === 1);
+  t.match(json.bodies[0], {
+    type: 'maintenance.started',
+    title: 'Maintenance started: Node <upgrade>',
+    maintenance: { id, title: 'Node <upgrade>', start, end },
+  });
+  const entries = checkAtom(t, (await feed(sy.url)).xml);
+  t.equal(entries.length, 1, 'one entry for the window');
+  t.equal(text(entries[0]!.title), 'Maintenance: Node &#60;upgrade&#62;');
+  const ended = await request(`${sy.adminUrl}/uptime/maintenance/${id}`, {
+    method: 'DELETE',
+    headers: { 'content-type': 'application/json' },
+  });
+  t.equal(ended.statusCode, 200, 'DELETE ends an ongoing window now');
+  await ended.body.dump();
+  await waitFor('ended', () => json.bodies.length === 2);
+  t.match(json.bodies[1], { type: 'maintenance.ended', maintenance: { id } });
+  t.not(json.bodies[1].id, json.bodies[0].id);
+});

@@ -4,7 +4,7 @@
  * document parses as XML with every element Atom requires, and hostile text stays text.
  */
 import t from 'tap';
-import { incidentEvents, maintenanceEvents, type EventIncident } from '../../src/uptime/events.js';
+import { incidentEvents, type EventIncident } from '../../src/uptime/events.js';
 import { FEED_ENTRIES, feedBase, feedEntries, renderFeed } from '../../src/uptime/feed.js';
 import { checkAtom, parseAtom, text } from '../helpers/atom.js';
 
@@ -79,19 +79,6 @@ t.test('bounded to FEED_ENTRIES, the newest kept', async (t) => {
     entries.every((e, i) => i === 0 || e.updated <= entries[i - 1]!.updated),
     'in order',
   );
-});
-
-t.test('maintenance windows starting or ending within a span', async (t) => {
-  const at = (iso: string) => Date.parse(iso);
-  t.same(maintenanceEvents([WINDOW], at('2026-11-22T01:59:00Z'), at('2026-11-22T02:00:00Z')), [
-    { type: 'maintenance.started', at: WINDOW.start, maintenance: WINDOW },
-  ]);
-  t.same(
-    maintenanceEvents([WINDOW], at('2026-11-22T02:00:00Z'), at('2026-11-22T03:00:00Z')).map((e) => e.type),
-    ['maintenance.ended'],
-    'a start at the span`s open end is not told again',
-  );
-  t.same(maintenanceEvents([WINDOW], at('2026-11-22T03:00:00Z'), at('2026-11-23T00:00:00Z')), []);
 });
 
 t.test('the document: valid Atom, hostile text kept as text', async (t) => {

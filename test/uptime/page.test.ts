@@ -277,6 +277,99 @@ if (!existsSync(CHROMIUM)) {
     });
 
     await t.test(
+      'history: 90 daily bars and the latency chart, by hover, tap and keyboard; text alternatives',
+      async (t) => {
+        const r = await report(sy.url);
+        t.equal(r.daily.length, 90, '90 days in uptime.json');
+        t.equal(r.daily.at(-1)!.date, new Date().toISOString().slice(0, 10), 'the last is today (UTC)');
+        t.equal(await page.locator('#days i').count(), 90, '90 bars on the page');
+        t.equal(await page.locator('#days i.ok').count(), 1, 'today is green; the days before have no data');
+        await page.locator('#days i').last().hover();
+        const today = r.daily.at(-1)!;
+        const told =
+          today.incidentCount === 0 ? 'no incidents' : `${today.incidentCount} incidents?: ${today.incidents[0]!.kind}`;
+        t.match(
+          await text(page, '#days-detail'),
+          new RegExp(`\\(UTC\\): 100\\.00% of .* observed; ${told}`),
+          'hover: the day, its figure and its incidents',
+        );
+        await page.locator('#days i').first().click();
+        t.match(await text(page, '#days-detail'), /\(UTC\): no data; no incidents$/, 'tap: the first day');
+        await page.locator('#days').focus();
+        await page.keyboard.press('End');
+        t.match(await text(page, '#days-detail'), /^\d{4}-\d{2}-\d{2} \(UTC\): 100\.00%/, 'keyboard: End is today');
+        t.equal(r.latency.hours.length, 24, '24 hours of latency');
+        const now = r.latency.hours.at(-1)!;
+        t.ok(now.probes > 0 && now.p50Ms! > 0 && now.p95Ms! >= now.p50Ms!, `this hour: ${JSON.stringify(now)}`);
+        await waitFor('the chart drawn', async () => (await page.locator('#lat rect').count()) >= 2);
+        t.match(await page.locator('#lat desc').textContent(), /^This hour: p50 \d+\.\d ms, p95 \d+\.\d ms/);
+        t.equal(await page.locator('#lat-rows tr').count(), 24, 'a table of the 24 hours as text alternative');
+      },
+    );
+
+    await t.test(
+      'maintenance made on the admin port: a stall inside it shows `maintenance`, opens no incident, costs no uptime',
+      async (t) => {
+        const before = await report(sy.url);
+        t.equal(before.uptime['24h'], 1, 'no failure so far');
+        const post = await fetch(`${sy.adminUrl}/uptime/maintenance`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            start: new Date(Date.now() - 1_000).toISOString(),
+            end: new Date(Date.now() + 3_600_000).toISOString(),
+            title: 'Node upgrade <b>now</b>',
+          }),
+        });
+        t.equal(post.status, 201);
+        const { window } = (await post.json()) as { window: { id: string } };
+        await waitFor('the page to show the window', async () => (await text(page, '#maint')).includes('ongoing'), {
+          timeoutMs: 20_000,
+          intervalMs: 200,
+        });
+        t.match(await text(page, '#maint'), /Node upgrade <b>now<\/b>/, 'its title, as text');
+        for (const n of nodes) await fetch(`${devnet.controlUrl}/nodes/${n.index}/stall`, { method: 'POST' });
+        await waitFor('the page to say maintenance', async () => (await text(page, '#state')) === 'Under maintenance', {
+          timeoutMs: 20_000,
+          intervalMs: 200,
+        });
+        const r = await report(sy.url);
+        t.equal(r.state, 'maintenance');
+        t.equal(r.checks.advancing.ok, false, 'the check itself still says what it sees');
+        t.same(
+          r.maintenance.map((m) => m.id),
+          [window.id],
+        );
+        t.equal(r.history.maintenance!.at(-1), true, 'the 24 h bar marks it');
+        t.equal(r.daily.at(-1)!.maintenance, true, 'so does today');
+        t.same(await axeSerious(page), [], 'maintenance: no serious axe-core violation');
+        await shot('maintenance');
+        for (const n of nodes) await fetch(`${devnet.controlUrl}/nodes/${n.index}/resume`, { method: 'POST' });
+        await waitFor('operational again', async () => (await report(sy.url)).state === 'operational', {
+          timeoutMs: 20_000,
+          intervalMs: 100,
+        });
+        const end = await fetch(`${sy.adminUrl}/uptime/maintenance/${window.id}`, {
+          method: 'DELETE',
+          headers: { 'content-type': 'application/json' },
+        });
+        t.match(await end.json(), { change: 'ended', window: { id: window.id, state: 'over' } });
+        const after = await report(sy.url);
+        t.same(
+          after.incidents.filter((i) => !before.incidents.some((b) => b.id === i.id)),
+          [],
+          'no incident opened',
+        );
+        t.equal(after.uptime['24h'], 1, 'the stalled probes inside the window are no data, not downtime');
+        t.same(after.maintenance, [], 'an ended window is no longer listed');
+        await waitFor('the card to go', () => page.locator('#maint').isHidden(), {
+          timeoutMs: 20_000,
+          intervalMs: 200,
+        });
+      },
+    );
+
+    await t.test(
       'a stalled chain opens a `stalled` incident on the page and in the JSON; blocks resuming close it',
       async (t) => {
         for (const n of nodes)

@@ -1,0 +1,86 @@
+/**
+ * Maintenance windows made on the admin port, kept in the uptime store (same file, same
+ * transactions as the probes: store.ts tx). Windows from uptime.maintenance are not stored: the
+ * configuration is their home. Rows are input like any file: one that is not a window is left out.
+ */
+import type Database from 'better-sqlite3';
+import type { WindowKeeper } from './maintenance.js';
+import { RETAIN_MS, type UptimeStore } from './store.js';
+
+export interface StoredWindow {
+  id: number;
+  title: string;
+  start: number;
+  end: number;
+}
+
+interface Row {
+  id: unknown;
+  title: unknown;
+  start_at: unknown;
+  end_at: unknown;
+}
+
+const isTime = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** Admin-made windows that ended after `since` (or have not ended), by start. */
+export function storedWindows(store: UptimeStore, since: number): StoredWindow[] {
+  const rows = store.tx(
+    null,
+    (db) =>
+      db
+        .prepare('SELECT id, title, start_at, end_at FROM maintenance WHERE end_at > ? ORDER BY start_at, id')
+        .all(since) as Row[],
+  );
+  return rows.flatMap((r) =>
+    typeof r.id === 'number' && typeof r.title === 'string' && isTime(r.start_at) && isTime(r.end_at)
+      ? [{ id: r.id, title: r.title, start: r.start_at, end: r.end_at }]
+      : [],
+  );
+}
+
+/** Stores a new window (with what the store has buffered) and returns its id; drops windows past retention. */
+export function storeWindow(store: UptimeStore, w: Omit<StoredWindow, 'id'>, now: number): number {
+  return store.tx(now, (db) => {
+    forget(db, now);
+    return Number(
+      db.prepare('INSERT INTO maintenance (title, start_at, end_at) VALUES (?, ?, ?)').run(w.title, w.start, w.end)
+        .lastInsertRowid,
+    );
+  });
+}
+
+/** Ends a window at `end` (it is kept: the bars still show it), or removes it (end null: it never began). */
+export function changeWindow(store: UptimeStore, id: number, end: number | null, now: number): true {
+  store.tx(now, (db) => {
+    if (end === null) db.prepare('DELETE FROM maintenance WHERE id = ?').run(id);
+    else db.prepare('UPDATE maintenance SET end_at = ? WHERE id = ?').run(end, id);
+  });
+  return true;
+}
+
+/** Admin-made windows kept at most (the newest by end): the history of many short windows stays bounded. */
+export const MAX_KEPT_WINDOWS = 500;
+
+function forget(db: Database.Database, now: number): void {
+  db.prepare('DELETE FROM maintenance WHERE end_at < ?').run(now - RETAIN_MS);
+  db.prepare(
+    'DELETE FROM maintenance WHERE id NOT IN (SELECT id FROM maintenance ORDER BY end_at DESC, id DESC LIMIT ?)',
+  ).run(MAX_KEPT_WINDOWS - 1);
+}
+
+/**
+ * The WindowKeeper of maintenance.ts on this store. `write` runs a store operation, moving the
+ * store to memory if its file fails (index.ts); undefined: it failed even there.
+ */
+export function storeWindows(
+  store: UptimeStore,
+  write: <T>(op: () => T) => T | undefined,
+  now: () => number,
+): WindowKeeper {
+  return {
+    load: () => write(() => storedWindows(store, now() - RETAIN_MS)) ?? [],
+    insert: (w) => write(() => storeWindow(store, w, now())),
+    change: (id, end) => write(() => changeWindow(store, id, end, now())) !== undefined,
+  };
+}
