@@ -181,7 +181,7 @@ export class Uptime implements UptimePages {
     this.upstreamTimeoutMs = config.routing.upstreamTimeoutMs;
     this.watch.setStallAfter(config.uptime.stallAfterSeconds * 1000);
     this.maintenance.configure(config.uptime.maintenance ?? [], this.clock.now());
-    this.webhooks.apply(config.uptime.webhooks, pageContext(config.uptime, this.deps.chainId));
+    this.webhooks.apply(config.uptime.webhooks ?? [], pageContext(config.uptime, this.deps.chainId));
   }
 
   /** One probe now: both checks, the store, incidents, metrics, the report's summary. */
