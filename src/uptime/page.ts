@@ -162,7 +162,10 @@ const SCRIPT = `
     renderLatency();
     var list = $('incidents');
     list.textContent = '';
-    if (data.incidents.length === 0) list.appendChild(el('li', 'empty', 'No incidents in the last 30 days.'));
+    // "None in 30 days" only claims what was watched: with less observed, it says how much.
+    var watched = data.observedSeconds ? data.observedSeconds['30d'] : 0;
+    if (data.incidents.length === 0)
+      list.appendChild(el('li', 'empty', watched >= 29 * 86400 ? 'No incidents in the last 30 days.' : 'No incidents in the ' + dur(watched * 1000) + ' observed.'));
     data.incidents.forEach(function (inc) {
       var li = el('li');
       li.appendChild(el('span', 'pill ' + inc.kind + (inc.endedAt ? ' closed' : ''), inc.kind === 'operator' ? 'incident' : inc.kind));

@@ -249,6 +249,11 @@ if (!existsSync(CHROMIUM)) {
         /^not enough data \(\d+ (s|min \d+ s) observed\)$/,
         'a minute of data is not 100%',
       );
+      t.match(
+        await text(page, '#incidents'),
+        /^No incidents in the \d+ (s|min \d+ s) observed\.$/,
+        'no incidents claimed for 30 days when a minute was watched',
+      );
       const observed = (await report(sy.url)).observedSeconds;
       t.ok(observed['24h'] > 0 && observed['24h'] < 3600, `observedSeconds 24h: ${observed['24h']}`);
       await page.locator('#bar').focus();
