@@ -91,7 +91,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 
 /**
  * Options whose values may hold credentials: upstream URLs (user:key@, keys in the path or query)
- * and headers (authorization, x-api-key), Redis URLs (passwords), API keys, the admin token.
+ * and headers (authorization, x-api-key), Redis URLs (passwords), API keys, the admin token,
+ * uptime webhook URLs (a Slack webhook's path is its key).
  */
 function secretKind(path: readonly PropertyKey[]): 'url' | 'secret' | null {
   const [a, b, c, d] = path;
@@ -99,6 +100,7 @@ function secretKind(path: readonly PropertyKey[]): 'url' | 'secret' | null {
     return c === 'url' || c === 'ws' ? 'url' : c === 'headers' ? 'secret' : null;
   if (a === 'rateLimit' && b === 'apiKeys' && d === 'key') return 'secret';
   if (a === 'admin' && b === 'token') return 'secret';
+  if (a === 'uptime' && b === 'webhooks' && typeof c === 'number' && d === 'url') return 'url';
   return path.at(-1) === 'redis' ? 'url' : null;
 }
 

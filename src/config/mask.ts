@@ -1,7 +1,8 @@
 /**
  * The effective configuration as `switchyard check --print` shows it: every default filled in,
  * secrets masked. Upstream and Redis URLs keep scheme, host and port (an operator must see where
- * they point) and lose credentials, path and query (where providers put API keys); API keys and
+ * they point) and lose credentials, path and query (where providers put API keys); uptime webhook
+ * URLs the same (a Slack webhook's path is its key); API keys and
  * header values (upstreams' and the tracing collector's) and the admin token are replaced whole.
  */
 import type { Config } from './schema.js';
@@ -59,5 +60,7 @@ export function maskedConfig(config: Config): unknown {
   const tracing = copy.tracing as { endpoint: string | null; headers: Record<string, string> };
   if (tracing.endpoint !== null) tracing.endpoint = maskUrl(tracing.endpoint);
   for (const h of Object.keys(tracing.headers)) tracing.headers[h] = MASK;
+  const uptime = copy.uptime as { webhooks: { url: string }[] };
+  for (const w of uptime.webhooks) w.url = maskUrl(w.url);
   return copy;
 }

@@ -10,6 +10,7 @@ import { portClashes, redisUrl, shadowsOnly } from './checks.js';
 import { maintenanceSchema } from './maintenance-schema.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
+import { publicUrlSchema, webhooksSchema } from './uptime-schema.js';
 import { MAX_SUPPORT, supportLink } from '../uptime/support.js';
 import { z } from 'zod';
 
@@ -293,6 +294,10 @@ export const configSchema = z
           })
           .nullable()
           .default(null),
+        /** Base of the feed's and webhooks' links, e.g. https://rpc.example.com; null: the feed uses the request's Host. */
+        publicUrl: publicUrlSchema,
+        /** A POST to each on every incident opened, updated or resolved, every window starting or ending (uptime/webhooks.ts). */
+        webhooks: webhooksSchema,
       })
       .prefault({}),
     log: z

@@ -18,7 +18,16 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       // Deployment from metadata.name), else the host's name.
       base: { pid: process.pid, hostname: process.env.POD_NAME || hostname() },
       redact: {
-        paths: ['url', '*.url', 'ws', '*.ws', 'headers.authorization', 'config.upstreams', 'config.admin.token'],
+        paths: [
+          'url',
+          '*.url',
+          'ws',
+          '*.ws',
+          'headers.authorization',
+          'config.upstreams',
+          'config.admin.token',
+          'config.uptime.webhooks',
+        ],
         censor: '[redacted]',
       },
       formatters: { level: (label) => ({ level: label }) },

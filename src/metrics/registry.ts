@@ -19,6 +19,7 @@ import { ShadowMetrics } from './shadow.js';
 import { ServiceMetrics, type BuildInfo } from './service.js';
 import { TracingMetrics } from './tracing.js';
 import { UpstreamMetrics } from './upstream.js';
+import { WebhookMetrics } from './webhooks.js';
 
 export { CALL_OUTCOMES, CALL_REASONS, INVALID_METHOD, type CallOutcome, type CallReason } from './calls.js';
 
@@ -41,6 +42,7 @@ export class Metrics {
   private readonly shadows = new ShadowMetrics(this.registry);
   private readonly admin = new AdminMetrics(this.registry);
   private readonly directives = new DirectiveMetrics(this.registry);
+  private readonly webhooks = new WebhookMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -116,6 +118,8 @@ export class Metrics {
   readonly setUptimeIncidents = this.service.setUptimeIncidents.bind(this.service);
   readonly setUptimeHeadAge = this.service.setUptimeHeadAge.bind(this.service);
   readonly setUptimeStorePersistent = this.service.setUptimeStorePersistent.bind(this.service);
+  // Uptime webhooks (webhooks.ts)
+  readonly recordUptimeWebhook = this.webhooks.recordUptimeWebhook.bind(this.webhooks);
   readonly setReady = this.service.setReady.bind(this.service);
 
   // Tracing export (tracing.ts)

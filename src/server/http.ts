@@ -273,7 +273,7 @@ class HttpRequest {
   page(target: { apiKey?: string } | null): void {
     const deps = this.deps;
     if (deps.uptime) {
-      const page = uptimeAnswer(deps.uptime, this.req.url ?? '/', this.req.headers.accept);
+      const page = uptimeAnswer(deps.uptime, this.req.url ?? '/', this.req.headers);
       // Public and read-only: its own CORS and cache headers, whatever server.cors says.
       if (page !== null) return this.finish(page.status, page.body, page.headers);
     }

@@ -5,7 +5,8 @@
  * (report.ts, page.ts, badge.ts). Maintenance windows (maintenance.ts) excuse the failures inside
  * them; each probe's latency feeds the hourly chart and the store's days the 90 daily bars
  * (history.ts). Without a shared Redis it also keeps the cordons in its store (cordonKeeper).
- * The clock is injected; tests drive probe() themselves.
+ * Incident changes and windows starting or ending go to uptime.webhooks (notify.ts). The clock
+ * is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
  * routes.ts for an answer).
  *
@@ -27,6 +28,7 @@ import {
   iso,
   uptimeWindows,
   observedWindows,
+  rowState,
   type UptimeReport,
 } from './report.js';
 import type { UptimePages } from './routes.js';
@@ -41,6 +43,9 @@ import { storeWindows } from './maintenance-store.js';
 import { openUptimeStore, storeWrite } from './store-open.js';
 import { FLUSH_EVERY, type UptimeStore, type Incident, type IncidentKind } from './store.js';
 import { incidentChanges, overallState, type Change } from './tracker.js';
+import type { WebhookConfig } from '../config/uptime-schema.js';
+import { pageContext, startWebhooks } from './notify.js';
+import type { Webhooks } from './webhooks.js';
 
 export interface UptimeSettings {
   enabled: boolean;
@@ -53,6 +58,8 @@ export interface UptimeSettings {
   maintenance?: readonly MaintenanceConfig[];
   /** Where users report a problem (an https URL or mailto:); null or absent: no such section. */
   support?: string | null;
+  publicUrl?: string | null;
+  webhooks?: readonly WebhookConfig[];
 }
 
 export interface Clock {
@@ -93,6 +100,8 @@ export class Uptime implements UptimePages {
   readonly maintenanceAdmin: MaintenanceAdmin;
   /** Hand-opened incidents, updates, post-mortems, and who hears of incident changes (incidents.ts). */
   readonly desk: IncidentDesk;
+  /** uptime.webhooks; `webhooks.send(event)` tells them anything else (queued, never waits). */
+  readonly webhooks: Webhooks;
   private readonly watch: HeadWatch;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -133,6 +142,7 @@ export class Uptime implements UptimePages {
     this.maintenance = new Maintenance(keeper, settings.maintenance ?? [], now);
     this.maintenanceAdmin = this.maintenance.admin(() => this.clock.now());
     this.desk = new IncidentDesk(this.store, this.clock, this.log, (op) => this.write(op), this.told);
+    this.webhooks = startWebhooks(settings, { ...deps, log: this.log }, this.desk, this.maintenance);
     for (const i of this.store.openIncidents()) if (!this.open.has(i.kind)) this.open.set(i.kind, i);
     const head = Number(this.store.getMeta('head') ?? NaN);
     const roseAt = Number(this.store.getMeta('headRoseAt') ?? NaN);
@@ -171,6 +181,7 @@ export class Uptime implements UptimePages {
     this.upstreamTimeoutMs = config.routing.upstreamTimeoutMs;
     this.watch.setStallAfter(config.uptime.stallAfterSeconds * 1000);
     this.maintenance.configure(config.uptime.maintenance ?? [], this.clock.now());
+    this.webhooks.apply(config.uptime.webhooks ?? [], pageContext(config.uptime, this.deps.chainId));
   }
 
   /** One probe now: both checks, the store, incidents, metrics, the report's summary. */
@@ -323,6 +334,10 @@ export class Uptime implements UptimePages {
     return this.settings.title;
   }
 
+  get publicUrl(): string | null {
+    return this.settings.publicUrl ?? null;
+  }
+
   get support(): string | null {
     return this.settings.support ?? null;
   }
@@ -352,6 +367,7 @@ export class Uptime implements UptimePages {
       persistent: this.store.persistent,
       openIncidents: [...this.open.keys()],
       bufferedProbes: this.store.pending,
+      webhooks: this.webhooks.status(),
     };
   }
 
@@ -360,6 +376,7 @@ export class Uptime implements UptimePages {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
+    await this.webhooks.close();
     this.deps.fleet.off?.('head', this.onHead);
     this.deps.fleet.off?.('head', this.first);
     const now = this.clock.now();
@@ -378,12 +395,4 @@ export class Uptime implements UptimePages {
       this.log.error({ store: this.store.path, err }, 'uptime.store: the last probes could not be written');
     }
   }
-}
-
-/**
- * A node row agrees with the overall state: while the chain is not advancing, a node that answers
- * is not shown as `healthy` (its head stopped with the rest), but as `stalled`.
- */
-export function rowState(state: string, advancing: boolean): string {
-  return state === 'healthy' && !advancing ? 'stalled' : state;
 }

@@ -126,3 +126,11 @@ export function headQuantity(n: number | null): string | null {
 export function iso(t: number): string {
   return new Date(t).toISOString();
 }
+
+/**
+ * A node row agrees with the overall state: while the chain is not advancing, a node that answers
+ * is not shown as `healthy` (its head stopped with the rest), but as `stalled`.
+ */
+export function rowState(state: string, advancing: boolean): string {
+  return state === 'healthy' && !advancing ? 'stalled' : state;
+}

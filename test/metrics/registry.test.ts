@@ -14,6 +14,7 @@ import { WS_CLOSE_REASONS } from '../../src/server/ws.js';
 import { SUBSCRIPTION_KINDS } from '../../src/subscriptions/session.js';
 import { FAILOVER_REASONS } from '../../src/upstream/classify.js';
 import { INCIDENT_KINDS } from '../../src/uptime/store.js';
+import { WEBHOOK_OUTCOMES } from '../../src/uptime/webhooks.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 
 /** The values of `label` on the series of `name`, sorted, and whether every one of them reads 0. */
@@ -43,6 +44,7 @@ t.test("series that read 0 from the start come from the producers' label lists",
     ['switchyard_ws_notifications_total', 'kind', SUBSCRIPTION_KINDS],
     ['switchyard_uptime_incident_open', 'kind', INCIDENT_KINDS],
     ['switchyard_config_reloads_total', 'result', RELOAD_RESULTS],
+    ['switchyard_uptime_webhooks_total', 'outcome', WEBHOOK_OUTCOMES],
   ];
   for (const [name, label, list] of cases) {
     const s = series(text, name, label);
