@@ -79,8 +79,10 @@ t.test("every line names the replica: the host's name, or POD_NAME when set", as
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
   };
+  // Only the listening line is sure to be there when the process is killed (the lines after it
+  // depend on timing): every line read, at least that one, is checked.
   const plain = await listening({ POD_NAME: '' });
-  t.ok(plain.length >= 2, `${plain.length} lines`);
+  t.ok(plain.length >= 1, 'the listening line at least');
   t.ok(
     plain.every((l) => l.hostname === hostname()),
     "each carries the host's name",
