@@ -102,6 +102,24 @@ export class Maintenance {
     if (now !== null) this.tick(now);
   }
 
+  /**
+   * The admin-made windows read again: another replica's store image was loaded (shared.ts). A
+   * window another replica started, ended or removed by hand was told there: it is taken as told
+   * here. Only the prober (`prober`) tells windows starting or ending with time; the others keep
+   * the windows under way as told, so none is told twice when they become the prober.
+   */
+  reload(now: number, prober: boolean): void {
+    const known = new Set(this.made.map((w) => w.id));
+    this.made = this.keeper.load().map((w) => ({ ...w, id: `admin-${w.id}`, source: 'admin' as const }));
+    const byId = new Map(this.all().map((w) => [w.id, w]));
+    const current = (w: MaintenanceWindow): boolean => w.start <= now && now < w.end;
+    for (const [id, w] of this.ongoing) {
+      const n = byId.get(id);
+      if (n === undefined || n.end !== w.end || (!prober && !current(n))) this.ongoing.delete(id);
+    }
+    for (const w of byId.values()) if (current(w) && (!prober || !known.has(w.id))) this.ongoing.set(w.id, w);
+  }
+
   /** Every known window (configured, then admin-made), by start. */
   all(): MaintenanceWindow[] {
     return [...this.configured, ...this.made].sort((a, b) => a.start - b.start || a.end - b.end);
