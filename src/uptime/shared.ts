@@ -27,6 +27,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
+import type { ImageOp } from '../metrics/uptime-shared.js';
 import type { RedisConnections, RedisLink } from '../redis/connections.js';
 import { Lease } from './lease.js';
 import { MAX_IMAGE_BYTES, openImage } from './store-image.js';
@@ -107,7 +108,7 @@ export class SharedUptime {
       this.replay.shift();
       this.host.log.warn({ kept: MAX_REPLAY }, 'uptime: too many writes waiting for redis; the oldest is dropped');
     }
-    void this.serial(() => this.publish());
+    void this.serial(() => this.publish(), 'publish');
   }
 
   /** Before the prober records a probe: take in what other replicas wrote since. */
@@ -120,9 +121,10 @@ export class SharedUptime {
   }
 
   /** One thing at a time on the local copy's shared state: a step, a publish, a sync. */
-  private serial(task: () => Promise<void>): Promise<void> {
+  private serial(task: () => Promise<void>, op: ImageOp = 'load'): Promise<void> {
     const next = this.running.then(task).catch((err: unknown) => {
       this.link.note(false);
+      this.host.metrics.recordUptimeImage(op, 'failed');
       this.host.log.debug({ err }, 'uptime: redis did not answer');
     });
     this.running = next;
