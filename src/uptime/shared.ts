@@ -85,6 +85,7 @@ export class SharedUptime {
     this.images = this.link.client.duplicate({ connectionName: 'switchyard-uptime', commandTimeout: IMAGE_TIMEOUT_MS });
     this.images.on('error', () => undefined);
     this.lease = new Lease(this.link.client, `${prefix}lease`);
+    host.log.info('uptime history shared by the replicas through redis (uptime.store is not used)');
     host.metrics.declareUptimeShared();
     host.metrics.setUptimeProber(false);
   }

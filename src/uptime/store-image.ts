@@ -34,6 +34,8 @@ function ours(): string {
 /** The image opened in memory, migrated and checked; or why it was refused. */
 export function openImage(image: Buffer): { db: Database.Database } | { refused: string } {
   if (image.length > MAX_IMAGE_BYTES) return { refused: `${image.length} bytes, over ${MAX_IMAGE_BYTES}` };
+  // Fewer bytes than SQLite's smallest page would open as a new, empty database: not an image.
+  if (image.length < 512) return { refused: `${image.length} bytes: not an SQLite database` };
   let db: Database.Database | undefined;
   try {
     // An image saved from a file database says WAL in header bytes 18-19; memory needs rollback.
