@@ -317,7 +317,7 @@ function send(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, re
   const before = u.breaker.state;
   const limit = Math.min(timeoutOf(r, call), remaining);
   const span = call.trace?.attempt(u.name);
-  const opts = span === undefined ? callOptions(call) : { ...callOptions(call), traceparent: span.traceparent };
+  const opts = span === undefined ? callOptions(call) : tracedOptions(call, span.traceparent);
   noteSent(ctx, 1);
   return u.call(call.method, call.paramsJson, limit, opts).then(({ verdict, ms }) => {
     span?.end(verdict);
@@ -341,6 +341,11 @@ function send(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, re
 function callOptions(call: Sendable): CallOptions | undefined {
   if (call.budget !== undefined) return { expensive: call.expensive === true, budget: call.budget };
   return call.expensive === true ? EXPENSIVE : undefined;
+}
+
+/** A traced call's options: one object literal, so the client's reads of them keep one shape. */
+function tracedOptions(call: Sendable, traceparent: string): CallOptions {
+  return { expensive: call.expensive === true, budget: call.budget, traceparent };
 }
 
 /** Every attempt failed or none was possible: null or a node's error when one answered, else -32002. */

@@ -213,8 +213,9 @@ class HttpRequest {
     if (this.trace !== null) {
       // As a header pair, not a spread into `extra`: the answer keeps the short writeHead (http-answer.ts).
       const traceparent = this.trace.end(status, info.errors ?? (status === 200 ? 0 : 1), info.calls ?? null);
-      diagnostics =
-        diagnostics === undefined ? ['traceparent', traceparent] : [...diagnostics, 'traceparent', traceparent];
+      // The diagnostic headers are this answer's own array (diagnostics.ts makes one per answer).
+      if (diagnostics === undefined) diagnostics = ['traceparent', traceparent];
+      else diagnostics.push('traceparent', traceparent);
     }
     if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes)
       sendAnswer(res, status, body, this.reqId, this.cors, extra, diagnostics);

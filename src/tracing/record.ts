@@ -1,6 +1,6 @@
 /**
- * A span as the request path records it: plain data (a name, a kind, its parent's and its own
- * id, two clock readings, attributes), made into the SDK's ReadableSpan only when its request's
+ * A span as the request path records it: plain data (a name, a kind, its parent, an id drawn
+ * only when needed, two monotonic clock readings, attributes), made into the SDK's ReadableSpan only when its request's
  * trace is exported. Every request is recorded (a slow or failed one is exported whatever the
  * sample, and that is known only at its end), while most are let go: building SDK spans for all
  * of them cost a traced hit and miss 16-29% of their throughput, these records cost a few
@@ -31,38 +31,48 @@ function randomHex(bytes: number): string {
     randomFillSync(POOL);
     used = 0;
   }
-  const hex = POOL.toString('hex', used, used + bytes);
+  const from = used;
   used += bytes;
   // All zeros is the W3C's invalid id; 1 in 2^64 at worst, and then one more draw.
-  return /^0+$/.test(hex) ? randomHex(bytes) : hex;
+  for (let i = from; i < used; i++) if (POOL[i] !== 0) return POOL.toString('hex', from, used);
+  return randomHex(bytes);
 }
 
 export const newTraceId = (): string => randomHex(16);
 export const newSpanId = (): string => randomHex(8);
 
-/** Milliseconds since the epoch, with the monotonic clock's fraction. */
-export function nowMs(): number {
-  return performance.timeOrigin + performance.now();
+/** Milliseconds since the epoch of a performance.now() reading (the monotonic clock's fraction kept). */
+export function epochMs(monotonic: number): number {
+  return performance.timeOrigin + monotonic;
 }
 
 export class SpanRecord {
-  readonly spanId = newSpanId();
-  readonly start = nowMs();
+  /** performance.now() readings; end is 0 while the span is open. */
+  readonly start = performance.now();
   end = 0;
   failed = false;
+  private id: string | undefined = undefined;
 
   constructor(
     readonly name: string,
     readonly kind: SpanKind,
-    /** The parent span's id in the same trace; null for a request's root span. */
-    readonly parentId: string | null,
+    /** The parent span in the same trace; null for a request's root span. */
+    readonly parent: SpanRecord | null,
     readonly attributes: Attributes,
-    /** Span ids (same trace) this span links to: an exchange's calls. */
-    readonly links?: readonly string[],
+    /** Spans (same trace) this span links to: an exchange's calls. */
+    readonly links?: readonly SpanRecord[],
   ) {}
 
+  /**
+   * Drawn when first asked for: a traceparent names it (the root's, an attempt's), or the span is
+   * exported. A call's span is neither on most requests, and its id is never drawn.
+   */
+  get spanId(): string {
+    return (this.id ??= newSpanId());
+  }
+
   close(): void {
-    if (this.end === 0) this.end = nowMs();
+    if (this.end === 0) this.end = performance.now();
   }
 }
 
@@ -92,21 +102,22 @@ export function toReadable(r: SpanRecord, trace: TraceOf, origin: SpanOrigin): R
     traceState: trace.remote?.traceState,
   };
   const parent =
-    r.parentId !== null
-      ? { traceId: trace.traceId, spanId: r.parentId, traceFlags: TraceFlags.SAMPLED }
+    r.parent !== null
+      ? { traceId: trace.traceId, spanId: r.parent.spanId, traceFlags: TraceFlags.SAMPLED }
       : (trace.remote ?? undefined);
-  const end = r.end === 0 ? nowMs() : r.end;
-  const links: Link[] = (r.links ?? []).map((spanId) => ({
-    context: { traceId: trace.traceId, spanId, traceFlags: TraceFlags.SAMPLED },
+  const start = epochMs(r.start);
+  const end = epochMs(r.end === 0 ? performance.now() : r.end);
+  const links: Link[] = (r.links ?? []).map((l) => ({
+    context: { traceId: trace.traceId, spanId: l.spanId, traceFlags: TraceFlags.SAMPLED },
   }));
   return {
     name: r.name,
     kind: r.kind,
     spanContext: () => ctx,
     parentSpanContext: parent,
-    startTime: hrTime(r.start),
+    startTime: hrTime(start),
     endTime: hrTime(end),
-    duration: hrTime(end - r.start),
+    duration: hrTime(end - start),
     status: { code: r.failed ? SpanStatusCode.ERROR : SpanStatusCode.UNSET },
     attributes: r.attributes,
     links,

@@ -76,8 +76,8 @@ export class RequestTrace implements TraceOf {
   }
 
   /** A span recorded in this trace, unless the trace holds MAX_SPANS_PER_TRACE already (then only counted). */
-  record(name: string, kind: SpanKind, parentId: string, attributes: Attributes, links?: string[]): SpanRecord {
-    const r = new SpanRecord(name, kind, parentId, attributes, links);
+  record(name: string, kind: SpanKind, parent: SpanRecord, attributes: Attributes, links?: SpanRecord[]): SpanRecord {
+    const r = new SpanRecord(name, kind, parent, attributes, links);
     if (this.records.length < MAX_SPANS_PER_TRACE) this.records.push(r);
     else this.overflow++;
     return r;
@@ -93,7 +93,7 @@ export class RequestTrace implements TraceOf {
     const known = label !== 'other';
     const c = new CallTrace(
       this,
-      this.record(known ? call.method : '_OTHER', SpanKind.INTERNAL, this.root.spanId, callAttributes(call, known)),
+      this.record(known ? call.method : '_OTHER', SpanKind.INTERNAL, this.root, callAttributes(call, known)),
     );
     this.calls[slot] = c;
     return c;
@@ -122,21 +122,21 @@ export class RequestTrace implements TraceOf {
 
   /** One exchange of several calls with `upstream`: a CLIENT span under the request, linking each call's span. */
   exchange(upstream: string, calls: readonly { trace?: CallTrace }[]): Attempt {
-    const links: string[] = [];
+    const links: SpanRecord[] = [];
     for (const c of calls) {
       if (c.trace === undefined) continue;
       c.trace.attempts++;
-      links.push(c.trace.span.spanId);
+      links.push(c.trace.span);
     }
-    return this.attempt(this.root.spanId, upstream, links, calls.length);
+    return this.attempt(this.root, upstream, links, calls.length);
   }
 
-  /** A CLIENT span under span `parentId` for one attempt with `upstream`. */
-  attempt(parentId: string, upstream: string, links?: string[], calls?: number): Attempt {
+  /** A CLIENT span under span `parent` for one attempt with `upstream`. */
+  attempt(parent: SpanRecord, upstream: string, links?: SpanRecord[], calls?: number): Attempt {
     const span = this.record(
       'upstream',
       SpanKind.CLIENT,
-      parentId,
+      parent,
       calls === undefined
         ? { 'switchyard.upstream': upstream }
         : { 'switchyard.upstream': upstream, 'switchyard.calls': calls },
@@ -194,7 +194,7 @@ export class CallTrace {
   /** A CLIENT span for one attempt of this call alone, under the call's span. */
   attempt(upstream: string): Attempt {
     this.attempts++;
-    return this.owner.attempt(this.span.spanId, upstream);
+    return this.owner.attempt(this.span, upstream);
   }
 
   end(o: Outcome): void {

@@ -114,6 +114,12 @@ interface Pending {
   traceparent?: string;
 }
 
+/** The first traced call's traceparent: the one an exchange of several carries (exchange.ts). */
+function firstTraceparent(batch: readonly Pending[]): string | undefined {
+  for (const p of batch) if (p.traceparent !== undefined) return p.traceparent;
+  return undefined;
+}
+
 /** A batch answer that left a call out. */
 const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
 const TIMED_OUT: Verdict = { kind: 'retry', reason: 'timeout', health: true };
@@ -227,6 +233,9 @@ export class HttpUpstreamClient implements UpstreamClient {
       identity: identityOfText(method, paramsJson),
       done: false,
       resolve,
+      // Set later for some calls; present from the start so every Pending keeps one shape.
+      budget: undefined,
+      traceparent: undefined,
     };
   }
 
@@ -307,7 +316,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
       const { status, text, checked, retryAfter } = await postJson(
         this.dispatcher,
-        tracedTarget(this.target, batch.find((p) => p.traceparent !== undefined)?.traceparent),
+        tracedTarget(this.target, firstTraceparent(batch)),
         body,
         Math.max(1, last - now),
         bytes,

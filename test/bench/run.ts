@@ -269,7 +269,7 @@ async function main(): Promise<number> {
     const runs = new Map<Scenario, Run[]>(scenarios.map((s) => [s, []]));
     for (let round = 1; round <= ROUNDS; round++) {
       process.stdout.write(`round ${round}/${ROUNDS}\n`);
-      for (const s of scenarios) runs.get(s)!.push(await measure(s));
+      for (const s of roundOrder(scenarios, round)) runs.get(s)!.push(await measure(s));
       roundRss.push(rssMb(sy.pid));
     }
     rows = scenarios.map((s) => {
@@ -471,6 +471,26 @@ async function addedLatency(
     [...xs].sort((a, b) => msOf(a.p99) - msOf(b.p99))[Math.floor(xs.length / 2)]!;
   return { rate, haproxy: mid(runs.haproxy), switchyard: mid(runs.switchyard) };
 }
+
+/**
+ * The order of one round: every other round, each Switchyard row and the rows measured beside it
+ * (`baseline`, `tracing`) run in reverse, so neither side of a before/after ratio always runs
+ * first (the node's state and the machine's drift within a round would favour one side).
+ */
+function roundOrder(scenarios: readonly Scenario[], round: number): Scenario[] {
+  if (round % 2 === 1) return [...scenarios];
+  const out: Scenario[] = [];
+  for (let i = 0; i < scenarios.length; ) {
+    let j = i + 1;
+    while (j < scenarios.length && scenarios[j]!.label === scenarios[i]!.label && COMPANIONS.has(scenarios[j]!.target))
+      j++;
+    out.push(...scenarios.slice(i, j).reverse());
+    i = j;
+  }
+  return out;
+}
+
+const COMPANIONS = new Set(['baseline', 'tracing']);
 
 /** A collector stand-in for BENCH_TRACING: takes every OTLP export and answers 200. */
 async function startCollectorSink(): Promise<{ url: string; stop: () => Promise<void> }> {
