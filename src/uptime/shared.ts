@@ -12,8 +12,9 @@
  *   run again on it; a lost race therefore costs nothing but a retry. The prober's own probe
  *   writes are not replayed: it loads others' writes right before recording a probe, so only a
  *   write landing within those few milliseconds costs it that probe's row.
- * - The lease's time to live is 2 probe intervals less 2 SYNC_MS steps, renewed every step: a
- *   replica that dies is replaced within 2 probe intervals. A clean stop releases it at once.
+ * - The lease's time to live is 2 probe intervals less 4 SYNC_MS steps (at least one interval),
+ *   renewed every step: a replica that dies is replaced within 2 probe intervals, with a second to
+ *   spare for a late step. A clean stop releases it at once.
  * - Redis unusable (the link of redis/connections.ts, which logs each transition once and sets
  *   switchyard_redis_up): every replica probes and writes its own copy alone. Back: the lease
  *   holder publishes its copy; the others load it, keeping their admin writes (replayed) and
@@ -143,7 +144,7 @@ export class SharedUptime {
         this.lease.held = false;
         return;
       }
-      const ttl = Math.max(this.host.probeIntervalMs(), 2 * this.host.probeIntervalMs() - 2 * SYNC_MS);
+      const ttl = Math.max(this.host.probeIntervalMs(), 2 * this.host.probeIntervalMs() - 4 * SYNC_MS);
       await this.lease.step(ttl);
       const v = await this.version(this.link.client);
       this.link.note(true);
