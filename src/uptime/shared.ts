@@ -167,20 +167,15 @@ export class SharedUptime {
     const image = size === 0 || size > MAX_IMAGE_BYTES ? null : await this.images.getBuffer(this.key.image);
     const opened =
       image === null ? { refused: size === 0 ? 'none' : `${size} bytes, over ${MAX_IMAGE_BYTES}` } : openImage(image);
-    if ('db' in opened) {
-      this.host.store.adopt(opened.db);
-      this.host.metrics.recordUptimeImage('load', 'ok', image!.length);
-    } else if (opened.refused !== 'none') {
-      this.host.metrics.recordUptimeImage('load', 'refused');
-      if (this.refusedVersion !== v)
-        this.host.log.error(
-          { version: v, why: opened.refused },
-          'uptime: the shared image in redis is refused; this replica keeps its own copy',
-        );
-      this.refusedVersion = v;
-    }
     this.base = v;
     this.unshared = false;
+    if (!('db' in opened)) {
+      // The local copy stays, with every write it holds: published as it is if it has any.
+      if (opened.refused !== 'none') this.refused(v, opened.refused);
+      return;
+    }
+    this.host.store.adopt(opened.db);
+    this.host.metrics.recordUptimeImage('load', 'ok', image!.length);
     // This replica's admin writes not yet published go on top of what it loaded.
     for (const op of this.replay) {
       try {
@@ -191,6 +186,16 @@ export class SharedUptime {
     }
     this.dirty = this.replay.length > 0;
     this.host.loaded();
+  }
+
+  private refused(v: number, why: string): void {
+    this.host.metrics.recordUptimeImage('load', 'refused');
+    if (this.refusedVersion !== v)
+      this.host.log.error(
+        { version: v, why },
+        'uptime: the shared image in redis is refused; this replica keeps its own copy',
+      );
+    this.refusedVersion = v;
   }
 
   /** Publishes the local copy if it has writes (WATCH/MULTI/EXEC on the version, a few tries). */

@@ -161,6 +161,12 @@ t.test('replicas share one uptime page through Redis', async (t) => {
   await redis.kill();
   await waitFor('both probe alone', async () => (await probers(a, b)) === 2);
   t.ok((await page(a)) && (await page(b)), 'both pages answer without Redis');
+  const during = { status: 'monitoring', message: 'Written while Redis was down.' };
+  t.equal(
+    (await post(`${b.adminUrl}/uptime/incidents/${id}/updates`, during)).status,
+    201,
+    'an admin write without Redis',
+  );
   await redis.start();
   await waitFor('one prober again', async () => (await probers(a, b)) === 1, { timeoutMs: 30_000 });
   await waitFor('the same page again', async () => {
@@ -168,6 +174,12 @@ t.test('replicas share one uptime page through Redis', async (t) => {
     return pa.checkedAt === pb.checkedAt && pa.incidents.length === 1 && pb.incidents.length === 1;
   });
   t.pass('converged after Redis came back');
+  const kept = (p: any): number => p.incidents[0].updates.filter((u: any) => u.message === during.message).length;
+  await waitFor(
+    'the write made without Redis on both pages',
+    async () => kept(await page(a)) === 1 && kept(await page(b)) === 1,
+  );
+  t.same([kept(await page(a)), kept(await page(b))], [1, 1], 'the write made without Redis kept once on both pages');
 
   // The prober cut off from Redis (its lease not let go): the other takes over within 2 intervals.
   const [p2, o2] = (await shared(a)).prober ? [a, b] : [b, a];
