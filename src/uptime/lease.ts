@@ -36,7 +36,7 @@ export class Lease {
 
   /** Lets go at once (a clean stop), so another replica takes over at its next step. */
   async release(): Promise<void> {
-    if (!this.held) return;
+    // Even when the last step said no: a step still on its way may have taken it (the script compares).
     this.held = false;
     await this.client.eval(RELEASE, 1, this.key, this.token);
   }

@@ -9,12 +9,13 @@
  * - A write to the local copy (Uptime.write) is published: WATCH version, check it is the version
  *   the copy derives from, then SET image and version in one MULTI/EXEC. If another replica wrote
  *   first, its image is loaded and this replica's admin writes since (kept as replayable operations)
- *   run again on it; a lost race therefore costs nothing but a retry. The prober's own probe
+ *   run again on it; a lost race costs a retry (and an incident or window made at two replicas at
+ *   the same moment may end with another id than its first answer gave). The prober's own probe
  *   writes are not replayed: it loads others' writes right before recording a probe, so only a
  *   write landing within those few milliseconds costs it that probe's row.
  * - The lease's time to live is 2 probe intervals less 4 SYNC_MS steps (at least one interval),
- *   renewed every step: a replica that dies is replaced within 2 probe intervals, with a second to
- *   spare for a late step. A clean stop releases it at once.
+ *   renewed every SYNC_MS (beside, not behind, image transfers): a replica that dies is replaced
+ *   within 2 probe intervals, with a second to spare for a late renewal. A clean stop releases it.
  * - Redis unusable (the link of redis/connections.ts, which logs each transition once and sets
  *   switchyard_redis_up): every replica probes and writes its own copy alone. Back: the lease
  *   holder publishes its copy; the others load it, keeping their admin writes (replayed) and
@@ -70,6 +71,8 @@ export class SharedUptime {
   private closed = false;
   private running: Promise<void> = Promise.resolve();
   private refusedVersion = -1;
+  private renewing = false;
+  private catchingUp = false;
 
   constructor(
     connections: RedisConnections,
@@ -96,9 +99,11 @@ export class SharedUptime {
     return this.lease.held || !this.link.usable;
   }
 
-  /** Loads what Redis holds (if anything) and starts the loop; resolves once the first step is done. */
+  /** Steps the lease, loads what Redis holds (if anything), and starts the loop. */
   async start(): Promise<void> {
-    await this.step();
+    await this.renew();
+    await this.serial(() => this.catchUp());
+    this.schedule();
   }
 
   /** A write was made to the local copy; `op` runs it again on another replica's image (null: a probe's). */
@@ -122,7 +127,7 @@ export class SharedUptime {
     });
   }
 
-  /** One thing at a time on the local copy's shared state: a step, a publish, a sync. */
+  /** One thing at a time on the local copy's shared state: a catch-up, a publish, a sync. */
   private serial(task: () => Promise<void>, op: ImageOp = 'load'): Promise<void> {
     const next = this.running.then(task).catch((err: unknown) => {
       this.link.note(false);
@@ -135,24 +140,39 @@ export class SharedUptime {
 
   private schedule(): void {
     if (this.closed) return;
-    this.timer = setTimeout(() => void this.step(), SYNC_MS);
+    this.timer = setTimeout(() => {
+      void this.renew();
+      // The lease is renewed on time even while an image is still on its way (up to IMAGE_TIMEOUT_MS).
+      if (!this.catchingUp) {
+        this.catchingUp = true;
+        void this.serial(() => this.catchUp()).finally(() => (this.catchingUp = false));
+      }
+      this.schedule();
+    }, SYNC_MS);
   }
 
-  private async step(): Promise<void> {
-    await this.serial(async () => {
-      if (!this.link.usable) {
-        this.lease.held = false;
-        return;
-      }
-      const ttl = Math.max(this.host.probeIntervalMs(), 2 * this.host.probeIntervalMs() - 4 * SYNC_MS);
-      await this.lease.step(ttl);
-      const v = await this.version(this.link.client);
-      this.link.note(true);
-      if (this.dirty) await this.publish();
-      else if (v !== this.base) await this.load(v);
-    });
+  /** Renews or tries the lease (lease.ts); without a usable Redis nobody holds it here. */
+  private async renew(): Promise<void> {
+    if (this.renewing || this.closed) return;
+    this.renewing = true;
+    try {
+      if (!this.link.usable) this.lease.held = false;
+      else await this.lease.step(Math.max(this.host.probeIntervalMs(), 2 * this.host.probeIntervalMs() - 4 * SYNC_MS));
+    } catch {
+      this.link.note(false);
+    } finally {
+      this.renewing = false;
+    }
     this.host.metrics.setUptimeProber(this.prober);
-    this.schedule();
+  }
+
+  /** Publishes what waits, else loads the shared image if its version moved. */
+  private async catchUp(): Promise<void> {
+    if (!this.link.usable) return;
+    const v = await this.version(this.link.client);
+    this.link.note(true);
+    if (this.dirty) await this.publish();
+    else if (v !== this.base) await this.load(v);
   }
 
   /** The version in Redis; what is not a count reads as 0 (and the next publish sets it right). */
