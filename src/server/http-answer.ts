@@ -19,7 +19,7 @@ export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 export function sendAnswer(
   res: ServerResponse,
   status: number,
-  body: string,
+  body: string | Buffer,
   reqId: string | undefined,
   cors: Readonly<Record<string, string>>,
   extra: Readonly<Record<string, string>>,
@@ -45,7 +45,8 @@ export function sendAnswer(
       ...headersOf(more),
     });
   }
-  if (body.length <= WRITE_PIECE_CHARS) res.end(body);
+  // Bytes made once (uptime/page-memo.ts) are written whole: nothing is left to encode.
+  if (typeof body !== 'string' || body.length <= WRITE_PIECE_CHARS) res.end(body);
   else writePieces(res, body, 0);
 }
 
@@ -99,7 +100,7 @@ export function sendLargeAnswer(
   res: ServerResponse,
   req: IncomingMessage,
   status: number,
-  body: string,
+  body: string | Buffer,
   reqId: string,
   cors: Readonly<Record<string, string>>,
   extra: Readonly<Record<string, string>>,
@@ -107,7 +108,7 @@ export function sendLargeAnswer(
   const vary = { vary: [cors.vary, extra.vary, 'Accept-Encoding'].filter((v) => v !== undefined).join(', ') };
   if (!acceptsGzip(req.headers['accept-encoding']))
     return sendAnswer(res, status, body, reqId, cors, { ...extra, ...vary });
-  if (body.length > WRITE_PIECE_CHARS) {
+  if (typeof body === 'string' && body.length > WRITE_PIECE_CHARS) {
     // Compressed as it is written, a piece at a time (gzip() of the whole string would encode it
     // in one turn first); its length is not known beforehand, so it goes chunked.
     res.writeHead(status, {

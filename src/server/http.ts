@@ -11,7 +11,8 @@ import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import { remoteParent, startTrace, type RequestTrace, type RequestTracing } from '../tracing/index.js';
-import { uptimeAnswer, type UptimePages } from '../uptime/routes.js';
+import type { UptimePages } from '../uptime/routes.js';
+import { memoUptimeAnswer } from '../uptime/page-memo.js';
 import { type BodyResult, isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import { diagnosticHeaders } from './diagnostics.js';
@@ -206,7 +207,7 @@ class HttpRequest {
         : null;
   }
 
-  finish(status: number, body: string, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void {
+  finish(status: number, body: string | Buffer, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void {
     const { deps, res } = this;
     closeIfStopping(deps, res);
     let diagnostics = this.diagnostics;
@@ -274,7 +275,7 @@ class HttpRequest {
   page(target: { apiKey?: string } | null): void {
     const deps = this.deps;
     if (deps.uptime) {
-      const page = uptimeAnswer(deps.uptime, this.req.url ?? '/', this.req.headers);
+      const page = memoUptimeAnswer(deps.uptime, this.req.url ?? '/', this.req.headers);
       // Public and read-only: its own CORS and cache headers, whatever server.cors says.
       if (page !== null) return this.finish(page.status, page.body, page.headers);
     }

@@ -24,7 +24,7 @@ import type { UpstreamConfig } from '../config/schema.js';
 import { largeAnswers, type BytePool } from './answer-bytes.js';
 import { classifyBatch, classifyBatchInOrder, classifyHttp, tooLarge } from './answers.js';
 import { classifyTransport, expensiveVerdict, type Verdict } from './classify.js';
-import { postJson, tracedTarget } from './exchange.js';
+import { firstTraceparent, postJson, tracedTarget } from './exchange.js';
 import { Breaker } from './health.js';
 import { HoldOff } from './holdoff.js';
 import { batchText, requestText } from './request-text.js';
@@ -112,12 +112,6 @@ interface Pending {
   resolve: (t: CallTiming) => void;
   budget?: BytePool;
   traceparent?: string;
-}
-
-/** The first traced call's traceparent: the one an exchange of several carries (exchange.ts). */
-function firstTraceparent(batch: readonly Pending[]): string | undefined {
-  for (const p of batch) if (p.traceparent !== undefined) return p.traceparent;
-  return undefined;
 }
 
 /** A batch answer that left a call out. */
@@ -233,8 +227,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       identity: identityOfText(method, paramsJson),
       done: false,
       resolve,
-      // Set later for some calls; present from the start so every Pending keeps one shape.
-      budget: undefined,
+      budget: undefined, // set later for some calls, here so every Pending has one shape
       traceparent: undefined,
     };
   }

@@ -257,6 +257,12 @@ export function tracedTarget(target: Target, traceparent: string | undefined): T
   return traceparent === undefined ? target : { ...target, headers: { ...target.headers, traceparent } };
 }
 
+/** The first traced call's traceparent: the one an exchange of several carries. */
+export function firstTraceparent(calls: readonly { traceparent?: string }[]): string | undefined {
+  for (const c of calls) if (c.traceparent !== undefined) return c.traceparent;
+  return undefined;
+}
+
 export function postJson(
   dispatcher: Dispatcher,
   target: Target,
