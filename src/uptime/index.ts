@@ -244,6 +244,7 @@ export class Uptime implements UptimePages {
     this.rememberHead();
     this.last = { t, reachable, advancing, excused };
     if (this.shared) this.store.setMeta('lastProbe', lastProbeText(this.last));
+    if (this.shared) this.store.setMeta('windowsTold', this.maintenance.toldText());
     // Shared: every probe is published, so the other replicas show it now.
     if (this.store.pending >= FLUSH_EVERY || this.shared) this.write(() => this.latency.flush(t));
     this.summarize(t);
@@ -297,7 +298,7 @@ export class Uptime implements UptimePages {
     this.open.clear();
     for (const i of this.write(() => this.store.openIncidents()) ?? [])
       if (!this.open.has(i.kind)) this.open.set(i.kind, i);
-    this.maintenance.reload(now, prober);
+    this.maintenance.reload(now, prober, this.store.getMeta('windowsTold'));
     if (!prober) this.last = parseLastProbe(this.store.getMeta('lastProbe')) ?? this.last;
     this.deps.metrics.setUptimeIncidents(this.open);
     this.summarize(this.last?.t ?? now);
