@@ -19,6 +19,7 @@ import { ShadowMetrics } from './shadow.js';
 import { ServiceMetrics, type BuildInfo } from './service.js';
 import { TracingMetrics } from './tracing.js';
 import { UpstreamMetrics } from './upstream.js';
+import { UptimeSharedMetrics } from './uptime-shared.js';
 import { WebhookMetrics } from './webhooks.js';
 
 export { CALL_OUTCOMES, CALL_REASONS, INVALID_METHOD, type CallOutcome, type CallReason } from './calls.js';
@@ -43,6 +44,7 @@ export class Metrics {
   private readonly admin = new AdminMetrics(this.registry);
   private readonly directives = new DirectiveMetrics(this.registry);
   private readonly webhooks = new WebhookMetrics(this.registry);
+  private readonly uptimeShared = new UptimeSharedMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -121,6 +123,10 @@ export class Metrics {
   // Uptime webhooks (webhooks.ts)
   readonly recordUptimeWebhook = this.webhooks.recordUptimeWebhook.bind(this.webhooks);
   readonly setReady = this.service.setReady.bind(this.service);
+  // The uptime page shared by replicas (uptime-shared.ts)
+  readonly declareUptimeShared = this.uptimeShared.declareUptimeShared.bind(this.uptimeShared);
+  readonly setUptimeProber = this.uptimeShared.setUptimeProber.bind(this.uptimeShared);
+  readonly recordUptimeImage = this.uptimeShared.recordUptimeImage.bind(this.uptimeShared);
 
   // Tracing export (tracing.ts)
   readonly recordSpansDropped = this.tracing.recordSpansDropped.bind(this.tracing);

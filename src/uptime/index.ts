@@ -4,7 +4,8 @@
  * (store.ts, a SQLite file or memory) and makes the report the page, its JSON and the badge show
  * (report.ts, page.ts, badge.ts). Maintenance windows (maintenance.ts) excuse the failures inside
  * them; each probe's latency feeds the hourly chart and the store's days the 90 daily bars
- * (history.ts). Without a shared Redis it also keeps the cordons in its store (cordonKeeper).
+ * (history.ts). Without a shared Redis it also keeps the cordons in its store (cordonKeeper); with
+ * one, every replica shows one page: one probes (the lease holder) and all share the store (shared.ts).
  * Incident changes and windows starting or ending go to uptime.webhooks (notify.ts). The clock
  * is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
@@ -16,19 +17,17 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { toQuantity } from '../jsonrpc/hex.js';
 import type { Metrics } from '../metrics/registry.js';
 import { HeadWatch, confirmChain, type FleetView } from './checks.js';
 import {
   WINDOWS,
   fraction,
-  headQuantity,
   history,
   incidentLines,
-  iso,
   uptimeWindows,
   observedWindows,
-  rowState,
+  buildReport,
+  type ReportParts,
   type UptimeReport,
 } from './report.js';
 import type { UptimePages } from './routes.js';
@@ -41,8 +40,11 @@ import { LatencyHistory } from './history-store.js';
 import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
 import { storeWindows } from './maintenance-store.js';
 import { openUptimeStore, storeWrite } from './store-open.js';
-import { FLUSH_EVERY, type UptimeStore, type Incident, type IncidentKind } from './store.js';
-import { incidentChanges, overallState, type Change } from './tracker.js';
+import { FLUSH_EVERY, UptimeStore, type Incident, type IncidentKind } from './store.js';
+import { lastProbeText, parseLastProbe, type LastProbe } from './last-probe.js';
+import { SharedUptime, changeCount } from './shared.js';
+import type { RedisConnections } from '../redis/connections.js';
+import { incidentChanges, type Change } from './tracker.js';
 import type { WebhookConfig } from '../config/uptime-schema.js';
 import { pageContext, startWebhooks } from './notify.js';
 import type { Webhooks } from './webhooks.js';
@@ -77,17 +79,11 @@ export interface UptimeDeps {
   /** Per-attempt limit for a node's answer; a probe waits at most min(this, the probe interval). */
   upstreamTimeoutMs: number;
   clock?: Clock;
+  /** The top-level redis: one page for every replica (shared.ts); absent or null: this replica's store. */
+  shared?: { connections: RedisConnections; url: string } | null;
 }
 
 const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
-
-interface LastProbe {
-  t: number;
-  reachable: boolean;
-  advancing: boolean;
-  /** It failed inside a maintenance window: not counted, shown as `maintenance`. */
-  excused: boolean;
-}
 
 export class Uptime implements UptimePages {
   private settings: UptimeSettings;
@@ -106,13 +102,13 @@ export class Uptime implements UptimePages {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly open = new Map<IncidentKind, Incident>();
+  private readonly shared: SharedUptime | null;
+  /** A probe is being recorded: its writes are the prober's, not replayed elsewhere (shared.ts). */
+  private recording = false;
   private last: LastProbe | null = null;
   /** When the nodes' current run of answering began (see tracker.ts: stalls need such a run). */
   private reachableSince = 0;
-  private summary: Pick<
-    UptimeReport,
-    'uptime' | 'observedSeconds' | 'history' | 'incidents' | 'daily' | 'latency'
-  > | null = null;
+  private summary: ReportParts['summary'] | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly onHead = (head: number): void => this.watch.saw(head, this.clock.now());
@@ -132,7 +128,8 @@ export class Uptime implements UptimePages {
     this.clock = deps.clock ?? SYSTEM_CLOCK;
     this.log = deps.log.child({ room: 'uptime' });
     const now = this.clock.now();
-    this.store = openUptimeStore(settings.store, now, this.log);
+    // With Redis the shared image is the history: the local copy lives in memory (shared.ts).
+    this.store = deps.shared ? UptimeStore.memory() : openUptimeStore(settings.store, now, this.log);
     this.latency = new LatencyHistory(this.store);
     const keeper = storeWindows(
       this.store,
@@ -152,12 +149,20 @@ export class Uptime implements UptimePages {
       Number.isFinite(head) && Number.isFinite(roseAt) ? { head, roseAt } : null,
     );
     deps.metrics.setUptimeStorePersistent(this.store.persistent);
-    this.publishIncidents();
+    this.deps.metrics.setUptimeIncidents(this.open);
     deps.fleet.on?.('head', this.onHead);
+    const host = { ...deps, store: this.store, log: this.log, probeIntervalMs: () => this.settings.probeIntervalMs };
+    this.shared = deps.shared
+      ? new SharedUptime(deps.shared.connections, deps.shared.url, deps.chainId, {
+          ...host,
+          loaded: () => this.loaded(),
+        })
+      : null;
   }
 
   /** Starts probing: the first probe once the fleet knows a head (or after a second), then every probeIntervalMs. */
   start(): void {
+    void this.shared?.start();
     this.deps.fleet.on?.('head', this.first);
     this.timer = setTimeout(this.first, Math.min(1_000, this.settings.probeIntervalMs));
   }
@@ -186,8 +191,10 @@ export class Uptime implements UptimePages {
 
   /** One probe now: both checks, the store, incidents, metrics, the report's summary. */
   async probe(): Promise<void> {
+    // Another replica holds the lease: it probes, this one shows what it publishes.
+    if (this.shared && !this.shared.prober) return;
     const s = this.settings;
-    const { fleet, chainId, metrics } = this.deps;
+    const { fleet, chainId } = this.deps;
     const timeoutMs = Math.max(1_000, Math.min(s.probeIntervalMs, this.upstreamTimeoutMs));
     // A shadow never answers a client: it does not make the service reachable.
     const confirmedMs = await confirmChain(
@@ -195,7 +202,20 @@ export class Uptime implements UptimePages {
       chainId,
       timeoutMs,
     );
+    await this.shared?.sync();
     if (this.closed) return;
+    this.recording = true;
+    try {
+      this.record(confirmedMs);
+    } finally {
+      this.recording = false;
+    }
+  }
+
+  /** A probe's result into the store, incidents, metrics and the report's summary. */
+  private record(confirmedMs: number | null): void {
+    const s = this.settings;
+    const { fleet, chainId, metrics } = this.deps;
     const reachable = confirmedMs !== null;
     const t = this.clock.now();
     if (reachable && (this.last === null || !this.last.reachable)) this.reachableSince = t;
@@ -220,14 +240,13 @@ export class Uptime implements UptimePages {
       chainId,
     }).filter((c) => window === null || !('open' in c));
     for (const change of changes) this.change(change, t);
-    this.publishIncidents();
-    const seen = this.watch.remember();
-    if (seen) {
-      this.store.setMeta('head', String(seen.head));
-      this.store.setMeta('headRoseAt', String(seen.roseAt));
-    }
-    if (this.store.pending >= FLUSH_EVERY) this.write(() => this.latency.flush(t));
+    this.deps.metrics.setUptimeIncidents(this.open);
+    this.rememberHead();
     this.last = { t, reachable, advancing, excused };
+    if (this.shared) this.store.setMeta('lastProbe', lastProbeText(this.last));
+    if (this.shared) this.store.setMeta('windowsTold', this.maintenance.toldText());
+    // Shared: every probe is published, so the other replicas show it now.
+    if (this.store.pending >= FLUSH_EVERY || this.shared) this.write(() => this.latency.flush(t));
     this.summarize(t);
   }
 
@@ -266,7 +285,23 @@ export class Uptime implements UptimePages {
 
   /** A store operation that survives the file failing (store-open.ts); undefined: it failed in memory too. */
   private write<T>(op: () => T): T | undefined {
-    return storeWrite(this.store, op, this.log, this.deps.metrics);
+    const before = this.shared && changeCount(this.store);
+    const out = storeWrite(this.store, op, this.log, this.deps.metrics);
+    if (this.shared && changeCount(this.store) !== before) this.shared.changed(this.recording ? null : op);
+    return out;
+  }
+
+  /** Another replica's image replaced the local copy: what derives from the store, read again. */
+  private loaded(): void {
+    const now = this.clock.now();
+    const prober = this.shared?.prober ?? true;
+    this.open.clear();
+    for (const i of this.write(() => this.store.openIncidents()) ?? [])
+      if (!this.open.has(i.kind)) this.open.set(i.kind, i);
+    this.maintenance.reload(now, prober, this.store.getMeta('windowsTold'));
+    if (!prober) this.last = parseLastProbe(this.store.getMeta('lastProbe')) ?? this.last;
+    this.deps.metrics.setUptimeIncidents(this.open);
+    this.summarize(this.last?.t ?? now);
   }
 
   /** An incident changed by hand: the page shows it now, not at the next probe. */
@@ -275,8 +310,11 @@ export class Uptime implements UptimePages {
     if (this.summary && incidents) this.summary = { ...this.summary, incidents };
   };
 
-  private publishIncidents(): void {
-    this.deps.metrics.setUptimeIncidents(this.open);
+  /** The head and when it last rose, kept across restarts (written with the next flush). */
+  private rememberHead(): void {
+    const seen = this.watch.remember();
+    if (seen) this.store.setMeta('head', String(seen.head));
+    if (seen) this.store.setMeta('headRoseAt', String(seen.roseAt));
   }
 
   /** Refreshes the gauges that move with time (before a scrape). */
@@ -290,44 +328,9 @@ export class Uptime implements UptimePages {
     const last = this.last;
     const summary = this.summary;
     if (last === null || summary === null) return null;
-    const s = this.settings;
-    const { fleet } = this.deps;
     const now = this.clock.now();
-    const judged = this.watch.judge(now);
-    const report: UptimeReport = {
-      title: s.title,
-      chainId: toQuantity(this.deps.chainId),
-      state: last.excused ? 'maintenance' : overallState(last.reachable, last.advancing),
-      checkedAt: iso(last.t),
-      checks: {
-        reachable: { ok: last.reachable },
-        advancing: {
-          ok: last.advancing,
-          head: headQuantity(judged.head),
-          headAgeSeconds: judged.ageMs === null ? null : Math.floor(judged.ageMs / 1000),
-        },
-      },
-      ...summary,
-      maintenance: this.maintenance.lines(now),
-      probeIntervalMs: s.probeIntervalMs,
-      stallAfterSeconds: s.stallAfterSeconds,
-    };
-    if (s.showUpstreams) {
-      report.upstreams = fleet.upstreams
-        .filter((u) => !u.retiring && u.shadow !== true)
-        .map((u) => {
-          const cordon = fleet.cordons?.get(u.name);
-          return {
-            name: u.name,
-            state: cordon ? 'cordoned' : rowState(u.state, last.advancing),
-            head: headQuantity(u.head),
-            lag: u.state !== 'healthy' || fleet.head < 0 || u.head < 0 ? null : Math.max(0, fleet.head - u.head),
-            latencyMs: u.state === 'healthy' ? Math.round(u.latencyMs * 10) / 10 : null,
-            ...(cordon && { cordon: { reason: cordon.reason, since: iso(cordon.at) } }),
-          };
-        });
-    }
-    return report;
+    const parts = { last, summary, judged: this.watch.judge(now), maintenance: this.maintenance.lines(now) };
+    return buildReport(this.settings, this.deps.chainId, parts, this.deps.fleet);
   }
 
   get title(): string {
@@ -368,6 +371,7 @@ export class Uptime implements UptimePages {
       openIncidents: [...this.open.keys()],
       bufferedProbes: this.store.pending,
       webhooks: this.webhooks.status(),
+      shared: this.shared?.status() ?? null,
     };
   }
 
@@ -377,14 +381,11 @@ export class Uptime implements UptimePages {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     await this.webhooks.close();
+    await this.shared?.close();
     this.deps.fleet.off?.('head', this.onHead);
     this.deps.fleet.off?.('head', this.first);
     const now = this.clock.now();
-    const seen = this.watch.remember();
-    if (seen) {
-      this.store.setMeta('head', String(seen.head));
-      this.store.setMeta('headRoseAt', String(seen.roseAt));
-    }
+    this.rememberHead();
     try {
       try {
         this.latency.flush(now);

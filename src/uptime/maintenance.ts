@@ -102,6 +102,39 @@ export class Maintenance {
     if (now !== null) this.tick(now);
   }
 
+  /**
+   * The admin-made windows read again: another replica's store image was loaded (shared.ts). A
+   * window another replica ended or removed by hand, or made while under way, was told there: it
+   * is taken as told here. Only the prober (`prober`) tells windows starting or ending with time;
+   * the others take as told what the prober's list in the image says (`told`, toldText) and what
+   * they told by hand themselves, so when they become the prober they tell what it had not yet.
+   */
+  reload(now: number, prober: boolean, told: string | undefined): void {
+    const before = new Map(this.all().map((w) => [w.id, w]));
+    this.made = this.keeper.load().map((w) => ({ ...w, id: `admin-${w.id}`, source: 'admin' as const }));
+    const byId = new Map(this.all().map((w) => [w.id, w]));
+    const current = (w: MaintenanceWindow): boolean => w.start <= now && now < w.end;
+    const changed = (id: string): boolean => {
+      const b = before.get(id);
+      const n = byId.get(id);
+      return n === undefined || (b !== undefined && b.end !== n.end);
+    };
+    if (prober) {
+      for (const id of [...this.ongoing.keys()]) if (changed(id)) this.ongoing.delete(id);
+      for (const w of byId.values()) if (current(w) && !before.has(w.id)) this.ongoing.set(w.id, w);
+      return;
+    }
+    const next = [...this.ongoing.keys()].filter((id) => !changed(id) && current(byId.get(id)!));
+    for (const id of toldIds(told)) if (byId.has(id) && !changed(id)) next.push(id);
+    this.ongoing.clear();
+    for (const id of next) this.ongoing.set(id, byId.get(id)!);
+  }
+
+  /** The windows told as started and not yet as ended: the prober keeps this in the shared image. */
+  toldText(): string {
+    return JSON.stringify([...this.ongoing.keys()]);
+  }
+
   /** Every known window (configured, then admin-made), by start. */
   all(): MaintenanceWindow[] {
     return [...this.configured, ...this.made].sort((a, b) => a.start - b.start || a.end - b.end);
@@ -250,4 +283,16 @@ export function windowInput(body: unknown): { title: string; start: number; end:
 
 function iso(t: number): string {
   return new Date(t).toISOString();
+}
+
+/** Window ids from the shared image (input): at most MAX_KEPT_WINDOWS + 100 short strings, else none. */
+function toldIds(text: string | undefined): string[] {
+  let v: unknown;
+  try {
+    v = text === undefined || text.length > 65_536 ? [] : JSON.parse(text);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(v)) return [];
+  return v.slice(0, MAX_KEPT_WINDOWS + 100).filter((id): id is string => typeof id === 'string' && id.length <= 64);
 }

@@ -4,11 +4,14 @@
  * probes is null. Time without probes (Switchyard not running) is no data, never downtime.
  */
 import { toQuantity } from '../jsonrpc/hex.js';
+import type { FleetView } from './checks.js';
 import type { DayLine, LatencyReport } from './history.js';
 import type { IncidentRecord, IncidentSource, UpdateStatus } from './incident-store.js';
 import type { MaintenanceLine } from './maintenance.js';
 import { DAY_MS, floorTo, type Tally, type UptimeStore } from './store.js';
-import type { OverallState } from './tracker.js';
+import { overallState, type OverallState } from './tracker.js';
+import type { LastProbe } from './last-probe.js';
+import type { UptimeSettings } from './index.js';
 
 export const WINDOWS = { '24h': DAY_MS, '7d': 7 * DAY_MS, '30d': 30 * DAY_MS } as const;
 export type WindowName = keyof typeof WINDOWS;
@@ -133,4 +136,58 @@ export function iso(t: number): string {
  */
 export function rowState(state: string, advancing: boolean): string {
   return state === 'healthy' && !advancing ? 'stalled' : state;
+}
+
+/** The upstream rows of the page (showUpstreams): never a URL; a shadow or a retiring node is not shown. */
+export function upstreamLines(fleet: FleetView, advancing: boolean): UpstreamLine[] {
+  return fleet.upstreams
+    .filter((u) => !u.retiring && u.shadow !== true)
+    .map((u) => {
+      const cordon = fleet.cordons?.get(u.name);
+      return {
+        name: u.name,
+        state: cordon ? 'cordoned' : rowState(u.state, advancing),
+        head: headQuantity(u.head),
+        lag: u.state !== 'healthy' || fleet.head < 0 || u.head < 0 ? null : Math.max(0, fleet.head - u.head),
+        latencyMs: u.state === 'healthy' ? Math.round(u.latencyMs * 10) / 10 : null,
+        ...(cordon && { cordon: { reason: cordon.reason, since: iso(cordon.at) } }),
+      };
+    });
+}
+
+/** What the room hands buildReport: the last probe, the summary of the store, the head as judged now. */
+export interface ReportParts {
+  last: LastProbe;
+  summary: Pick<UptimeReport, 'uptime' | 'observedSeconds' | 'history' | 'incidents' | 'daily' | 'latency'>;
+  judged: { head: number | null; ageMs: number | null };
+  maintenance: MaintenanceLine[];
+}
+
+/** The report of SPEC 12 (index.ts report()). */
+export function buildReport(
+  s: Pick<UptimeSettings, 'title' | 'probeIntervalMs' | 'stallAfterSeconds' | 'showUpstreams'>,
+  chainId: number,
+  { last, summary, judged, maintenance }: ReportParts,
+  fleet: FleetView,
+): UptimeReport {
+  const report: UptimeReport = {
+    title: s.title,
+    chainId: toQuantity(chainId),
+    state: last.excused ? 'maintenance' : overallState(last.reachable, last.advancing),
+    checkedAt: iso(last.t),
+    checks: {
+      reachable: { ok: last.reachable },
+      advancing: {
+        ok: last.advancing,
+        head: headQuantity(judged.head),
+        headAgeSeconds: judged.ageMs === null ? null : Math.floor(judged.ageMs / 1000),
+      },
+    },
+    ...summary,
+    maintenance,
+    probeIntervalMs: s.probeIntervalMs,
+    stallAfterSeconds: s.stallAfterSeconds,
+  };
+  if (s.showUpstreams) report.upstreams = upstreamLines(fleet, last.advancing);
+  return report;
 }

@@ -19,11 +19,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { HISTORY_MIGRATION } from './history-migration.js';
-import { INCIDENT_MIGRATION, IncidentLog, isProbeIncident, pruneIncidents } from './incident-store.js';
+import { IncidentLog, isProbeIncident, pruneIncidents } from './incident-store.js';
+import { prepare } from './store-schema.js';
 import { StoreError } from './store-error.js';
 
 export { StoreError };
+export { SCHEMA_VERSION } from './store-schema.js';
 
 export const INCIDENT_KINDS = ['unreachable', 'stalled'] as const;
 export type IncidentKind = (typeof INCIDENT_KINDS)[number];
@@ -64,31 +65,6 @@ export const FLUSH_EVERY = 12;
 /** A write that keeps failing must not grow memory: beyond this the oldest buffered probes go. */
 const MAX_BUFFERED = 100_000;
 
-/**
- * Schema migrations, in order: migration i takes a database from user_version i to i + 1.
- * Append only; never edit a released one.
- */
-const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE probes (t INTEGER PRIMARY KEY, reachable INTEGER NOT NULL, advancing INTEGER NOT NULL);
-   CREATE TABLE rollups (
-     size INTEGER NOT NULL,          -- bucket length in ms: 60000 (minutes) or 3600000 (hours)
-     t INTEGER NOT NULL,             -- bucket start, ms since the epoch
-     probes INTEGER NOT NULL, ok INTEGER NOT NULL, reachable INTEGER NOT NULL, advancing INTEGER NOT NULL,
-     PRIMARY KEY (size, t)) WITHOUT ROWID;
-   CREATE TABLE incidents (
-     id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, started_at INTEGER NOT NULL,
-     ended_at INTEGER, summary TEXT NOT NULL);
-   CREATE INDEX incidents_started ON incidents (started_at);
-   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
-  // Cordons (upstream/cordons.ts) when there is no shared Redis: kept across restarts.
-  `CREATE TABLE cordons (name TEXT PRIMARY KEY, value TEXT NOT NULL);`,
-  // Incidents told by people (incident-store.ts): updates, post-mortems, hand-opened incidents.
-  INCIDENT_MIGRATION,
-  // Admin-made maintenance windows and hourly probe latency (maintenance-store.ts, history-store.ts).
-  HISTORY_MIGRATION,
-];
-export const SCHEMA_VERSION = MIGRATIONS.length;
-
 export class UptimeStore {
   private db: Database.Database;
   private buffer: ProbeRow[] = [];
@@ -101,8 +77,15 @@ export class UptimeStore {
   private constructor(db: Database.Database, file: string | null) {
     this.db = db;
     this.file = file;
-    for (const r of db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[])
-      this.meta.set(r.key, r.value);
+    this.meta = readMeta(db);
+  }
+
+  /** Takes `db` (a shared image that store-image.ts checked) in place of its database: memory from now on. */
+  adopt(db: Database.Database): void {
+    this.db.close();
+    this.db = db;
+    this.file = null;
+    this.meta = readMeta(db);
   }
 
   /** A store in memory only: same behaviour, gone with the process. */
@@ -362,29 +345,9 @@ export class UptimeStore {
   }
 }
 
-/** Pragmas, integrity check and migrations; throws StoreError with a reason an operator can act on. */
-function prepare(db: Database.Database, path: string): Database.Database {
-  try {
-    db.pragma('journal_mode = WAL');
-    // WAL + NORMAL: a crash loses at most the last transactions, never the database.
-    db.pragma('synchronous = NORMAL');
-  } catch (err) {
-    throw new StoreError(`not a usable SQLite database (${(err as Error).message})`, path);
-  }
-  const check = db.pragma('quick_check', { simple: true });
-  if (check !== 'ok') throw new StoreError(`the database is damaged (quick_check: ${String(check)})`, path);
-  // IMMEDIATE: two processes starting on a new file at once take turns (busy timeout) instead of
-  // both creating the tables; the second finds the schema current.
-  db.transaction(() => {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version > SCHEMA_VERSION)
-      throw new StoreError(`schema version ${version} is newer than this Switchyard knows (${SCHEMA_VERSION})`, path);
-    for (let v = version; v < SCHEMA_VERSION; v++) {
-      db.exec(MIGRATIONS[v]!);
-      db.pragma(`user_version = ${v + 1}`);
-    }
-  }).immediate();
-  return db;
+function readMeta(db: Database.Database): Map<string, string> {
+  const rows = db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[];
+  return new Map(rows.map((r) => [r.key, r.value]));
 }
 
 export function floorTo(t: number, size: number): number {
