@@ -1,7 +1,8 @@
 /**
  * One Redis connection manager (src/redis/connections.ts): with a top-level `redis`, the cache's
  * second level, the shared rate limits and shared heads of one replica all use ONE command
- * connection (plus one pub/sub connection), counted on a real redis-server with CLIENT LIST; a
+ * connection (plus one pub/sub connection, and one for the shared uptime page's store images),
+ * counted on a real redis-server with CLIENT LIST; a
  * reload that rebuilds the rate limits keeps it. Redis killed: one warning line naming every user
  * and what each does meanwhile, `switchyard_redis_up` 0, calls still answered; Redis restarted on
  * the same port: one "reachable again" line, the gauge back to 1, and all three users on Redis again.
@@ -74,7 +75,7 @@ t.test('one connection per Redis URL, shared by cache, rate limits and shared he
   await everyUserWrites();
   t.same(
     await connections(),
-    { switchyard: 1, 'switchyard-sub': 1 },
+    { switchyard: 1, 'switchyard-sub': 1, 'switchyard-uptime': 1 },
     'one command connection and one pub/sub connection',
   );
 
@@ -82,7 +83,7 @@ t.test('one connection per Redis URL, shared by cache, rate limits and shared he
   await waitFor('the rate limits rebuilt by the reload charge in redis', rateLimitsWrite);
   t.same(
     await connections(),
-    { switchyard: 1, 'switchyard-sub': 1 },
+    { switchyard: 1, 'switchyard-sub': 1, 'switchyard-uptime': 1 },
     'after a reload that rebuilt the rate limits: still one of each',
   );
 
@@ -99,7 +100,7 @@ t.test('one connection per Redis URL, shared by cache, rate limits and shared he
   t.equal(down[0]?.level, 'warn', 'a warning');
   t.same(
     [...(down[0]?.users ?? [])].sort(),
-    ['cache', 'cordons', 'rate limits', 'shared heads'],
+    ['cache', 'cordons', 'rate limits', 'shared heads', 'uptime'],
     'naming every user of that Redis',
   );
   t.notMatch(JSON.stringify(down[0]), String(redis.port), 'and never its address');
@@ -114,7 +115,11 @@ t.test('one connection per Redis URL, shared by cache, rate limits and shared he
     .filter((l) => /redis reachable again/.test(l.msg));
   t.equal(up.length, 1, 'one line for the transition back up');
   t.equal(up[0]?.level, 'info', 'at info');
-  t.same(await connections(), { switchyard: 1, 'switchyard-sub': 1 }, 'reconnected: still one of each');
+  t.same(
+    await connections(),
+    { switchyard: 1, 'switchyard-sub': 1, 'switchyard-uptime': 1 },
+    'reconnected: still one of each',
+  );
 });
 
 t.test('switchyard_redis_up is absent while a reload leaves no Redis in use', async (t) => {
