@@ -42,14 +42,15 @@ t.test('viem batch: true (1,000 per batch) against maxBatchSize 100: 413, retrie
   // whatever is pending then, usually all of them, so they may be refused again or land in a
   // smaller batch by chance. Never split on purpose:
   t.ok(sizes.slice(1).reduce((x, y) => x + y, 0) >= 150, `every call was retried (batches sent: ${sizes.join(', ')})`);
-  for (const r of results) {
-    if (r.status === 'rejected')
-      t.match(
-        String((r.reason as { details?: string }).details),
-        /batch too large: \d+ calls, at most 100 allowed/,
-        'a failed call carries the cap',
-      );
-  }
+  // How many calls fail is timing's: one assertion covers them all, whatever their number.
+  const failed = results.flatMap((r) =>
+    r.status === 'rejected' ? [String((r.reason as { details?: string }).details)] : [],
+  );
+  t.same(
+    failed.filter((d) => !/batch too large: \d+ calls, at most 100 allowed/.test(d)),
+    [],
+    `every failed call carries the cap (${failed.length} failed)`,
+  );
   t.ok(
     results.filter((r) => r.status === 'rejected').length > 0 || sizes.length > 1,
     'the oversized batch did not simply succeed',
