@@ -11,30 +11,15 @@
  * is replaced within 2 probe intervals; with every replica stopped, a new one shows the history
  * and the incidents.
  */
-import t, { type Test } from 'tap';
-import { createServer, type IncomingMessage } from 'node:http';
+import t from 'tap';
 import { startAnvil } from '../helpers/anvil.js';
-import { listenUntilTeardown } from '../helpers/ports.js';
 import { startRedis } from '../helpers/redis.js';
 import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
+import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
 const PROBE_MS = 1_000;
-
-async function receiver(t: Test) {
-  const bodies: any[] = [];
-  const server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      bodies.push(JSON.parse(Buffer.concat(chunks).toString()));
-      res.end();
-    });
-  });
-  const port = await listenUntilTeardown(t, server);
-  return { url: `http://127.0.0.1:${port}/hook`, bodies };
-}
 
 async function page(sy: RunningSwitchyard): Promise<any> {
   const r = await get(`${sy.url}/uptime.json`);
@@ -59,7 +44,7 @@ t.test('replicas share one uptime page through Redis', async (t) => {
   const redis = await startRedis(t);
   const node = await startAnvil({ args: ['--block-time', '1'] });
   t.teardown(() => node.stop());
-  const hook = await receiver(t);
+  const hook = await webhookReceiver(t);
   const config = {
     upstreams: [{ name: 'anvil', url: node.url }],
     redis: redis.url,

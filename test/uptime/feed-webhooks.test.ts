@@ -7,30 +7,16 @@
  * other webhook is told, and shutdown does not wait for it.
  */
 import t, { type Test } from 'tap';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
 import type { UptimeReport } from '../../src/uptime/report.js';
 import { startAnvil, type AnvilNode } from '../helpers/anvil.js';
 import { checkAtom, parseAtom, text } from '../helpers/atom.js';
 import { metricSamples } from '../helpers/metrics-text.js';
-import { listenUntilTeardown } from '../helpers/ports.js';
 import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
-
-async function receiver(t: Test, answer: (res: ServerResponse) => void = (res) => res.end()) {
-  const bodies: any[] = [];
-  const server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      bodies.push(JSON.parse(Buffer.concat(chunks).toString()));
-      answer(res);
-    });
-  });
-  const port = await listenUntilTeardown(t, server);
-  return { url: `http://127.0.0.1:${port}/hook/SECRETPATH`, port, bodies };
-}
+import { webhookReceiver } from '../helpers/webhook-receiver.js';
 
 async function report(base: string): Promise<UptimeReport> {
   const r = await get(`${base}/uptime.json`);
@@ -66,8 +52,8 @@ async function anvil(t: Test, port?: number): Promise<AnvilNode> {
 }
 
 t.test('a killed node: the feed and both webhooks tell the incident and its end', async (t) => {
-  const json = await receiver(t);
-  const slack = await receiver(t);
+  const json = await webhookReceiver(t);
+  const slack = await webhookReceiver(t);
   const node = await anvil(t);
   const sy = await startSwitchyard(t, {
     upstreams: [{ name: 'solo', url: node.url }],
@@ -156,8 +142,8 @@ t.test('without publicUrl the links follow a plain Host header; other Host value
 });
 
 t.test('a webhook receiver that hangs: probes, calls and the other webhook go on', async (t) => {
-  const hangs = await receiver(t, () => undefined);
-  const told = await receiver(t);
+  const hangs = await webhookReceiver(t, () => undefined);
+  const told = await webhookReceiver(t);
   const node = await anvil(t);
   const sy = await startSwitchyard(t, {
     upstreams: [{ name: 'solo', url: node.url }],
@@ -208,7 +194,7 @@ t.test('a webhook receiver that hangs: probes, calls and the other webhook go on
 });
 
 t.test('an incident told by an operator: opened, updated, resolved, in the webhooks and the feed', async (t) => {
-  const json = await receiver(t);
+  const json = await webhookReceiver(t);
   const node = await anvil(t);
   const sy = await startSwitchyard(t, {
     upstreams: [{ name: 'solo', url: node.url }],
@@ -257,7 +243,7 @@ t.test('an incident told by an operator: opened, updated, resolved, in the webho
 });
 
 t.test('a maintenance window: started and ended in the webhooks, one entry in the feed', async (t) => {
-  const json = await receiver(t);
+  const json = await webhookReceiver(t);
   const node = await anvil(t);
   const sy = await startSwitchyard(t, {
     upstreams: [{ name: 'solo', url: node.url }],
