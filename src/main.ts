@@ -8,7 +8,6 @@
  * Exit codes: 0 after a clean shutdown, 1 on a start failure, 2 on a bad command line or config.
  */
 import { parseArgs } from 'node:util';
-import { setFlagsFromString } from 'node:v8';
 import type { App } from './app.js';
 import { stringify as stringifyYaml } from 'yaml';
 import { ConfigError, loadConfigFile } from './config/load.js';
@@ -16,6 +15,7 @@ import { maskedConfig } from './config/mask.js';
 import type { Config } from './config/schema.js';
 import type { Devnet } from './devnet/index.js';
 import { readFdLimit } from './limits/fd-limit.js';
+import { tuneHeap } from './heap.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { COMMIT, VERSION } from './version.js';
 
@@ -167,15 +167,7 @@ function waitForSignal(signals: NodeJS.Signals[]): Promise<NodeJS.Signals> {
   });
 }
 
-/**
- * V8's allocation-site pretenuring sees a call's objects (its parsed request, plan and routing
- * state) outlive a young-generation collection while its upstream call is out, and starts
- * allocating them in the old generation. They die a few milliseconds later, but there only a full
- * collection frees them, and until it runs they keep the young objects they point to alive through
- * every scavenge. Off, a batch of 25 misses measured 10-20% less CPU (scavenge time down 40%);
- * single calls unchanged (docs/benchmarks.md).
- */
-setFlagsFromString('--no-allocation-site-pretenuring');
+tuneHeap();
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
