@@ -31,7 +31,11 @@ const SECONDS = Number(process.env.CALLS_SECONDS ?? 5);
 async function main(): Promise<void> {
   const anvil = await startQuietAnvil();
   const log = createLogger('warn');
-  const bench = switchyardConfig(anvil.url, { admin: { host: '127.0.0.1', port: 0 }, uptime: { store: null } });
+  // app.ready then waits for a healthy node too (/ready alone no longer does: SPEC 8).
+  const bench = switchyardConfig(anvil.url, {
+    admin: { host: '127.0.0.1', port: 0, readyRequiresUpstream: true },
+    uptime: { store: null },
+  });
   const config = validateConfig({
     ...bench,
     server: { ...(bench.server as object), host: '127.0.0.1', port: 0, wsPort: null },
