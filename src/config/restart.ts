@@ -34,6 +34,7 @@ export const RESTART_KEYS = [
   'tracing.enabled',
   'tracing.endpoint',
   'tracing.headers',
+  'tracing.serviceName',
   'tracing.maxQueueSize',
   'tracing.maxExportBatchSize',
   'tracing.exportTimeoutMs',

@@ -11,11 +11,13 @@ export const tracingSchema = z
   .strictObject({
     enabled: z.boolean().default(false),
     /** The collector's OTLP/HTTP traces URL; a bare host (path `/`) gets `/v1/traces`. A secret, like upstream URLs. */
-    endpoint: httpUrl.nullable().default(null),
+    endpoint: httpUrl.nullable().default('http://127.0.0.1:4318/v1/traces'),
     /** Headers sent with every export (a collector's auth); secrets, masked in `check --print`. */
     headers: z.record(z.string().min(1), z.string()).default({}),
     /** Share of requests without a sampled parent that are exported (slow and failed ones always are). */
-    sampleRate: z.number().min(0).max(1).default(0.05),
+    sampleRate: z.number().min(0).max(1).default(0.01),
+    /** The exported spans' `service.name` (a fleet of several Switchyards may name each its own). */
+    serviceName: z.string().min(1).max(128).default('switchyard'),
     /** A request that takes at least this long is exported whatever the sample. */
     slowMs: positiveInt.default(1_000),
     /** Spans waiting to be exported; past it spans are dropped and counted. */

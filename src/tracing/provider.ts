@@ -49,7 +49,7 @@ export class Tracing {
       exportTimeoutMillis: config.exportTimeoutMs + 1_000,
     });
     this.tail = new TailExport(batch, queue, metrics, {
-      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'switchyard', [ATTR_SERVICE_VERSION]: VERSION }),
+      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: VERSION }),
       scope: { name: 'switchyard', version: VERSION },
     });
   }

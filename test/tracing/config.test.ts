@@ -13,8 +13,20 @@ const base = { upstreams: [{ name: 'a', url: 'http://127.0.0.1:8545' }] };
 
 t.test('defaults and the endpoint rule', async (t) => {
   const c = validateConfig(base);
-  t.match(c.tracing, { enabled: false, endpoint: null, sampleRate: 0.05, slowMs: 1000, maxQueueSize: 2048 });
-  t.throws(() => validateConfig({ ...base, tracing: { enabled: true } }), ConfigError, 'enabled needs an endpoint');
+  // SPEC's defaults: a collector on this host, 1% of ordinary requests, the service named switchyard.
+  t.match(c.tracing, {
+    enabled: false,
+    endpoint: 'http://127.0.0.1:4318/v1/traces',
+    sampleRate: 0.01,
+    slowMs: 1000,
+    serviceName: 'switchyard',
+    maxQueueSize: 2048,
+  });
+  t.throws(
+    () => validateConfig({ ...base, tracing: { enabled: true, endpoint: null } }),
+    ConfigError,
+    'enabled needs an endpoint',
+  );
   t.throws(
     () => validateConfig({ ...base, tracing: { enabled: true, endpoint: 'h', sampleRate: 2 } }),
     ConfigError,
@@ -42,9 +54,9 @@ t.test('a reload applies sampleRate and slowMs, and keeps the exporter settings'
   const running = validateConfig({ ...base, tracing: { enabled: true, endpoint: 'http://a:4318' } });
   const next = validateConfig({
     ...base,
-    tracing: { enabled: true, endpoint: 'http://b:4318', sampleRate: 0.5, slowMs: 200 },
+    tracing: { enabled: true, endpoint: 'http://b:4318', sampleRate: 0.5, slowMs: 200, serviceName: 'other' },
   });
   const { config, kept } = reloadedConfig(running, next);
-  t.same(kept, ['tracing.endpoint']);
-  t.match(config.tracing, { endpoint: 'http://a:4318', sampleRate: 0.5, slowMs: 200 });
+  t.same(kept, ['tracing.endpoint', 'tracing.serviceName']);
+  t.match(config.tracing, { endpoint: 'http://a:4318', sampleRate: 0.5, slowMs: 200, serviceName: 'switchyard' });
 });

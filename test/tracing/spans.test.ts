@@ -43,6 +43,7 @@ const sy = await startSwitchyard(
       endpoint: collector.url,
       headers: { authorization: 'Bearer collector-token' },
       sampleRate: 1,
+      serviceName: 'switchyard-edge',
     },
     rateLimit: { perIp: null, apiKeys: [{ key: API_KEY, name: 'tester', ratePerSec: 1000, burst: 1000 }] },
     log: { level: 'info' },
@@ -78,7 +79,7 @@ t.test(
     t.equal(server.parentSpanId, CLIENT_SPAN, "the SERVER span's parent is the client's span");
     t.equal(String(r.headers.traceparent).split('-')[2], server.spanId, 'the answer names the SERVER span');
     t.equal(server.attributes['http.response.status_code'], 200);
-    t.equal(server.resource['service.name'], 'switchyard');
+    t.equal(server.resource['service.name'], 'switchyard-edge', 'tracing.serviceName names the service');
     const call = spans.find((s) => s.name === 'eth_getBalance')!;
     t.ok(call, 'a span named after the method');
     t.equal(call.parentSpanId, server.spanId, 'under the SERVER span');
