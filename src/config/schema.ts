@@ -254,7 +254,7 @@ export const configSchema = z
         maxPerIp: positiveInt.default(1_000),
         maxConnectionsPerIp: positiveInt.default(20),
         /** Largest incoming WebSocket frame; a bigger one closes the socket with 1009. */
-        maxMessageBytes: positiveInt.default(5 * 1024 * 1024),
+        maxMessageBytes: positiveInt.default(1024 * 1024),
         /**
          * Bytes Switchyard holds for one client. Unsent data and answers waiting their turn: past
          * it the client is closed with 1013. Frames being worked on and answers waiting: at it the
