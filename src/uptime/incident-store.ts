@@ -84,6 +84,10 @@ export interface StoreAccess {
 }
 
 export class IncidentLog {
+  /** The database recentKey last read, and how many it has seen: a shared image replaces it whole. */
+  private keyDb: Database.Database | null = null;
+  private keyDbs = 0;
+
   constructor(private readonly store: StoreAccess) {}
 
   /** Opens an incident by hand with its first update; `resolved` opens it closed (an account of something over). */
@@ -181,6 +185,31 @@ export class IncidentLog {
       )
       .all(since, limit) as Row[];
     return this.records(rows);
+  }
+
+  /**
+   * What recent(since, limit) would give, as a short text that changes whenever that would: the
+   * same incidents, each with its times, title, post-mortem presence and updates (counted, and the
+   * newest's id: within one database updates are only ever added, under ids never used again), and
+   * which database it read (an image loaded from another replica replaces the database, and its
+   * ids may coincide with different updates). Reads no message or post-mortem text, so a caller
+   * can keep what it made of recent() until this changes (report.ts).
+   */
+  recentKey(since: number, limit: number): string {
+    const db = this.store.db();
+    if (db !== this.keyDb) {
+      this.keyDb = db;
+      this.keyDbs++;
+    }
+    const rows = db
+      .prepare(
+        `SELECT i.id, i.kind, i.started_at, i.ended_at, i.summary, i.source, i.postmortem IS NOT NULL AS pm,
+           (SELECT COUNT(*) || '/' || COALESCE(MAX(u.id), 0) FROM incident_updates u WHERE u.incident = i.id) AS ups
+         FROM incidents i WHERE i.ended_at IS NULL OR i.started_at >= ? ORDER BY i.started_at DESC, i.id DESC LIMIT ?`,
+      )
+      .raw()
+      .all(since, limit);
+    return `${this.keyDbs}:${JSON.stringify(rows)}`;
   }
 
   /** One page of the archive (every incident kept, newest first) and how many there are. */
