@@ -14,7 +14,7 @@ const T0 = Date.UTC(2026, 10, 1);
 
 t.test('the lines are kept until the incidents change', async (t) => {
   const store = UptimeStore.memory();
-  t.teardown(() => store.close());
+  t.teardown(() => store.close(T0));
   const opened = store.told.open('Slow answers', 'investigating', 'looking', T0) as { id: number };
   const first = incidentLines(store, T0 + 1);
   t.equal(first.length, 1);
@@ -51,7 +51,7 @@ t.test('the lines are kept until the incidents change', async (t) => {
 
 t.test('an incident older than 30 days leaves the lines', async (t) => {
   const store = UptimeStore.memory();
-  t.teardown(() => store.close());
+  t.teardown(() => store.close(T0));
   const old = store.told.open('Old', 'investigating', 'x', T0) as { id: number };
   store.told.update(old.id, 'resolved', 'done', T0 + 1_000);
   t.equal(incidentLines(store, T0 + DAY).length, 1);
@@ -61,8 +61,8 @@ t.test('an incident older than 30 days leaves the lines', async (t) => {
 t.test("another replica's image is read anew, even where its ids and counts match", async (t) => {
   const [a, b] = [UptimeStore.memory(), UptimeStore.memory()];
   t.teardown(() => {
-    a.close();
-    b.close();
+    a.close(T0);
+    b.close(T0);
   });
   // The same incident at both, then one update each while apart: same ids, same counts, other text.
   for (const s of [a, b]) s.told.open('Slow answers', 'investigating', 'looking', T0);
