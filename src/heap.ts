@@ -10,7 +10,7 @@ import { setFlagsFromString } from 'node:v8';
  * hold 104-120 MB of heap for about 27 MB alive, the rest garbage awaiting a full collection:
  * RSS 169-186 MB. At 50% it held 75 MB, RSS 142 MB, CPU per call unchanged within the noise.
  */
-export const HEAP_GROWING_PERCENT = 50;
+const HEAP_GROWING_PERCENT = 50;
 
 /**
  * Allocation-site pretenuring off, and the old generation's growth bounded (HEAP_GROWING_PERCENT)

@@ -68,6 +68,8 @@ interface Row {
 }
 
 const COLUMNS = 'id, kind, started_at, ended_at, summary, source, postmortem, postmortem_at';
+/** recent()'s incidents (and recentKey()'s): open or started since `?`, newest first, at most `?`. */
+const RECENT = 'WHERE ended_at IS NULL OR started_at >= ? ORDER BY started_at DESC, id DESC LIMIT ?';
 
 export function isProbeIncident(i: Incident): i is Incident & { kind: IncidentKind } {
   return (INCIDENT_KINDS as readonly string[]).includes(i.kind);
@@ -178,12 +180,7 @@ export class IncidentLog {
 
   /** Open incidents and those started at or after `since`, newest first, at most `limit`, with their updates. */
   recent(since: number, limit: number): IncidentRecord[] {
-    const rows = this.store
-      .db()
-      .prepare(
-        `SELECT ${COLUMNS} FROM incidents WHERE ended_at IS NULL OR started_at >= ? ORDER BY started_at DESC, id DESC LIMIT ?`,
-      )
-      .all(since, limit) as Row[];
+    const rows = this.store.db().prepare(`SELECT ${COLUMNS} FROM incidents ${RECENT}`).all(since, limit) as Row[];
     return this.records(rows);
   }
 
@@ -203,9 +200,9 @@ export class IncidentLog {
     }
     const rows = db
       .prepare(
-        `SELECT i.id, i.kind, i.started_at, i.ended_at, i.summary, i.source, i.postmortem IS NOT NULL AS pm,
-           (SELECT COUNT(*) || '/' || COALESCE(MAX(u.id), 0) FROM incident_updates u WHERE u.incident = i.id) AS ups
-         FROM incidents i WHERE i.ended_at IS NULL OR i.started_at >= ? ORDER BY i.started_at DESC, i.id DESC LIMIT ?`,
+        `SELECT id, kind, started_at, ended_at, summary, source, postmortem IS NOT NULL,
+           (SELECT COUNT(*) || '/' || COALESCE(MAX(u.id), 0) FROM incident_updates u WHERE u.incident = incidents.id)
+         FROM incidents ${RECENT}`,
       )
       .raw()
       .all(since, limit);
