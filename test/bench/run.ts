@@ -32,10 +32,12 @@
  * than req/s. BENCH_CPU_PROF=DIR starts Switchyard with --cpu-prof into DIR; BENCH_ONLY=REGEX runs
  * only the scenarios whose "label target" matches; BENCH_BASELINE=DIR (another checkout, built, with
  * its node_modules) adds its Switchyard as target `baseline` beside every Switchyard row, so a
- * before/after comparison shares one run's conditions. BENCH_TRACING=1 adds target `tracing` beside
- * the miss and hit rows: a Switchyard with tracing on at the default sample rate, exporting to a
- * collector stand-in in this process that answers every export 200 (tracing off is the `switchyard`
- * target itself; against BENCH_BASELINE it shows what tracing off costs).
+ * before/after comparison shares one run's conditions. BENCH_TRACING=1 adds tracing's cost: a
+ * Switchyard with tracing on at the default sample rate (exporting to a collector stand-in in this
+ * process that answers every export 200) and two with it off, started together, the miss and the
+ * hit measured side by side (side-by-side.ts): the traced one and an untraced twin in turn, each
+ * beside the other untraced one as a reference (against BENCH_BASELINE, the `switchyard` rows show
+ * what tracing off costs).
  * Needs haproxy and wrk (Debian packages; installed when run as root). Not part of `npm test`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -45,6 +47,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { geomean, sideBySide, type Loaded, type SideBySide } from './side-by-side.js';
 import {
   cpuSeconds,
   distBuilt,
@@ -164,6 +167,8 @@ async function rssFigure(url: string, adminUrl: string, pid: number): Promise<Rs
   return { before, with: withConnections, open, cacheMb };
 }
 
+const range = (xs: readonly number[]): string => `${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}`;
+
 function ratio(a: number, b: number): string {
   return b === 0 || a === 0 ? 'n/a' : (a / b).toFixed(2);
 }
@@ -178,6 +183,7 @@ async function main(): Promise<number> {
   const roundRss: number[] = [];
   let rss: { fresh: RssFigure; noCache: RssFigure; loaded: RssFigure; noCacheRuns: number[] } | undefined;
   let latency: Latency | undefined;
+  let tracingCost: Record<'miss' | 'hit', { on: SideBySide; control: SideBySide }> | undefined;
   try {
     process.stdout.write(
       `switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned\n`,
@@ -252,19 +258,7 @@ async function main(): Promise<number> {
       for (const s of all.filter((x) => x.target === 'switchyard'))
         all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'baseline', url: base.url, pid: base.pid });
     }
-    if (TRACING) {
-      const sink = await startCollectorSink();
-      stops.push(sink.stop);
-      const traced = await startSwitchyardProcess(
-        ROOT,
-        dir,
-        'tracing',
-        switchyardConfig(anvil.url, { tracing: { enabled: true, endpoint: sink.url } }),
-      );
-      stops.push(() => traced.stop());
-      for (const s of all.filter((x) => x.target === 'switchyard' && (x.label === 'miss' || x.label === 'hit')))
-        all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'tracing', url: traced.url, pid: traced.pid });
-    }
+    const traced = TRACING ? await startTracingTrio(dir, anvil.url, stops) : null;
     const scenarios = ONLY ? all.filter((s) => ONLY.test(`${s.label} ${s.target}`)) : all;
     const runs = new Map<Scenario, Run[]>(scenarios.map((s) => [s, []]));
     for (let round = 1; round <= ROUNDS; round++) {
@@ -278,6 +272,10 @@ async function main(): Promise<number> {
       return { ...s, runs: rs, median: rs.find((x) => x.r.rps === mid)! };
     });
 
+    if (traced !== null) {
+      tracingCost = await measureTracing(traced, { miss, hit });
+      await traced.stop();
+    }
     latency = await addedLatency(dir, sy, ha, rps1(rows, 'miss', 'switchyard'));
 
     // Misses at a finalized block fill the immutable LRU (the bench's `latest` reads are head-scoped
@@ -356,11 +354,18 @@ async function main(): Promise<number> {
       `| baseline batch of 25 / one call | ${ratio(rps('miss', 'baseline'), rps('miss batch25', 'baseline'))} | ${ratio(us('miss batch25', 'baseline'), us('miss', 'baseline'))} | (before) |`,
     );
   }
-  if (TRACING) {
-    lines.push(
-      `| tracing on (default sampleRate) / off, miss | ${ratio(rps('miss', 'tracing'), rps('miss', 'switchyard'))} | ${ratio(us('miss', 'tracing'), us('miss', 'switchyard'))} | >= 0.9 |`,
-      `| tracing on (default sampleRate) / off, hit | ${ratio(rps('hit', 'tracing'), rps('hit', 'switchyard'))} | ${ratio(us('hit', 'tracing'), us('hit', 'switchyard'))} | >= 0.9 |`,
-    );
+  if (tracingCost) {
+    for (const label of ['miss', 'hit'] as const) {
+      const { on, control } = tracingCost[label];
+      // Round by round, the traced process over the untraced twin that ran in its place (same core,
+      // same neighbour) just before or after it.
+      const rps = on.rps.map((r, i) => r / control.rps[i]!);
+      const cpu = on.us.map((r, i) => r / control.us[i]!);
+      lines.push(
+        `| tracing on (default sampleRate) / off, ${label}: on / off, each beside the same reference on the same core (geometric mean of ${rps.length} rounds, range ${range(rps)}) | ${geomean(rps).toFixed(2)} | ${geomean(cpu).toFixed(2)} | >= 0.9 |`,
+        `| the parts: on / reference ${geomean(on.rps).toFixed(2)} (${range(on.rps)}); off / reference ${geomean(control.rps).toFixed(2)} (${range(control.rps)}) | | | |`,
+      );
+    }
   }
   if (latency) {
     const { rate, haproxy, switchyard } = latency;
@@ -388,6 +393,8 @@ async function main(): Promise<number> {
   );
   if (failed.length > 0)
     problems.push(`bad answers or socket errors in: ${failed.map((r) => `${r.label}/${r.target}`).join(', ')}`);
+  for (const [label, pair] of Object.entries(tracingCost ?? {}))
+    if (pair.on.bad + pair.control.bad > 0) problems.push(`bad answers or socket errors in tracing's ${label} rounds`);
   const node = rps('miss', 'anvil');
   const haproxy = rps('miss', 'haproxy');
   if (node > 0 && haproxy > 0 && node < NODE_MARGIN * haproxy) {
@@ -474,7 +481,7 @@ async function addedLatency(
 
 /**
  * The order of one round: every other round, each Switchyard row and the rows measured beside it
- * (`baseline`, `tracing`) run in reverse, so neither side of a before/after ratio always runs
+ * (`baseline`) run in reverse, so neither side of a before/after ratio always runs
  * first (the node's state and the machine's drift within a round would favour one side).
  */
 function roundOrder(scenarios: readonly Scenario[], round: number): Scenario[] {
@@ -490,7 +497,70 @@ function roundOrder(scenarios: readonly Scenario[], round: number): Scenario[] {
   return out;
 }
 
-const COMPANIONS = new Set(['baseline', 'tracing']);
+const COMPANIONS = new Set(['baseline']);
+
+/** Rounds of tracing's side-by-side measurement (each 1 s warm-up + SECONDS, per pair and scenario): even. */
+const TRACING_ROUNDS = 8;
+
+interface TracingTrio {
+  on: Loaded;
+  offA: Loaded;
+  offB: Loaded;
+  /** Stops the three (pinned to cores while measured) and the collector stand-in. */
+  stop(): Promise<void>;
+}
+
+/**
+ * For BENCH_TRACING: a Switchyard with tracing on (default sample rate, exporting to a collector
+ * stand-in in this process) and two with it off, all started now, so that they are alike but for
+ * tracing. Stopped once measured, so the later scenarios run as without BENCH_TRACING.
+ */
+async function startTracingTrio(dir: string, anvilUrl: string, stops: (() => Promise<void>)[]): Promise<TracingTrio> {
+  const sink = await startCollectorSink();
+  stops.push(sink.stop);
+  const own: (() => Promise<void>)[] = [];
+  const start = async (name: string, extra: Record<string, unknown>): Promise<Loaded> => {
+    const p = await startSwitchyardProcess(ROOT, dir, name, switchyardConfig(anvilUrl, extra));
+    stops.push(() => p.stop());
+    own.push(() => p.stop());
+    return p;
+  };
+  return {
+    on: await start('tracing', { tracing: { enabled: true, endpoint: sink.url } }),
+    offA: await start('untraced-a', {}),
+    offB: await start('untraced-b', {}),
+    stop: async () => {
+      for (const stop of own) await stop();
+      await sink.stop();
+    },
+  };
+}
+
+/** Tracing on / off side by side, and off / off by the same method, for the miss and the hit. */
+async function measureTracing(
+  trio: TracingTrio,
+  scripts: { miss: string; hit: string },
+): Promise<Record<'miss' | 'hit', { on: SideBySide; control: SideBySide }>> {
+  process.stdout.write(`tracing cost, side by side (${TRACING_ROUNDS} rounds; reference / B)\n`);
+  const opts = { connections: CONNECTIONS, warmup: WARMUP_SECONDS, seconds: SECONDS };
+  const out = {} as Record<'miss' | 'hit', { on: SideBySide; control: SideBySide }>;
+  for (const label of ['miss', 'hit'] as const) {
+    const on: SideBySide = { rps: [], us: [], bad: 0 };
+    const control: SideBySide = { rps: [], us: [], bad: 0 };
+    // Each round measures the traced process and the second untraced one in turn, each beside the
+    // first untraced one on the same cores (side-by-side.ts); which of the two goes first alternates.
+    for (let round = 0; round < TRACING_ROUNDS; round++) {
+      const pairs = [
+        [on, trio.on, `${label} off / on`],
+        [control, trio.offB, `${label} off / off`],
+      ] as const;
+      for (const [into, b, name] of Math.floor(round / 2) % 2 === 0 ? pairs : [...pairs].reverse())
+        await sideBySide(into, trio.offA, b, scripts[label], { ...opts, round, label: name });
+    }
+    out[label] = { on, control };
+  }
+  return out;
+}
 
 /** A collector stand-in for BENCH_TRACING: takes every OTLP export and answers 200. */
 async function startCollectorSink(): Promise<{ url: string; stop: () => Promise<void> }> {
