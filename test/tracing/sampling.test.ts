@@ -76,6 +76,15 @@ t.test('sampleRate 0: errors, slow requests and sampled parents are exported, th
   t.notOk(exported(declined.traceId), 'the unsampled parent is not exported');
   const server = collector.spans.find((s) => s.traceId === followed.traceId && s.kind === SERVER)!;
   t.equal(server.parentSpanId, '4'.repeat(16), 'under the client span');
+  // The failed request was not sampled: the tail rule exports its call's span too, with the outcome.
+  const failedServer = collector.spans.find((s) => s.traceId === failed.traceId && s.kind === SERVER)!;
+  const failedCall = collector.spans.find(
+    (s) => s.traceId === failed.traceId && s.parentSpanId === failedServer.spanId,
+  );
+  t.equal(failedCall?.attributes['rpc.method_original'], 'nope_nothing', "the unsampled call's span is exported");
+  t.equal(failedCall?.attributes['error.type'], 'METHOD_NOT_FOUND', 'with its outcome');
+  t.equal(failedCall?.attributes['switchyard.attempts'], 0, 'and its attempts');
+  t.equal(failedCall?.status, 2, 'as an error');
 });
 
 t.test('a WebSocket frame is a SERVER span of its own', async (t) => {
