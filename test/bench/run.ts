@@ -21,7 +21,8 @@
  *               the main process after all the runs with the default cache (128 MiB), filled
  *               first with immutable answers (misses at a finalized block), whose difference to
  *               the cache-off process is what the cache costs in RSS
- * Nothing is pinned: anvil needs both cores to stay clearly faster than any proxy in front of it,
+ * Nothing is pinned (but the two Switchyards tracing's side-by-side rounds compare): anvil needs
+ * both cores to stay clearly faster than any proxy in front of it,
  * which is what makes the proxy the bottleneck. A run counts only when the node direct answers at
  * least NODE_MARGIN x HAProxy's rate (else the proxies are measuring the node, and the run says so)
  * and every answer of every scenario was HTTP 200 with the expected results and no error (wrk's Lua
@@ -186,7 +187,7 @@ async function main(): Promise<number> {
   let tracingCost: Record<'miss' | 'hit', { on: SideBySide; control: SideBySide }> | undefined;
   try {
     process.stdout.write(
-      `switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned\n`,
+      `switchyard bench: wrk -t1 -c${CONNECTIONS}, ${WARMUP_SECONDS}s warm-up + ${SECONDS}s each, ${ROUNDS} alternating round(s), nothing pinned but in tracing's rounds\n`,
     );
     const anvil = await startQuietAnvil();
     stops.push(() => anvil.stop());

@@ -11,6 +11,7 @@
  * did not see (docs/benchmarks.md has what each method read on this machine).
  */
 import { execFileSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { cpuSeconds, wrk, type WrkResult } from './tools.js';
 
 export interface Loaded {
@@ -42,8 +43,9 @@ async function window(s: Loaded, script: string, connections: number, seconds: n
 
 const wrong = (m: Measured): boolean => m.r.bad + m.r.non2xx > 0 || m.r.socketErrors !== 'none' || m.r.checked === 0;
 
-/** Every thread of process `pid` runs on core `cpu` from now on. */
+/** Every thread of process `pid` runs on core `cpu` from now on (on one core, nothing to choose). */
 function pin(pid: number, cpu: number): void {
+  if (availableParallelism() < 2) return;
   execFileSync('taskset', ['--all-tasks', '--pid', '--cpu-list', String(cpu), String(pid)], { stdio: 'ignore' });
 }
 
