@@ -20,8 +20,8 @@ import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.j
 import { signTransfer } from '../helpers/transfer.js';
 import { waitFor } from '../helpers/wait.js';
 
-async function anvil(t: Test): Promise<AnvilNode> {
-  const a = await startAnvil();
+async function anvil(t: Test, args?: string[]): Promise<AnvilNode> {
+  const a = await startAnvil({ args });
   t.teardown(() => a.stop());
   return a;
 }
@@ -50,7 +50,10 @@ async function shadowRoutable(sy: RunningSwitchyard, name: string): Promise<bool
 }
 
 t.test('sampled reads pinned to a block reach the shadow and match; other reads are not copied', async (t) => {
-  const [a, s] = await Promise.all([anvil(t), anvil(t)]);
+  // One genesis timestamp for both: started a second apart, two anvils have different genesis
+  // blocks (the timestamp is the start time), and block 0's copy differs (ANVIL-FACTS).
+  const genesis = ['--timestamp', String(Math.floor(Date.now() / 1000))];
+  const [a, s] = await Promise.all([anvil(t, genesis), anvil(t, genesis)]);
   const sy = await startSwitchyard(t, {
     upstreams: [
       { name: 'main', url: a.url },
