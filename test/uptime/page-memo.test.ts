@@ -137,12 +137,15 @@ Promise.all(Array.from({ length: ${concurrency} }, one))
 t.test('the largest uptime.json polled flat out costs a bystander little', async (t) => {
   const node = await startAnvil();
   t.teardown(() => node.stop());
-  // The default per-IP budget; the poller and the bystander are told apart by X-Forwarded-For.
+  // A per-IP budget of 20 a second (120 in 5 s with the burst's 20), about half what this machine
+  // serves of this page even when slow (40 a second in the slowest CI run seen). At the default 50 a
+  // second that run saw no 429 at all. The poller and the bystander are told apart by
+  // X-Forwarded-For; the bystander's address is exempt from the budget.
   const sy = await startSwitchyard(t, {
     upstreams: [{ name: 'node-a', url: node.url }],
     uptime: { probeIntervalMs: 1_000 },
     server: { trustedProxies: ['127.0.0.1/32'] },
-    rateLimit: { perIp: { ratePerSec: 50, burst: 100 } },
+    rateLimit: { perIp: { ratePerSec: 20, burst: 40 }, exempt: [`${BYSTANDER['x-forwarded-for']}/32`] },
   });
   await waitFor('a first probe', async () => (await get(`${sy.url}/uptime.json`)).status === 200);
 
@@ -190,9 +193,11 @@ t.test('the largest uptime.json polled flat out costs a bystander little', async
   );
   t.equal(polled.other, 0, 'every poll answered 200 or 429');
   t.ok(polled.ok >= 10, 'the poller was served');
-  t.ok(polled.limited > 0, 'and held to its budget');
+  // 20 a second for 5 s, the burst's 20 once, and room for a second boundary crossed: at most 140.
+  // A poller that asked for more had the rest refused (every poll is a 200 or a 429, above).
+  t.ok(polled.ok <= 140, `and held to its budget: ${polled.ok} served <= 140`);
   t.same(failures, [], 'no bystander call failed');
-  // Measured on 2 cores: answers made per request starved the bystander (25 calls, p99 546 ms,
+  // Measured on 2 cores at the default budget (50 a second): answers made per request starved the bystander (25 calls, p99 546 ms,
   // event loop delay p99 225 ms); made once a second, 200 calls, p99 50 ms (27 ms with no poller:
   // the probe itself reads the 5 MB of incidents). The bounds leave room for a loaded machine.
   t.ok(latencies.length >= 60, `the bystander kept calling: ${latencies.length} calls in 5 s`);
