@@ -11,6 +11,7 @@
 import { blockNumberOf, heightInText, isHash } from '../jsonrpc/hex.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { Attempted } from '../routing/dispatch.js';
+import type { Requirement } from '../routing/select.js';
 import type { ShadowReads } from '../routing/shadow.js';
 import type { Upstream } from '../upstream/node.js';
 import type { RequestContext } from './index.js';
@@ -29,6 +30,8 @@ export interface ShadowCopy {
   readonly result: string;
   /** The block the read is pinned to (a shadow below it gets no copy), or null when only its hash is known. */
   readonly block: number | null;
+  /** What a regular node needed for the read (a state older than a pruned shadow keeps, debug): a shadow without it gets no copy. */
+  readonly needs: Pick<Requirement, 'stateAt' | 'capability'>;
   readonly expensive: boolean;
   readonly timeoutMs: number;
 }
@@ -81,6 +84,7 @@ export function shadowCopy(
     paramsJson: plan.paramsJson,
     result,
     block,
+    needs: plan.requirement,
     expensive: plan.expensive === true,
     timeoutMs,
   };

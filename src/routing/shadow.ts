@@ -69,9 +69,15 @@ export class ShadowReads {
     });
   }
 
-  /** Whether `u` may take the copy now: routable, not cordoned nor held off, and it has the block. */
+  /**
+   * Whether `u` may take the copy now: routable, not cordoned nor held off, it has the block and
+   * what a regular node needed for the read (the state at its block, debug; routing/select.ts). A
+   * pruned shadow asked for a state it no longer keeps answers an error, counted as its failure.
+   */
   private takes(u: Upstream, c: ShadowCopy, maxLagBlocks: number): boolean {
     if (!u.available || u.heldOff || this.fleet.cordons.has(u.name)) return false;
+    if (c.needs.stateAt !== undefined && !u.hasStateAt(c.needs.stateAt)) return false;
+    if (c.needs.capability === 'debug' && !u.can('debug')) return false;
     return c.block === null ? this.fleet.lag(u) <= maxLagBlocks : u.head >= c.block;
   }
 

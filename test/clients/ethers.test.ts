@@ -4,7 +4,7 @@
  * deployed contract's event logs, and a reverting call that keeps code 3 and its revert data.
  */
 import t from 'tap';
-import { ContractFactory, JsonRpcProvider, Wallet, Contract, parseEther, type Log } from 'ethers';
+import { ContractFactory, JsonRpcProvider, Wallet, type Contract, parseEther, type Log } from 'ethers';
 import { startStack } from '../helpers/stack.js';
 import { DEV_KEY, DEV_ADDRESS } from '../helpers/anvil.js';
 import { post } from '../helpers/rpc.js';

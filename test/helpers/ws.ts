@@ -22,7 +22,6 @@ export async function openSocket(t: Test, url: string, opts: WebSocket.ClientOpt
   const socket = new WebSocket(url, { perMessageDeflate: false, ...opts });
   t.teardown(() => socket.terminate());
   const messages: Msg[] = [];
-  let taken = 0;
   socket.on('message', (data) => messages.push(JSON.parse(data.toString()) as Msg));
   socket.on('error', () => undefined);
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
@@ -35,7 +34,7 @@ export async function openSocket(t: Test, url: string, opts: WebSocket.ClientOpt
   });
   const next = async (match: (m: Msg) => boolean): Promise<Msg> =>
     waitFor('a websocket message', () => {
-      const i = messages.findIndex((m, k) => k >= taken && match(m));
+      const i = messages.findIndex(match);
       if (i < 0) return undefined;
       const [m] = messages.splice(i, 1);
       return m as Msg;

@@ -4,7 +4,8 @@
  * Pinned: copies of reads at a block reach a shadow anvil of the same chain and match; a shadow
  * that answers otherwise counts mismatches, logged with method, request id and block and never the
  * params or results; a shadow that never answers costs clients nothing and holds at most
- * routing.shadowMaxInFlight copies (the rest skipped); a shadow never gets a client's call, even
+ * routing.shadowMaxInFlight copies (the rest skipped); a pruned shadow gets no copy of a state it
+ * no longer keeps (skipped, not counted as its failure); a shadow never gets a client's call, even
  * when it is the only healthy node (NO_UPSTREAM `only shadow nodes`), nor a transaction.
  */
 import { Writable } from 'node:stream';
@@ -175,6 +176,40 @@ t.test('a shadow that never answers costs clients nothing and holds at most shad
   t.equal(await shadowCalls(sy, { upstream: 'canary', outcome: 'match' }), 0, 'none answered');
   // The hanging copies end with the shadow's sockets: closing Switchyard need not wait out their timeout.
   await fake.close();
+});
+
+t.test('a pruned shadow gets no copy of a state it no longer keeps: skipped, not an error', async (t) => {
+  // anvil with --prune-history 5 keeps the state of its last 6 blocks (ANVIL-FACTS) and answers a
+  // balance below them with an error: a copy sent there counted as the shadow failing.
+  const [a, s] = await Promise.all([anvil(t), anvil(t, ['--prune-history', '5'])]);
+  for (const n of [a, s]) await call(n.url, 'anvil_mine', ['0x1e']);
+  const sy = await startSwitchyard(t, {
+    upstreams: [
+      { name: 'main', url: a.url },
+      { name: 'canary', url: s.url, shadow: true, discover: true },
+    ],
+    routing: { shadowSampleRate: 1 },
+  });
+  await waitFor('the shadow routable for copies', () => shadowRoutable(sy, 'canary'));
+  const earliest = await waitFor('the shadow discovered', async () => {
+    const st = (await get(`${sy.adminUrl}/status`)).json();
+    return st.upstreams.find((u: { name: string }) => u.name === 'canary')?.earliestBlock ?? false;
+  });
+  t.equal(earliest, 25, "the shadow's earliest block with state is 25");
+  // Balances of new addresses are 0x0 on any chain: both nodes agree wherever both have the state.
+  for (const block of ['0x3', '0x3', '0x3', '0x1c', '0x1c']) {
+    const r = await call(sy.url, 'eth_getBalance', [address(), block]);
+    t.equal(r.result, '0x0', `the regular node answers a read at ${block}`);
+  }
+  await waitFor('5 copies counted', async () => (await shadowCalls(sy, { upstream: 'canary' })) === 5);
+  t.equal(await shadowCalls(sy, { upstream: 'canary', outcome: 'skipped' }), 3, 'the reads at block 3 were skipped');
+  t.equal(
+    (await shadowCalls(sy, { upstream: 'canary', outcome: 'error' })) +
+      (await shadowCalls(sy, { upstream: 'canary', outcome: 'mismatch' })),
+    0,
+    'no error nor mismatch',
+  );
+  t.equal(await shadowCalls(sy, { upstream: 'canary', outcome: 'match' }), 2, 'the reads at block 28 matched');
 });
 
 t.test('a shadow never gets a client call or a transaction, even as the only healthy node', async (t) => {
