@@ -15,7 +15,12 @@ import { metricSamples } from '../helpers/metrics-text.js';
 import { get } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 
-/** One raw request on its own connection: the status code. */
+/**
+ * One raw request on its own connection: the status code. The client's side stays open until the
+ * server closes (Connection: close): a client that half-closes after its request gets no answer
+ * from an answer made asynchronously (node:http ends such a socket when it reads the FIN), which
+ * made "JSON from localhost" read 0 once in CI while the reload itself happened.
+ */
 function raw(port: number, lines: string[], body = ''): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = connect(port, '127.0.0.1');
@@ -24,7 +29,7 @@ function raw(port: number, lines: string[], body = ''): Promise<number> {
     s.on('error', reject);
     s.on('close', () => resolve(Number(/^HTTP\/1\.[01] (\d{3})/.exec(data)?.[1] ?? 0)));
     s.on('connect', () =>
-      s.end(
+      s.write(
         `${[...lines, 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`, '', ''].join('\r\n')}${body}`,
       ),
     );
