@@ -50,7 +50,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { geomean, sideBySide, type Loaded, type SideBySide } from './side-by-side.js';
 import {
-  cpuSeconds,
+  answersWrong,
+  measuredWrk,
   distBuilt,
   ensureTools,
   luaScript,
@@ -106,16 +107,13 @@ interface Row extends Scenario {
 
 async function measure(s: Scenario): Promise<Run> {
   await wrk(s.url, s.script, { connections: CONNECTIONS, seconds: WARMUP_SECONDS });
-  const cpuBefore = cpuSeconds(s.pid);
-  const started = performance.now();
-  const r = await wrk(s.url, s.script, { connections: CONNECTIONS, seconds: SECONDS });
-  const cpu = cpuSeconds(s.pid) - cpuBefore;
-  const busy = cpu / ((performance.now() - started) / 1000);
-  const usPerReq = r.requests > 0 ? (cpu / r.requests) * 1e6 : 0;
-  const bad =
-    r.bad + r.non2xx > 0 || r.socketErrors !== 'none'
-      ? `  BAD: ${r.bad} bad answers of ${r.checked}, ${r.non2xx} non-2xx, socket ${r.socketErrors}`
-      : '';
+  const { r, busy, usPerReq } = await measuredWrk(s.url, s.pid, s.script, {
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+  });
+  const bad = answersWrong(r)
+    ? `  BAD: ${r.bad} bad answers of ${r.checked}, ${r.non2xx} non-2xx, socket ${r.socketErrors}`
+    : '';
   process.stdout.write(
     `  ${s.label.padEnd(12)} ${s.target.padEnd(11)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.padStart(8)}  p99 ${r.p99.padStart(8)}  cpu ${(busy * 100).toFixed(0).padStart(3)}%  ${usPerReq.toFixed(1).padStart(6)} us/req${bad}\n`,
   );
@@ -389,9 +387,7 @@ async function main(): Promise<number> {
   process.stdout.write(lines.join('\n'));
 
   const problems: string[] = [];
-  const failed = rows.filter((r) =>
-    r.runs.some((x) => x.r.bad + x.r.non2xx > 0 || x.r.socketErrors !== 'none' || x.r.checked === 0),
-  );
+  const failed = rows.filter((r) => r.runs.some((x) => answersWrong(x.r)));
   if (failed.length > 0)
     problems.push(`bad answers or socket errors in: ${failed.map((r) => `${r.label}/${r.target}`).join(', ')}`);
   for (const [label, pair] of Object.entries(tracingCost ?? {}))
@@ -470,7 +466,7 @@ async function addedLatency(
       ['switchyard', sy.url],
     ] as const) {
       const r = await wrk(url, script, { connections, seconds: SECONDS });
-      if (r.bad + r.non2xx > 0 || r.socketErrors !== 'none') throw new Error(`bad answers in the paced ${name} run`);
+      if (answersWrong(r)) throw new Error(`bad answers in the paced ${name} run`);
       process.stdout.write(`  paced ${name.padEnd(11)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99}\n`);
       runs[name].push({ rps: r.rps, p99: r.p99 });
     }

@@ -12,7 +12,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { cpuSeconds, wrk, type WrkResult } from './tools.js';
+import { answersWrong, measuredWrk, wrk, type Measured } from './tools.js';
 
 export interface Loaded {
   url: string;
@@ -27,21 +27,6 @@ export interface SideBySide {
   /** Rounds with any answer wrong or a socket error, on either side. */
   bad: number;
 }
-
-interface Measured {
-  r: WrkResult;
-  usPerReq: number;
-}
-
-/** One measured window of `s` under `script`; its CPU time read before and after. */
-async function window(s: Loaded, script: string, connections: number, seconds: number): Promise<Measured> {
-  const before = cpuSeconds(s.pid);
-  const r = await wrk(s.url, script, { connections, seconds });
-  const cpu = cpuSeconds(s.pid) - before;
-  return { r, usPerReq: r.requests > 0 ? (cpu / r.requests) * 1e6 : 0 };
-}
-
-const wrong = (m: Measured): boolean => m.r.bad + m.r.non2xx > 0 || m.r.socketErrors !== 'none' || m.r.checked === 0;
 
 /** Every thread of process `pid` runs on core `cpu` from now on (on one core, nothing to choose). */
 function pin(pid: number, cpu: number): void {
@@ -64,11 +49,10 @@ export async function sideBySide(
   pin(a.pid, opts.round % 2);
   pin(b.pid, 1 - (opts.round % 2));
   await Promise.all([a, b].map((s) => wrk(s.url, script, { connections: half, seconds: opts.warmup })));
-  const [ma, mb] = (await Promise.all([a, b].map((s) => window(s, script, half, opts.seconds)))) as [
-    Measured,
-    Measured,
-  ];
-  if (wrong(ma) || wrong(mb)) into.bad++;
+  const [ma, mb] = (await Promise.all(
+    [a, b].map((s) => measuredWrk(s.url, s.pid, script, { connections: half, seconds: opts.seconds })),
+  )) as [Measured, Measured];
+  if (answersWrong(ma.r) || answersWrong(mb.r)) into.bad++;
   into.rps.push(mb.r.rps / ma.r.rps);
   into.us.push(mb.usPerReq / ma.usPerReq);
   process.stdout.write(

@@ -460,6 +460,36 @@ export function distBuilt(root: string): boolean {
 const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim() || 100);
 
 /** CPU seconds (user + system, every thread) a process has used so far, from /proc/PID/stat. */
+/** A run that does not count (SPEC 11): an answer wrong or not 2xx, none checked, or a socket error. */
+export function answersWrong(r: WrkResult): boolean {
+  return r.bad + r.non2xx > 0 || r.socketErrors !== 'none' || r.checked === 0;
+}
+
+export interface Measured {
+  r: WrkResult;
+  /** Process `pid`'s CPU seconds per second of the run (1 = one core busy). */
+  busy: number;
+  usPerReq: number;
+}
+
+/** One wrk run against the server of process `pid`, with the CPU time it took read before and after. */
+export async function measuredWrk(
+  url: string,
+  pid: number,
+  script: string,
+  opts: { connections: number; seconds: number },
+): Promise<Measured> {
+  const before = cpuSeconds(pid);
+  const started = performance.now();
+  const r = await wrk(url, script, opts);
+  const cpu = cpuSeconds(pid) - before;
+  return {
+    r,
+    busy: cpu / ((performance.now() - started) / 1000),
+    usPerReq: r.requests > 0 ? (cpu / r.requests) * 1e6 : 0,
+  };
+}
+
 export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
