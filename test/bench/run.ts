@@ -458,6 +458,9 @@ async function addedLatency(
   let connections = Math.max(1, Math.round((rate * PACE_MS) / 1000));
   const trial = await wrk(ha.url, script, { connections, seconds: 2 });
   if (trial.rps > 0) connections = Math.max(1, Math.round((connections * rate) / trial.rps));
+  // Switchyard's warm-up, as the trial is HAProxy's: it has stood idle through the scenarios
+  // before (tracing's among them), and its first paced run read a p99 3-4x the rounds after.
+  await wrk(sy.url, script, { connections, seconds: 2 });
   process.stdout.write(`added latency: misses paced at ${rate.toFixed(0)} req/s (${connections} connections)\n`);
   const runs: Record<'haproxy' | 'switchyard', { rps: number; p99: string }[]> = { haproxy: [], switchyard: [] };
   for (let round = 0; round < LATENCY_ROUNDS; round++) {
