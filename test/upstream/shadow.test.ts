@@ -5,7 +5,7 @@
  * that answers otherwise counts mismatches, logged with method, request id and block and never the
  * params or results; a shadow that never answers costs clients nothing and holds at most
  * routing.shadowMaxInFlight copies (the rest skipped); a pruned shadow gets no copy of a state it
- * no longer keeps (skipped, not counted as its failure); a shadow never gets a client's call, even
+ * no longer keeps, nor a debug read without debug (skipped, not counted as its failure); a shadow never gets a client's call, even
  * when it is the only healthy node (NO_UPSTREAM `only shadow nodes`), nor a transaction.
  */
 import { Writable } from 'node:stream';
@@ -210,6 +210,34 @@ t.test('a pruned shadow gets no copy of a state it no longer keeps: skipped, not
     'no error nor mismatch',
   );
   t.equal(await shadowCalls(sy, { upstream: 'canary', outcome: 'match' }), 2, 'the reads at block 28 matched');
+});
+
+t.test('a shadow without debug gets no copy of a debug read; its other reads still go', async (t) => {
+  // Both anvils serve debug; only the regular one is known to (tagged): the shadow is not.
+  const genesis = ['--timestamp', String(Math.floor(Date.now() / 1000))];
+  const [a, s] = await Promise.all([anvil(t, genesis), anvil(t, genesis)]);
+  const sy = await startSwitchyard(t, {
+    upstreams: [
+      { name: 'main', url: a.url, tags: ['debug'] },
+      { name: 'canary', url: s.url, shadow: true },
+    ],
+    routing: { shadowSampleRate: 1 },
+  });
+  await waitFor('the shadow routable for copies', () => shadowRoutable(sy, 'canary'));
+  const traced = await call(sy.url, 'debug_traceBlockByNumber', ['0x0', { tracer: 'callTracer' }]);
+  t.ok(Array.isArray(traced.result), 'the regular node answers the debug read');
+  t.equal((await call(sy.url, 'eth_getBalance', [address(), '0x0'])).result, '0x0', 'and a balance');
+  await waitFor('2 copies counted', async () => (await shadowCalls(sy, { upstream: 'canary' })) === 2);
+  t.equal(
+    await shadowCalls(sy, { upstream: 'canary', method: 'debug_traceBlockByNumber', outcome: 'skipped' }),
+    1,
+    'the debug read was skipped',
+  );
+  t.equal(
+    await shadowCalls(sy, { upstream: 'canary', method: 'eth_getBalance', outcome: 'match' }),
+    1,
+    'the balance was copied and matched',
+  );
 });
 
 t.test('a shadow never gets a client call or a transaction, even as the only healthy node', async (t) => {
