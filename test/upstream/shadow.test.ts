@@ -27,6 +27,15 @@ async function anvil(t: Test, args?: string[]): Promise<AnvilNode> {
   return a;
 }
 
+/**
+ * Two anvils of one chain: one genesis timestamp for both. Started a second apart, two anvils have
+ * different genesis blocks (the timestamp is the start time), and block 0's copy differs (ANVIL-FACTS).
+ */
+function sameChain(t: Test): Promise<[AnvilNode, AnvilNode]> {
+  const genesis = ['--timestamp', String(Math.floor(Date.now() / 1000))];
+  return Promise.all([anvil(t, genesis), anvil(t, genesis)]);
+}
+
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 
 async function shadowCalls(sy: RunningSwitchyard, labels: Record<string, string>): Promise<number> {
@@ -51,10 +60,7 @@ async function shadowRoutable(sy: RunningSwitchyard, name: string): Promise<bool
 }
 
 t.test('sampled reads pinned to a block reach the shadow and match; other reads are not copied', async (t) => {
-  // One genesis timestamp for both: started a second apart, two anvils have different genesis
-  // blocks (the timestamp is the start time), and block 0's copy differs (ANVIL-FACTS).
-  const genesis = ['--timestamp', String(Math.floor(Date.now() / 1000))];
-  const [a, s] = await Promise.all([anvil(t, genesis), anvil(t, genesis)]);
+  const [a, s] = await sameChain(t);
   const sy = await startSwitchyard(t, {
     upstreams: [
       { name: 'main', url: a.url },
@@ -214,8 +220,7 @@ t.test('a pruned shadow gets no copy of a state it no longer keeps: skipped, not
 
 t.test('a shadow without debug gets no copy of a debug read; its other reads still go', async (t) => {
   // Both anvils serve debug; only the regular one is known to (tagged): the shadow is not.
-  const genesis = ['--timestamp', String(Math.floor(Date.now() / 1000))];
-  const [a, s] = await Promise.all([anvil(t, genesis), anvil(t, genesis)]);
+  const [a, s] = await sameChain(t);
   const sy = await startSwitchyard(t, {
     upstreams: [
       { name: 'main', url: a.url, tags: ['debug'] },
