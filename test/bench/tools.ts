@@ -71,13 +71,17 @@ export function startProcess(name: string, command: string, args: string[], opts
   };
 }
 
+/** A process that ended while it was waited for. */
+export class Exited extends Error {}
+
+/** Waits for `probe` to say true; a probe that throws means "not yet", but an `Exited` error ends the wait. */
 export async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       if (await probe()) return;
-    } catch {
-      // not up yet
+    } catch (err) {
+      if (err instanceof Exited) throw err;
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -115,7 +119,11 @@ export async function startSwitchyardProcess(
   });
   const adminUrl = `http://127.0.0.1:${admin}`;
   try {
-    await waitUntil(`${name} ready`, async () => (await fetch(`${adminUrl}/ready?upstreams=1`)).status === 200);
+    await waitUntil(`${name} ready`, async () => {
+      // A process that exited (a config it refuses) is not waited for to the timeout.
+      if (p.proc.exitCode !== null) throw new Exited(`${name} exited with code ${p.proc.exitCode}`);
+      return (await fetch(`${adminUrl}/ready?upstreams=1`)).status === 200;
+    });
   } catch (err) {
     await p.stop();
     throw new Error(`${(err as Error).message}\n${p.output()}`);
