@@ -63,6 +63,9 @@ import {
   startPassthrough,
   startQuietAnvil,
   startSwitchyardProcess,
+  startSwitchyardBuild,
+  cachedReadCall,
+  CHAIN_ID_CALL,
   switchyardConfig,
   wrk,
   writeScript,
@@ -85,7 +88,6 @@ const FILL_SECONDS = 8;
 const BUSY_US = 10;
 /** The node direct must answer at least this many times HAProxy's rate for the run to count. */
 const NODE_MARGIN = 1.25;
-const CHAIN_ID_CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
 
 interface Scenario {
   label: string;
@@ -166,30 +168,6 @@ async function rssFigure(url: string, adminUrl: string, pid: number): Promise<Rs
   return { before, with: withConnections, open, cacheMb };
 }
 
-/**
- * The BENCH_BASELINE build, with the bench's config less the options it refuses as unknown (an
- * older build has fewer: b973567 had no server.maxConnectionsPerIp, and so no such cap to lift).
- * What was left out is printed.
- */
-async function startBaseline(root: string, dir: string, config: Record<string, unknown>) {
-  try {
-    return await startSwitchyardProcess(root, dir, 'baseline', config);
-  } catch (err) {
-    const unknown = [...(err as Error).message.matchAll(/^\s+([\w.]+): unknown option$/gm)].map((m) => m[1]!);
-    if (unknown.length === 0) throw err;
-    process.stdout.write(`baseline: left out the options it does not know: ${unknown.join(', ')}\n`);
-    const pruned = structuredClone(config);
-    for (const path of unknown) {
-      const keys = path.split('.');
-      const parent = keys
-        .slice(0, -1)
-        .reduce<Record<string, unknown> | undefined>((o, k) => o?.[k] as Record<string, unknown> | undefined, pruned);
-      if (parent) delete parent[keys.at(-1)!];
-    }
-    return await startSwitchyardProcess(root, dir, 'baseline', pruned);
-  }
-}
-
 const range = (xs: readonly number[]): string => `${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}`;
 
 function ratio(a: number, b: number): string {
@@ -227,12 +205,8 @@ async function main(): Promise<number> {
     stops.push(() => pass.stop());
 
     // The hit call's answer, fetched from the node: the bare server answers exactly these bytes.
-    const genesis = (
-      JSON.parse(
-        await rpc(anvil.url, '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}'),
-      ) as { result: { hash: string } }
-    ).result.hash;
-    const hitCall = `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByHash","params":["${genesis}",false]}`;
+    const hitCall = await cachedReadCall(anvil.url);
+    const genesis = JSON.parse(hitCall).params[0] as string;
     const hitAnswer = await rpc(anvil.url, hitCall);
     const bareHit = await startBareNode('bare-hit', hitAnswer);
     stops.push(() => bareHit.stop());
@@ -274,7 +248,7 @@ async function main(): Promise<number> {
       { label: 'local', target: 'switchyard', url: sy.url, script: local, callsPerRequest: 1, pid: sy.pid },
     ];
     if (BASELINE) {
-      const base = await startBaseline(BASELINE, dir, switchyardConfig(anvil.url));
+      const base = await startSwitchyardBuild(BASELINE, dir, 'baseline', switchyardConfig(anvil.url));
       stops.push(() => base.stop());
       if (!(await rpc(base.url, hitCall)).includes(genesis))
         throw new Error('the baseline does not answer the hit call');

@@ -131,6 +131,49 @@ export async function startSwitchyardProcess(
   return { ...p, url: `http://127.0.0.1:${port}`, adminUrl };
 }
 
+/**
+ * Another checkout's build (a baseline), with the bench's config less the options it refuses as
+ * unknown (an older build has fewer: b973567 had no server.maxConnectionsPerIp, and so no such cap
+ * to lift). What was left out is printed.
+ */
+export async function startSwitchyardBuild(
+  root: string,
+  dir: string,
+  name: string,
+  config: Record<string, unknown>,
+  nodeArgs: string[] = [],
+): Promise<Proc & { url: string; adminUrl: string }> {
+  try {
+    return await startSwitchyardProcess(root, dir, name, config, nodeArgs);
+  } catch (err) {
+    const unknown = [...(err as Error).message.matchAll(/^\s+([\w.]+): unknown option$/gm)].map((m) => m[1]!);
+    if (unknown.length === 0) throw err;
+    process.stdout.write(`${name}: left out the options it does not know: ${unknown.join(', ')}\n`);
+    const pruned = structuredClone(config);
+    for (const path of unknown) {
+      const keys = path.split('.');
+      const parent = keys
+        .slice(0, -1)
+        .reduce<Record<string, unknown> | undefined>((o, k) => o?.[k] as Record<string, unknown> | undefined, pruned);
+      if (parent) delete parent[keys.at(-1)!];
+    }
+    return await startSwitchyardProcess(root, dir, name, pruned, nodeArgs);
+  }
+}
+
+/** A call Switchyard answers itself. */
+export const CHAIN_ID_CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
+
+/** The bench's cache hit: `eth_getBlockByHash(genesis)` of the chain at `anvilUrl`, immutable. */
+export async function cachedReadCall(anvilUrl: string): Promise<string> {
+  const genesis = (
+    JSON.parse(
+      await rpc(anvilUrl, '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}'),
+    ) as { result: { hash: string } }
+  ).result.hash;
+  return `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByHash","params":["${genesis}",false]}`;
+}
+
 /** Switchyard as the benchmarks run it, in front of the bench's anvil. */
 export function switchyardConfig(anvilUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {

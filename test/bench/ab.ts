@@ -1,0 +1,98 @@
+/**
+ * One scenario of `npm run bench`, over several Switchyards of one run, in alternating rounds:
+ * `node --import tsx test/bench/ab.ts` (not part of `npm run bench` or `npm test`). What it is
+ * for: telling what one setting or one build costs, which the main bench's medians of 3 cannot
+ * separate from the host's drift (docs/benchmarks.md, "Latest full run", is measured with it).
+ *   AB_BUILDS     JSON, name -> a built checkout (default {"switchyard": "."}); a name may repeat a
+ *                 directory with other settings
+ *   AB_SERVER_<name>      JSON merged into that one's `server` config, e.g. {"diagnosticHeaders":false}
+ *   AB_NODE_ARGS_<name>   JSON array of node flags, e.g. ["--heap-growing-percent=300"]
+ *   AB_SCENARIO   miss (default), batch (25 misses a body), hit, local: as in run.ts
+ *   AB_ROUNDS     5; each a 1 s warm-up and a 4 s measured wrk -t1 -c32 run per Switchyard, the
+ *                 order reversed every other round
+ * Prints each one's CPU microseconds per request (/proc, as run.ts), the median and every round.
+ * Every answer is checked; a wrong one ends the run.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  answersWrong,
+  CHAIN_ID_CALL,
+  cachedReadCall,
+  luaScript,
+  measuredWrk,
+  rpc,
+  startQuietAnvil,
+  startSwitchyardBuild,
+  switchyardConfig,
+  wrk,
+  writeScript,
+} from './tools.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BUILDS = JSON.parse(process.env.AB_BUILDS ?? '{"switchyard":"."}') as Record<string, string>;
+const SCENARIO = process.env.AB_SCENARIO ?? 'miss';
+const ROUNDS = Number(process.env.AB_ROUNDS ?? 5);
+const CONNECTIONS = 32;
+const SECONDS = 4;
+
+function script(dir: string, hitCall: string): string {
+  switch (SCENARIO) {
+    case 'miss':
+      return writeScript(dir, 'miss', luaScript({ batch: 1 }));
+    case 'batch':
+      return writeScript(dir, 'batch', luaScript({ batch: 25 }));
+    case 'hit':
+      return writeScript(dir, 'hit', luaScript({ constant: hitCall, expect: 1 }));
+    case 'local':
+      return writeScript(dir, 'local', luaScript({ constant: CHAIN_ID_CALL, expect: 1 }));
+    default:
+      throw new Error(`AB_SCENARIO: expected miss, batch, hit or local, got ${SCENARIO}`);
+  }
+}
+
+const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-ab-'));
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    const anvil = await startQuietAnvil();
+    stops.push(() => anvil.stop());
+    const hitCall = await cachedReadCall(anvil.url);
+    const sys = [];
+    for (const [name, build] of Object.entries(BUILDS)) {
+      const config = switchyardConfig(anvil.url);
+      config.server = { ...(config.server as object), ...JSON.parse(process.env[`AB_SERVER_${name}`] ?? '{}') };
+      const args = JSON.parse(process.env[`AB_NODE_ARGS_${name}`] ?? '[]') as string[];
+      const sy = await startSwitchyardBuild(resolve(ROOT, build), dir, name, config, args);
+      stops.push(() => sy.stop());
+      if (!(await rpc(sy.url, hitCall)).includes('"result"')) throw new Error(`${name} does not answer the hit call`);
+      sys.push(sy);
+    }
+    const s = script(dir, hitCall);
+    const us = new Map<string, number[]>(sys.map((x) => [x.name, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const sy of round % 2 === 0 ? sys : [...sys].reverse()) {
+        await wrk(sy.url, s, { connections: CONNECTIONS, seconds: 1 });
+        const m = await measuredWrk(sy.url, sy.pid, s, { connections: CONNECTIONS, seconds: SECONDS });
+        if (answersWrong(m.r)) throw new Error(`${sy.name}: wrong answers in round ${round + 1}`);
+        us.get(sy.name)!.push(m.usPerReq);
+      }
+    }
+    for (const [name, xs] of us)
+      process.stdout.write(
+        `${SCENARIO} ${name.padEnd(12)} median ${median(xs).toFixed(1).padStart(6)} us/req  [${xs.map((x) => x.toFixed(1)).join(' ')}]\n`,
+      );
+  } finally {
+    for (const stop of stops.reverse()) await stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`ab failed: ${(err as Error).message}\n`);
+  process.exit(1);
+});
