@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import {
   answersWrong,
   CHAIN_ID_CALL,
-  cachedReadCall,
+  cachedRead,
   luaScript,
   measuredWrk,
   rpc,
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
   try {
     const anvil = await startQuietAnvil();
     stops.push(() => anvil.stop());
-    const hitCall = await cachedReadCall(anvil.url);
+    const { call: hitCall, genesis } = await cachedRead(anvil.url);
     const sys = [];
     for (const [name, build] of Object.entries(BUILDS)) {
       const config = switchyardConfig(anvil.url);
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
       const args = JSON.parse(process.env[`AB_NODE_ARGS_${name}`] ?? '[]') as string[];
       const sy = await startSwitchyardBuild(resolve(ROOT, build), dir, name, config, args);
       stops.push(() => sy.stop());
-      if (!(await rpc(sy.url, hitCall)).includes('"result"')) throw new Error(`${name} does not answer the hit call`);
+      if (!(await rpc(sy.url, hitCall)).includes(genesis)) throw new Error(`${name} does not answer the hit call`);
       sys.push(sy);
     }
     const s = script(dir, hitCall);

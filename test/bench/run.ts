@@ -64,7 +64,7 @@ import {
   startQuietAnvil,
   startSwitchyardProcess,
   startSwitchyardBuild,
-  cachedReadCall,
+  cachedRead,
   CHAIN_ID_CALL,
   switchyardConfig,
   wrk,
@@ -205,8 +205,7 @@ async function main(): Promise<number> {
     stops.push(() => pass.stop());
 
     // The hit call's answer, fetched from the node: the bare server answers exactly these bytes.
-    const hitCall = await cachedReadCall(anvil.url);
-    const genesis = JSON.parse(hitCall).params[0] as string;
+    const { call: hitCall, genesis } = await cachedRead(anvil.url);
     const hitAnswer = await rpc(anvil.url, hitCall);
     const bareHit = await startBareNode('bare-hit', hitAnswer);
     stops.push(() => bareHit.stop());

@@ -137,14 +137,11 @@ export async function startSwitchyardProcess(
  * to lift). What was left out is printed.
  */
 export async function startSwitchyardBuild(
-  root: string,
-  dir: string,
-  name: string,
-  config: Record<string, unknown>,
-  nodeArgs: string[] = [],
-): Promise<Proc & { url: string; adminUrl: string }> {
+  ...args: Parameters<typeof startSwitchyardProcess>
+): ReturnType<typeof startSwitchyardProcess> {
+  const [root, dir, name, config, nodeArgs] = args;
   try {
-    return await startSwitchyardProcess(root, dir, name, config, nodeArgs);
+    return await startSwitchyardProcess(...args);
   } catch (err) {
     const unknown = [...(err as Error).message.matchAll(/^\s+([\w.]+): unknown option$/gm)].map((m) => m[1]!);
     if (unknown.length === 0) throw err;
@@ -164,14 +161,17 @@ export async function startSwitchyardBuild(
 /** A call Switchyard answers itself. */
 export const CHAIN_ID_CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
 
-/** The bench's cache hit: `eth_getBlockByHash(genesis)` of the chain at `anvilUrl`, immutable. */
-export async function cachedReadCall(anvilUrl: string): Promise<string> {
+/**
+ * The bench's cache hit: `call`, `eth_getBlockByHash(genesis)` of the chain at `anvilUrl`
+ * (immutable), whose answer holds `genesis`.
+ */
+export async function cachedRead(anvilUrl: string): Promise<{ call: string; genesis: string }> {
   const genesis = (
     JSON.parse(
       await rpc(anvilUrl, '{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x0",false]}'),
     ) as { result: { hash: string } }
   ).result.hash;
-  return `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByHash","params":["${genesis}",false]}`;
+  return { call: `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByHash","params":["${genesis}",false]}`, genesis };
 }
 
 /** Switchyard as the benchmarks run it, in front of the bench's anvil. */
