@@ -6,6 +6,8 @@
  *   AB_BUILDS     JSON, name -> a built checkout (default {"switchyard": "."}); a name may repeat a
  *                 directory with other settings
  *   AB_SERVER_<name>      JSON merged into that one's `server` config, e.g. {"diagnosticHeaders":false}
+ *   AB_CONFIG_<name>      JSON merged into that one's config at the top, e.g. {"tracing":{"enabled":true}};
+ *                         a `tracing` without an endpoint exports to a collector stand-in here
  *   AB_NODE_ARGS_<name>   JSON array of node flags, e.g. ["--heap-growing-percent=300"]
  *   AB_SCENARIO   miss (default), batch (25 misses a body), hit, local: as in run.ts
  *   AB_ROUNDS     5; each a 1 s warm-up and a 4 s measured wrk -t1 -c32 run per Switchyard, the
@@ -24,6 +26,7 @@ import {
   luaScript,
   measuredWrk,
   rpc,
+  startCollectorSink,
   startQuietAnvil,
   startSwitchyardBuild,
   switchyardConfig,
@@ -62,10 +65,14 @@ async function main(): Promise<void> {
     const anvil = await startQuietAnvil();
     stops.push(() => anvil.stop());
     const { call: hitCall, genesis } = await cachedRead(anvil.url);
+    const sink = await startCollectorSink();
+    stops.push(sink.stop);
     const sys = [];
     for (const [name, build] of Object.entries(BUILDS)) {
       const config = switchyardConfig(anvil.url);
       config.server = { ...(config.server as object), ...JSON.parse(process.env[`AB_SERVER_${name}`] ?? '{}') };
+      Object.assign(config, JSON.parse(process.env[`AB_CONFIG_${name}`] ?? '{}'));
+      if (typeof config.tracing === 'object') config.tracing = { endpoint: sink.url, ...config.tracing };
       const args = JSON.parse(process.env[`AB_NODE_ARGS_${name}`] ?? '[]') as string[];
       const sy = await startSwitchyardBuild(resolve(ROOT, build), dir, name, config, args);
       stops.push(() => sy.stop());

@@ -42,8 +42,6 @@
  * Needs haproxy and wrk (Debian packages; installed when run as root). Not part of `npm test`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,6 +68,7 @@ import {
   wrk,
   writeScript,
   type WrkResult,
+  startCollectorSink,
 } from './tools.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -560,22 +559,4 @@ async function measureTracing(
     out[label] = { on, control };
   }
   return out;
-}
-
-/** A collector stand-in for BENCH_TRACING: takes every OTLP export and answers 200. */
-async function startCollectorSink(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.end('{}'));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url,
-    stop: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
 }

@@ -7,6 +7,8 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { ANVIL_BIN } from '../helpers/anvil.js';
 import { freePort } from '../helpers/ports.js';
@@ -546,4 +548,22 @@ export function cpuSeconds(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[11], fields[12]: utime, stime in clock ticks (fields numbered from 3, the state).
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/** A collector stand-in (BENCH_TRACING, ab.ts): takes every OTLP export and answers 200. */
+export async function startCollectorSink(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end('{}'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
