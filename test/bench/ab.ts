@@ -25,6 +25,7 @@ import {
   cachedRead,
   luaScript,
   measuredWrk,
+  median,
   rpc,
   startCollectorSink,
   startQuietAnvil,
@@ -55,8 +56,6 @@ function script(dir: string, hitCall: string): string {
       throw new Error(`AB_SCENARIO: expected miss, batch, hit or local, got ${SCENARIO}`);
   }
 }
-
-const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-ab-'));

@@ -50,26 +50,27 @@ import { fileURLToPath } from 'node:url';
 import { geomean, sideBySide, type Loaded, type SideBySide } from './side-by-side.js';
 import {
   answersWrong,
-  measuredWrk,
+  cachedRead,
+  CHAIN_ID_CALL,
   distBuilt,
   ensureTools,
   luaScript,
+  measuredWrk,
+  median,
   rpc,
   rssMb,
   startBareNode,
+  startCollectorSink,
   startHaproxy,
   startMinimalJsonRpc,
   startPassthrough,
   startQuietAnvil,
-  startSwitchyardProcess,
   startSwitchyardBuild,
-  cachedRead,
-  CHAIN_ID_CALL,
+  startSwitchyardProcess,
   switchyardConfig,
-  wrk,
   writeScript,
+  wrk,
   type WrkResult,
-  startCollectorSink,
 } from './tools.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -120,11 +121,6 @@ async function measure(s: Scenario): Promise<Run> {
     `  ${s.label.padEnd(12)} ${s.target.padEnd(11)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.padStart(8)}  p99 ${r.p99.padStart(8)}  cpu ${(busy * 100).toFixed(0).padStart(3)}%  ${usPerReq.toFixed(1).padStart(6)} us/req${bad}\n`,
   );
   return { r, cpu: busy, usPerReq };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)] ?? 0;
 }
 
 /** Opens `n` keep-alive connections, each having made one call, and leaves them idle. */
@@ -254,7 +250,7 @@ async function main(): Promise<number> {
       for (const s of all.filter((x) => x.target === 'switchyard'))
         all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'baseline', url: base.url, pid: base.pid });
     }
-    const traced = TRACING ? await startTracingTrio(dir, anvil.url, stops) : null;
+    const traced = TRACING ? await startTracingProcesses(dir, anvil.url, stops) : null;
     const scenarios = ONLY ? all.filter((s) => ONLY.test(`${s.label} ${s.target}`)) : all;
     const runs = new Map<Scenario, Run[]>(scenarios.map((s) => [s, []]));
     for (let round = 1; round <= ROUNDS; round++) {
@@ -510,7 +506,7 @@ const TRACING_ROUNDS = 8;
 /** Traced processes of one build, measured in turn: their figure is of both. */
 const TRACED_PROCESSES = 2;
 
-interface TracingTrio {
+interface TracingProcesses {
   on: Loaded[];
   offA: Loaded;
   offB: Loaded;
@@ -523,7 +519,11 @@ interface TracingTrio {
  * to a collector stand-in in this process) and two with it off, all started now, so that they are
  * alike but for tracing. Stopped once measured, so the later scenarios run as without BENCH_TRACING.
  */
-async function startTracingTrio(dir: string, anvilUrl: string, stops: (() => Promise<void>)[]): Promise<TracingTrio> {
+async function startTracingProcesses(
+  dir: string,
+  anvilUrl: string,
+  stops: (() => Promise<void>)[],
+): Promise<TracingProcesses> {
   const sink = await startCollectorSink();
   stops.push(sink.stop);
   const own: (() => Promise<void>)[] = [];
@@ -555,22 +555,22 @@ interface TracingRounds {
 
 /** Tracing on / off side by side, and off / off by the same method, for the miss and the hit. */
 async function measureTracing(
-  trio: TracingTrio,
+  procs: TracingProcesses,
   scripts: { miss: string; hit: string },
 ): Promise<Record<'miss' | 'hit', TracingRounds>> {
   process.stdout.write(`tracing cost, side by side (${TRACING_ROUNDS} rounds; reference / B)\n`);
   const opts = { connections: CONNECTIONS, warmup: WARMUP_SECONDS, seconds: SECONDS };
   const out = {} as Record<'miss' | 'hit', TracingRounds>;
   for (const label of ['miss', 'hit'] as const) {
-    const on: SideBySide[] = trio.on.map(() => ({ rps: [], us: [], bad: 0 }));
+    const on: SideBySide[] = procs.on.map(() => ({ rps: [], us: [], bad: 0 }));
     const control: SideBySide = { rps: [], us: [], bad: 0 };
     // Each round measures the traced processes and the second untraced one in turn, each beside
     // the first untraced one on the same cores (side-by-side.ts); the order flips every two rounds.
     for (let round = 0; round < TRACING_ROUNDS; round++) {
-      const pairs: [SideBySide, Loaded, string][] = trio.on.map((p, k) => [on[k]!, p, `${label} off / on ${k + 1}`]);
-      pairs.splice(1, 0, [control, trio.offB, `${label} off / off`]);
+      const pairs: [SideBySide, Loaded, string][] = procs.on.map((p, k) => [on[k]!, p, `${label} off / on ${k + 1}`]);
+      pairs.splice(1, 0, [control, procs.offB, `${label} off / off`]);
       for (const [into, b, name] of Math.floor(round / 2) % 2 === 0 ? pairs : pairs.reverse())
-        await sideBySide(into, trio.offA, b, scripts[label], { ...opts, round, label: name });
+        await sideBySide(into, procs.offA, b, scripts[label], { ...opts, round, label: name });
     }
     out[label] = { on, control };
   }

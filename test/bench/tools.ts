@@ -160,6 +160,12 @@ export async function startSwitchyardBuild(
   }
 }
 
+/** The middle of `values` (the lower middle of an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] ?? 0;
+}
+
 /** A call Switchyard answers itself. */
 export const CHAIN_ID_CALL = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
 
