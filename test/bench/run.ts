@@ -33,8 +33,8 @@
  * than req/s. BENCH_CPU_PROF=DIR starts Switchyard with --cpu-prof into DIR; BENCH_ONLY=REGEX runs
  * only the scenarios whose "label target" matches; BENCH_BASELINE=DIR (another checkout, built, with
  * its node_modules) adds its Switchyard as target `baseline` beside every Switchyard row, so a
- * before/after comparison shares one run's conditions. BENCH_TRACING=1 adds tracing's cost: a
- * Switchyard with tracing on at the default sample rate (exporting to a collector stand-in in this
+ * before/after comparison shares one run's conditions. BENCH_TRACING=1 adds tracing's cost: two
+ * Switchyards with tracing on at the default sample rate (exporting to a collector stand-in in this
  * process that answers every export 200) and two with it off, started together, the miss and the
  * hit measured side by side (side-by-side.ts): the traced ones and an untraced twin in turn, each
  * beside the other untraced one as a reference (against BENCH_BASELINE, the `switchyard` rows show
