@@ -26,7 +26,7 @@ t.test('a trace and an eth_call over their timeouts: one node each, no node down
     routing: { headPollMs: 2_000, upstreamTimeoutMs: 3_000, methodTimeoutsMs: { debug_traceCall: 250, eth_call: 250 } },
   });
   const before = processFigures();
-  const watcher = watchStatus(sy.adminUrl);
+  const watcher = await watchStatus(sy.adminUrl);
   const other = bystander(sy.url);
   await waitFor('the other client under way', () => other.latenciesMs.length >= 10);
 

@@ -30,7 +30,7 @@ t.test('reverts with limit and missing-block words: verbatim, one node each, no 
   const sy = await startSwitchyard(t, { upstreams: nodes.map((n, i) => ({ name: `node-${i}`, url: n.proxy.url })) });
   const marks = nodes.map((n) => n.proxy.mark());
   const before = processFigures();
-  const watcher = watchStatus(sy.adminUrl);
+  const watcher = await watchStatus(sy.adminUrl);
   const other = bystander(sy.url);
 
   // 15 batches of 5, one every 200 ms, each to one contract (two "rate limit" batches, then one
