@@ -122,7 +122,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     cordons: new Cordons(fleet, keeper, metrics, log.child({ room: 'cordons' })),
     feed: new ChainFeed(fleet, feedSettings(config), metrics, log.child({ room: 'subscriptions' })),
     pending: new PendingFeed(fleet, log.child({ room: 'subscriptions' })),
-    tracing: config.tracing.enabled ? new Tracing(config.tracing, metrics) : null,
+    tracing: config.tracing.enabled ? new Tracing(config.tracing, metrics, log.child({ room: 'tracing' })) : null,
     shadows: new ShadowReads(fleet, metrics, log.child({ room: 'shadow' })),
   };
 }

@@ -95,6 +95,14 @@ export class Pipeline {
       log,
       session,
       held: 0,
+      // Every field a request may set later is made here, so every context has one shape.
+      trace: null,
+      reqId: undefined,
+      cacheable: undefined,
+      answered: undefined,
+      copies: undefined,
+      skipCache: undefined,
+      useUpstream: undefined,
     };
   }
 
@@ -339,6 +347,7 @@ export class Pipeline {
       provesBlock: spec.nullMayLag === true && !(spec.block !== undefined && res.params[spec.block] === 'pending'),
       shared,
       key,
+      trace: undefined,
     };
   }
 
@@ -387,6 +396,7 @@ export class Pipeline {
       provesBlock: false,
       shared: undefined,
       key: undefined,
+      trace: undefined,
     };
   }
 }

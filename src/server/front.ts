@@ -117,7 +117,7 @@ export class Front {
     let working: Promise<void> | null;
     try {
       ctx = d.pipeline.context(who.ip, d.requestTimeoutMs, log, who.session);
-      if (trace) ctx.trace = trace;
+      ctx.trace = trace ?? null;
       ctx.reqId = who.reqId;
       if (who.headers !== undefined) applyDirectives(who.headers, who.apiKey, d, ctx, trace);
       outcomes = new Array<Outcome | undefined>(slots.length);

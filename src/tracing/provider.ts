@@ -1,25 +1,25 @@
 /**
- * The export: OpenTelemetry's BatchSpanProcessor in front of the OTLP/HTTP (JSON) exporter to
- * tracing.endpoint, behind the tail decision (tail.ts), which hands it the kept requests' span
- * records as the SDK's ReadableSpans (record.ts). Built once at start when tracing.enabled; with
- * tracing off there is none and the request path holds null.
- * Export runs on the SDK's timer over node:http, never on a request's way: a collector that is
- * down or hangs loses spans (counted), never a client's answer.
+ * The export, as the request path sees it: a worker thread (export-thread.ts) running
+ * OpenTelemetry's BatchSpanProcessor and OTLP/HTTP (JSON) exporter to tracing.endpoint, behind
+ * the tail decision (tail.ts), which hands it the kept requests' spans. Started once at start
+ * when tracing.enabled; with tracing off there is none and the request path holds null.
+ * Export runs in that thread, never on a request's way: a collector that is down or hangs loses
+ * spans (counted), never a client's answer; a thread that dies loses what it held (counted as
+ * export_failed, and logged).
  */
-import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { extname } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../metrics/registry.js';
 import { VERSION } from '../version.js';
-import { CountingExporter, QueueCount, TailExport } from './tail.js';
+import type { ExportSettings, FromExport, ToExport } from './export-thread.js';
+import type { ExportSpan } from './record.js';
+import { QueueCount, TailExport } from './tail.js';
 
 export type TracingConfig = Config['tracing'];
 
-/** How often the queue is sent when it holds less than a batch. */
-const EXPORT_DELAY_MS = 1_000;
-/** shutdown() waits at most this long for the last export: a hanging collector must not hold the process. */
+/** close() waits at most this long for the last export: a hanging collector must not hold the process. */
 const SHUTDOWN_WAIT_MS = 2_000;
 
 /** A bare collector address gets the OTLP/HTTP traces path, as the OTLP exporter configuration does. */
@@ -29,38 +29,87 @@ export function tracesUrl(endpoint: string): string {
   return u.toString();
 }
 
+/** The thread's module beside this one: .js when built, .ts when run from the sources (tsx). */
+const THREAD = new URL(`./export-thread${extname(new URL(import.meta.url).pathname)}`, import.meta.url);
+
 export class Tracing {
   readonly tail: TailExport;
+  private readonly thread: Worker;
+  private readonly queue: QueueCount;
+  private running = true;
+  /** Spans an export took from the queue whose answer has not come yet. */
+  private inFlight = 0;
+  private closed: (() => void) | null = null;
 
-  constructor(config: TracingConfig, metrics: Metrics) {
+  constructor(
+    config: TracingConfig,
+    private readonly metrics: Metrics,
+    log: Logger,
+  ) {
     if (config.endpoint === null) throw new Error('tracing needs tracing.endpoint');
-    const queue = new QueueCount(config.maxQueueSize);
-    const exporter = new OTLPTraceExporter({
+    this.queue = new QueueCount(config.maxQueueSize);
+    const settings: ExportSettings = {
       url: tracesUrl(config.endpoint),
-      headers: { ...config.headers },
-      timeoutMillis: config.exportTimeoutMs,
-      concurrencyLimit: 2,
-    });
-    const batch = new BatchSpanProcessor(new CountingExporter(exporter, queue, metrics), {
+      headers: config.headers,
+      timeoutMs: config.exportTimeoutMs,
       maxQueueSize: config.maxQueueSize,
       maxExportBatchSize: config.maxExportBatchSize,
-      scheduledDelayMillis: EXPORT_DELAY_MS,
-      // The exporter's own timeout answers first, so its spans are counted as failed.
-      exportTimeoutMillis: config.exportTimeoutMs + 1_000,
-    });
-    this.tail = new TailExport(batch, queue, metrics, {
-      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: VERSION }),
-      scope: { name: 'switchyard', version: VERSION },
-    });
+      serviceName: config.serviceName,
+      version: VERSION,
+    };
+    this.thread = new Worker(THREAD, { workerData: settings, name: 'tracing export' });
+    // The thread never holds the process open: close() ends it.
+    this.thread.unref();
+    this.thread.on('message', (m: FromExport) => this.heard(m));
+    this.thread.on('error', (err) => log.error({ err }, 'the tracing export thread failed: spans are dropped'));
+    this.thread.on('exit', () => this.stopped());
+    this.tail = new TailExport((spans) => this.post(spans), this.queue, metrics);
+  }
+
+  private post(spans: ExportSpan[]): void {
+    if (this.running) this.thread.postMessage({ spans } satisfies ToExport);
+    else this.lost(spans.length);
+  }
+
+  private heard(m: FromExport): void {
+    if ('taken' in m) {
+      this.queue.queued = Math.max(0, this.queue.queued - m.taken);
+      this.inFlight += m.taken;
+    } else if ('exported' in m) {
+      this.inFlight -= m.exported;
+      this.metrics.recordSpansExported(m.exported);
+    } else if ('failed' in m) {
+      this.inFlight -= m.failed;
+      this.metrics.recordSpansDropped('export_failed', m.failed);
+    } else this.closed?.();
+  }
+
+  /** The thread is gone: what it held, and whatever comes later, is lost. */
+  private stopped(): void {
+    this.running = false;
+    this.metrics.recordSpansDropped('export_failed', this.inFlight);
+    this.inFlight = 0;
+    this.lost(this.queue.queued);
+    this.closed?.();
+  }
+
+  private lost(n: number): void {
+    this.queue.queued = Math.max(0, this.queue.queued - n);
+    this.metrics.recordSpansDropped('export_failed', n);
   }
 
   /** Sends what is queued, waiting at most SHUTDOWN_WAIT_MS; spans still held then are lost. */
   async close(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
-    });
-    await Promise.race([this.tail.shutdown().catch(() => undefined), waited]);
-    clearTimeout(timer);
+    if (this.running) {
+      let timer: NodeJS.Timeout | undefined;
+      const done = new Promise<void>((resolve) => {
+        this.closed = resolve;
+        timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
+      });
+      this.thread.postMessage({ close: true } satisfies ToExport);
+      await done;
+      clearTimeout(timer);
+    }
+    await this.thread.terminate();
   }
 }

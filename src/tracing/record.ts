@@ -1,24 +1,14 @@
 /**
  * A span as the request path records it: plain data (a name, a kind, its parent, an id drawn
- * only when needed, two monotonic clock readings, attributes), made into the SDK's ReadableSpan only when its request's
- * trace is exported. Every request is recorded (a slow or failed one is exported whatever the
+ * only when needed, two monotonic clock readings, attributes), handed to the export thread
+ * (export-thread.ts), where it becomes the SDK's ReadableSpan, only when its request's trace is
+ * exported. Every request is recorded (a slow or failed one is exported whatever the
  * sample, and that is known only at its end), while most are let go: building SDK spans for all
  * of them cost a traced hit and miss 16-29% of their throughput, these records cost a few
  * microseconds (docs/tracing.md#cost).
  */
 import { randomFillSync } from 'node:crypto';
-import {
-  SpanKind,
-  SpanStatusCode,
-  TraceFlags,
-  type Attributes,
-  type HrTime,
-  type Link,
-  type SpanContext,
-} from '@opentelemetry/api';
-import type { InstrumentationScope } from '@opentelemetry/core';
-import type { Resource } from '@opentelemetry/resources';
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { SpanKind, type Attributes, type SpanContext } from '@opentelemetry/api';
 
 export { SpanKind };
 
@@ -76,57 +66,50 @@ export class SpanRecord {
   }
 }
 
-/** What every exported span of a process shares. */
-export interface SpanOrigin {
-  readonly resource: Resource;
-  readonly scope: InstrumentationScope;
-}
-
 /** The trace a request's records belong to: its id and, for the root span, the client's parent. */
 export interface TraceOf {
   readonly traceId: string;
   readonly remote: SpanContext | null;
 }
 
-function hrTime(ms: number): HrTime {
-  const seconds = Math.floor(ms / 1000);
-  return [seconds, Math.round((ms - seconds * 1000) * 1e6)];
+/**
+ * A kept span as it crosses to the export thread (export-thread.ts): plain data, copied by
+ * postMessage. Times are epoch milliseconds; ids hex.
+ */
+export interface ExportSpan {
+  readonly name: string;
+  readonly kind: SpanKind;
+  readonly traceId: string;
+  readonly spanId: string;
+  /** The parent span in the same trace; absent for a request's root span. */
+  readonly parentSpanId: string | undefined;
+  /** The client's span, the root's parent (its traceparent); absent when the trace is our own. */
+  readonly remote: { readonly spanId: string; readonly traceFlags: number } | undefined;
+  /** The client's tracestate, carried by every span of its trace. */
+  readonly traceState: string | undefined;
+  readonly start: number;
+  readonly end: number;
+  readonly failed: boolean;
+  readonly attributes: Attributes;
+  /** Span ids (same trace) this span links to: an exchange's calls. */
+  readonly links: readonly string[];
 }
 
-/** A record as the SDK's export pipeline reads a span (flagged sampled: it is being exported). */
-export function toReadable(r: SpanRecord, trace: TraceOf, origin: SpanOrigin): ReadableSpan {
-  const ctx: SpanContext = {
-    traceId: trace.traceId,
-    spanId: r.spanId,
-    traceFlags: TraceFlags.SAMPLED,
-    traceState: trace.remote?.traceState,
-  };
-  const parent =
-    r.parent !== null
-      ? { traceId: trace.traceId, spanId: r.parent.spanId, traceFlags: TraceFlags.SAMPLED }
-      : (trace.remote ?? undefined);
-  const start = epochMs(r.start);
-  const end = epochMs(r.end === 0 ? performance.now() : r.end);
-  const links: Link[] = (r.links ?? []).map((l) => ({
-    context: { traceId: trace.traceId, spanId: l.spanId, traceFlags: TraceFlags.SAMPLED },
-  }));
+/** A record as it leaves for the export thread; a span still open ends now. */
+export function toExportSpan(r: SpanRecord, trace: TraceOf): ExportSpan {
+  const remote = r.parent === null && trace.remote !== null ? trace.remote : undefined;
   return {
     name: r.name,
     kind: r.kind,
-    spanContext: () => ctx,
-    parentSpanContext: parent,
-    startTime: hrTime(start),
-    endTime: hrTime(end),
-    duration: hrTime(end - start),
-    status: { code: r.failed ? SpanStatusCode.ERROR : SpanStatusCode.UNSET },
+    traceId: trace.traceId,
+    spanId: r.spanId,
+    parentSpanId: r.parent?.spanId,
+    remote: remote === undefined ? undefined : { spanId: remote.spanId, traceFlags: remote.traceFlags },
+    traceState: trace.remote?.traceState?.serialize(),
+    start: epochMs(r.start),
+    end: epochMs(r.end === 0 ? performance.now() : r.end),
+    failed: r.failed,
     attributes: r.attributes,
-    links,
-    events: [],
-    ended: true,
-    resource: origin.resource,
-    instrumentationScope: origin.scope,
-    droppedAttributesCount: 0,
-    droppedEventsCount: 0,
-    droppedLinksCount: 0,
+    links: (r.links ?? []).map((l) => l.spanId),
   };
 }
