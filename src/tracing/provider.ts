@@ -29,6 +29,15 @@ export function tracesUrl(endpoint: string): string {
   return u.toString();
 }
 
+/**
+ * Kept spans go to the thread in batches, at most this long after the first: one message for
+ * many requests. A message per kept request cost the serving thread about 35 us each (the copy,
+ * waking the thread), 0.35 us a request at the default sampleRate under cache hits.
+ */
+const POST_DELAY_MS = 100;
+/** ... or as soon as this many wait. */
+const POST_BATCH = 256;
+
 /** The thread's module beside this one: .js when built, .ts when run from the sources (tsx). */
 const THREAD = new URL(`./export-thread${extname(new URL(import.meta.url).pathname)}`, import.meta.url);
 
@@ -40,6 +49,9 @@ export class Tracing {
   /** Spans an export took from the queue whose answer has not come yet. */
   private inFlight = 0;
   private closed: (() => void) | null = null;
+  /** Kept spans not yet sent to the thread (counted in the queue already). */
+  private pending: ExportSpan[] = [];
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     config: TracingConfig,
@@ -67,6 +79,21 @@ export class Tracing {
   }
 
   private post(spans: ExportSpan[]): void {
+    if (!this.running) return this.lost(spans.length);
+    for (const s of spans) this.pending.push(s);
+    if (this.pending.length >= POST_BATCH) this.send();
+    else if (this.timer === null) {
+      this.timer = setTimeout(() => this.send(), POST_DELAY_MS);
+      this.timer.unref();
+    }
+  }
+
+  private send(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.pending.length === 0) return;
+    const spans = this.pending;
+    this.pending = [];
     if (this.running) this.thread.postMessage({ spans } satisfies ToExport);
     else this.lost(spans.length);
   }
@@ -87,6 +114,7 @@ export class Tracing {
   /** The thread is gone: what it held, and whatever comes later, is lost. */
   private stopped(): void {
     this.running = false;
+    this.send();
     this.metrics.recordSpansDropped('export_failed', this.inFlight);
     this.inFlight = 0;
     this.lost(this.queue.queued);
@@ -106,6 +134,7 @@ export class Tracing {
         this.closed = resolve;
         timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
       });
+      this.send();
       this.thread.postMessage({ close: true } satisfies ToExport);
       await done;
       clearTimeout(timer);

@@ -28,8 +28,13 @@ function randomHex(bytes: number): string {
   return randomHex(bytes);
 }
 
-export const newTraceId = (): string => randomHex(16);
 export const newSpanId = (): string => randomHex(8);
+
+/** A new trace's id and its root span's, from one draw (one conversion to hex a request). */
+export function newTraceIds(): { traceId: string; rootSpanId: string } {
+  const hex = randomHex(24);
+  return { traceId: hex.slice(0, 32), rootSpanId: hex.slice(32) };
+}
 
 /** Milliseconds since the epoch of a performance.now() reading (the monotonic clock's fraction kept). */
 export function epochMs(monotonic: number): number {
@@ -51,7 +56,11 @@ export class SpanRecord {
     readonly attributes: Attributes,
     /** Spans (same trace) this span links to: an exchange's calls. */
     readonly links?: readonly SpanRecord[],
-  ) {}
+    /** Its id when already drawn (a root's, with its trace's). */
+    id?: string,
+  ) {
+    this.id = id;
+  }
 
   /**
    * Drawn when first asked for: a traceparent names it (the root's, an attempt's), or the span is
@@ -61,8 +70,9 @@ export class SpanRecord {
     return (this.id ??= newSpanId());
   }
 
-  close(): void {
-    if (this.end === 0) this.end = performance.now();
+  /** Ends the span now, or at `at` (a clock reading the caller has already taken). */
+  close(at = performance.now()): void {
+    if (this.end === 0) this.end = at;
   }
 }
 

@@ -13,7 +13,7 @@ import type { Outcome } from '../jsonrpc/response.js';
 import type { Verdict } from '../upstream/classify.js';
 import { isSampled, traceparentOf } from './context.js';
 import type { Tracing } from './provider.js';
-import { newTraceId, SpanKind, SpanRecord, type TraceOf } from './record.js';
+import { newSpanId, newTraceIds, SpanKind, SpanRecord, type TraceOf } from './record.js';
 import { MAX_SPANS_PER_TRACE } from './tail.js';
 
 /** The settings of the request path in force (they reload) over the long-lived provider. */
@@ -51,7 +51,6 @@ export function startTrace(
 
 export class RequestTrace implements TraceOf {
   readonly traceId: string;
-  private readonly started = performance.now();
   private failed = false;
   private readonly calls: (CallTrace | undefined)[] = [];
   private ended = false;
@@ -68,10 +67,20 @@ export class RequestTrace implements TraceOf {
     public head: boolean,
     transport: 'http' | 'websocket',
   ) {
-    this.traceId = remote?.traceId ?? newTraceId();
-    this.root = new SpanRecord(transport === 'http' ? 'POST' : 'websocket frame', SpanKind.SERVER, null, {
-      'network.protocol.name': transport,
-    });
+    let rootSpanId: string;
+    if (remote === null) ({ traceId: this.traceId, rootSpanId } = newTraceIds());
+    else {
+      this.traceId = remote.traceId;
+      rootSpanId = newSpanId();
+    }
+    this.root = new SpanRecord(
+      transport === 'http' ? 'POST' : 'websocket frame',
+      SpanKind.SERVER,
+      null,
+      { 'network.protocol.name': transport },
+      undefined,
+      rootSpanId,
+    );
     this.records = [this.root];
   }
 
@@ -164,8 +173,8 @@ export class RequestTrace implements TraceOf {
    */
   end(status: number, errors: number, calls: number | null): string {
     const root = this.root;
-    const keep =
-      this.head || this.failed || errors > 0 || status >= 400 || performance.now() - this.started >= this.rt.slowMs;
+    const now = performance.now();
+    const keep = this.head || this.failed || errors > 0 || status >= 400 || now - root.start >= this.rt.slowMs;
     const header = traceparentOf(this.traceId, root.spanId, keep);
     if (this.ended) return header;
     this.ended = true;
@@ -175,7 +184,7 @@ export class RequestTrace implements TraceOf {
     if (calls !== null) root.attributes['switchyard.calls'] = calls;
     if (errors > 0) root.attributes['switchyard.errors'] = errors;
     if (status >= 500) root.failed = true;
-    root.close();
+    root.close(now);
     this.rt.tracing.tail.settle(this, this.records, this.overflow, keep);
     return header;
   }
