@@ -64,7 +64,7 @@ export function applyDirectives(
     applied.push('trace');
   }
   // The trace says how the request was steered (the directives' names, never the values sent).
-  if (trace && applied.length > 0) trace.root.attributes['switchyard.directives'] = applied.join(',');
+  if (trace && applied.length > 0) trace.applied(applied.join(','));
 }
 
 /** A WebSocket upgrade's directives: ignored, whoever sends them, and counted. */

@@ -43,7 +43,7 @@ export function epochMs(monotonic: number): number {
 
 export class SpanRecord {
   /** performance.now() readings; end is 0 while the span is open. */
-  readonly start = performance.now();
+  readonly start: number;
   end = 0;
   failed = false;
   private id: string | undefined = undefined;
@@ -58,8 +58,11 @@ export class SpanRecord {
     readonly links?: readonly SpanRecord[],
     /** Its id when already drawn (a root's, with its trace's). */
     id?: string,
+    /** When it began, if not now (a performance.now() reading). */
+    start = performance.now(),
   ) {
     this.id = id;
+    this.start = start;
   }
 
   /**
@@ -71,8 +74,8 @@ export class SpanRecord {
   }
 
   /** Ends the span now, or at `at` (a clock reading the caller has already taken). */
-  close(at = performance.now()): void {
-    if (this.end === 0) this.end = at;
+  close(at?: number): void {
+    if (this.end === 0) this.end = at ?? performance.now();
   }
 }
 

@@ -51,12 +51,28 @@ export function startTrace(
 
 export class RequestTrace implements TraceOf {
   readonly traceId: string;
+  private readonly rootSpanId: string;
+  private readonly transport: 'http' | 'websocket';
+  /** performance.now() when the request began: the SERVER span's start. */
+  private readonly start = performance.now();
+  /** When its calls were taken up (the first call()), every call span's start; 0 before. */
+  private callsAt = 0;
   private failed = false;
-  private readonly calls: (CallTrace | undefined)[] = [];
   private ended = false;
-  /** The SERVER span; the request's other spans are recorded in `records` after it. */
-  readonly root: SpanRecord;
-  private readonly records: SpanRecord[];
+  /**
+   * Each slot's call and its method's label, as taken up. Its span is made only when something
+   * needs it (an attempt, a plan, an export): most requests are let go, and a cache hit needs none.
+   */
+  private readonly taken: (Call | undefined)[] = [];
+  private readonly labels: string[] = [];
+  private readonly calls: (CallTrace | undefined)[] = [];
+  /** The calls' outcomes, once answered, for the spans made at export. */
+  private outcomes: readonly (Outcome | undefined)[] | null = null;
+  private answeredAt = 0;
+  private directives: string | undefined = undefined;
+  private server: SpanRecord | null = null;
+  /** The SERVER span first, then the request's other spans as they are made. */
+  private readonly records: SpanRecord[] = [];
   private overflow = 0;
 
   constructor(
@@ -67,26 +83,35 @@ export class RequestTrace implements TraceOf {
     public head: boolean,
     transport: 'http' | 'websocket',
   ) {
-    let rootSpanId: string;
-    if (remote === null) ({ traceId: this.traceId, rootSpanId } = newTraceIds());
+    this.transport = transport;
+    if (remote === null) ({ traceId: this.traceId, rootSpanId: this.rootSpanId } = newTraceIds());
     else {
       this.traceId = remote.traceId;
-      rootSpanId = newSpanId();
+      this.rootSpanId = newSpanId();
     }
-    this.root = new SpanRecord(
-      transport === 'http' ? 'POST' : 'websocket frame',
-      SpanKind.SERVER,
-      null,
-      { 'network.protocol.name': transport },
-      undefined,
-      rootSpanId,
-    );
-    this.records = [this.root];
+  }
+
+  /** The SERVER span, made when first needed (a call's span, an attempt, the export). */
+  get root(): SpanRecord {
+    if (this.server === null) {
+      const name = this.transport === 'http' ? 'POST' : 'websocket frame';
+      const attributes: Attributes = { 'network.protocol.name': this.transport };
+      this.server = new SpanRecord(name, SpanKind.SERVER, null, attributes, undefined, this.rootSpanId, this.start);
+      this.records.push(this.server);
+    }
+    return this.server;
   }
 
   /** A span recorded in this trace, unless the trace holds MAX_SPANS_PER_TRACE already (then only counted). */
-  record(name: string, kind: SpanKind, parent: SpanRecord, attributes: Attributes, links?: SpanRecord[]): SpanRecord {
-    const r = new SpanRecord(name, kind, parent, attributes, links);
+  record(
+    name: string,
+    kind: SpanKind,
+    parent: SpanRecord,
+    attributes: Attributes,
+    links?: SpanRecord[],
+    start?: number,
+  ): SpanRecord {
+    const r = new SpanRecord(name, kind, parent, attributes, links, undefined, start);
     if (this.records.length < MAX_SPANS_PER_TRACE) this.records.push(r);
     else this.overflow++;
     return r;
@@ -97,13 +122,28 @@ export class RequestTrace implements TraceOf {
     this.head = true;
   }
 
-  /** A span for the call in slot `slot`, under the SERVER span. */
-  call(slot: number, call: Call, label: string): CallTrace {
-    const known = label !== 'other';
-    const c = new CallTrace(
-      this,
-      this.record(known ? call.method : '_OTHER', SpanKind.INTERNAL, this.root, callAttributes(call, known)),
-    );
+  /** The directives applied to the request (server/directives.ts), for the SERVER span. */
+  applied(directives: string): void {
+    this.directives = directives;
+  }
+
+  /** The call in slot `slot` is taken up; its span, under the SERVER span, is made when needed. */
+  call(slot: number, call: Call, label: string): void {
+    if (this.callsAt === 0) this.callsAt = performance.now();
+    this.taken[slot] = call;
+    this.labels[slot] = label;
+  }
+
+  /** The span of the call in slot `slot`, made now if it has none yet; undefined for a slot not taken up. */
+  private callTrace(slot: number): CallTrace | undefined {
+    const made = this.calls[slot];
+    if (made !== undefined) return made;
+    const call = this.taken[slot];
+    if (call === undefined) return undefined;
+    const known = this.labels[slot] !== 'other';
+    const name = known ? call.method : '_OTHER';
+    const span = this.record(name, SpanKind.INTERNAL, this.root, callAttributes(call, known), undefined, this.callsAt);
+    const c = new CallTrace(this, span);
     this.calls[slot] = c;
     return c;
   }
@@ -113,7 +153,7 @@ export class RequestTrace implements TraceOf {
    * `latest` was pinned to, and the plan carries the call's span to routing.
    */
   planned(slot: number, call: Call, plan: PlanView): void {
-    const c = this.calls[slot];
+    const c = this.callTrace(slot);
     if (c === undefined) return;
     c.cache = plan.cache === null ? 'none' : 'miss';
     const at = plan.spec.block;
@@ -124,9 +164,9 @@ export class RequestTrace implements TraceOf {
     plan.trace = c;
   }
 
-  /** The call span of slot `slot`, when it has one. */
+  /** The call span of slot `slot` (made now if needed), when the slot was taken up. */
   at(slot: number): CallTrace | undefined {
-    return this.calls[slot];
+    return this.callTrace(slot);
   }
 
   /** One exchange of several calls with `upstream`: a CLIENT span under the request, linking each call's span. */
@@ -159,34 +199,52 @@ export class RequestTrace implements TraceOf {
     this.failed = true;
   }
 
-  /** Each call's outcome, as the request answers it: its span ends. */
+  /** Each call's outcome, as the request answers it: the spans made so far end; the others are made at export. */
   answered(outcomes: readonly (Outcome | undefined)[]): void {
+    this.outcomes = outcomes;
+    this.answeredAt = performance.now();
     for (let i = 0; i < this.calls.length; i++) {
       const o = outcomes[i];
-      if (o !== undefined) this.calls[i]?.end(o);
+      if (o !== undefined) this.calls[i]?.end(o, this.answeredAt);
     }
+    // An error answered without a span (a refusal, an invalid call) fails the trace as well.
+    if (!this.failed) for (const o of outcomes) if (o !== undefined && o.result === undefined) this.failed = true;
   }
 
   /**
-   * The request is answered: the SERVER span ends and the trace's fate is decided. The answer's
-   * `traceparent`: the SERVER span, flagged sampled when the trace is exported.
+   * The request is answered: the trace's fate is decided, and the SERVER span (and the spans of
+   * calls that had none yet) made and ended when it is exported. The answer's `traceparent`: the
+   * SERVER span, flagged sampled when the trace is exported.
    */
   end(status: number, errors: number, calls: number | null): string {
-    const root = this.root;
     const now = performance.now();
-    const keep = this.head || this.failed || errors > 0 || status >= 400 || now - root.start >= this.rt.slowMs;
-    const header = traceparentOf(this.traceId, root.spanId, keep);
+    const keep = this.head || this.failed || errors > 0 || status >= 400 || now - this.start >= this.rt.slowMs;
+    const header = traceparentOf(this.traceId, this.rootSpanId, keep);
     if (this.ended) return header;
     this.ended = true;
-    // Calls cut short (a crash) end with the request, so no span is left open.
-    for (const c of this.calls) c?.close();
-    root.attributes['http.response.status_code'] = status;
-    if (calls !== null) root.attributes['switchyard.calls'] = calls;
-    if (errors > 0) root.attributes['switchyard.errors'] = errors;
-    if (status >= 500) root.failed = true;
-    root.close(now);
+    if (keep) this.spans(status, errors, calls, now);
+    else for (const c of this.calls) c?.close(now);
     this.rt.tracing.tail.settle(this, this.records, this.overflow, keep);
     return header;
+  }
+
+  /** A kept trace's SERVER span, and a span for every call taken up, ended. */
+  private spans(status: number, errors: number, calls: number | null, now: number): void {
+    const root = this.root;
+    for (let i = 0; i < this.taken.length; i++) {
+      const c = this.callTrace(i);
+      const o = this.outcomes?.[i];
+      if (c !== undefined && o !== undefined) c.end(o, this.answeredAt);
+      // Calls cut short (a crash) end with the request, so no span is left open.
+      c?.close(now);
+    }
+    const a = root.attributes;
+    a['http.response.status_code'] = status;
+    if (calls !== null) a['switchyard.calls'] = calls;
+    if (errors > 0) a['switchyard.errors'] = errors;
+    if (this.directives !== undefined) a['switchyard.directives'] = this.directives;
+    if (status >= 500) root.failed = true;
+    root.close(now);
   }
 }
 
@@ -206,7 +264,7 @@ export class CallTrace {
     return this.owner.attempt(this.span, upstream);
   }
 
-  end(o: Outcome): void {
+  end(o: Outcome, at?: number): void {
     if (this.span.end !== 0) return;
     const a = this.span.attributes;
     a['switchyard.cache'] = o.result !== undefined && o.cached === true ? 'hit' : this.cache;
@@ -219,11 +277,11 @@ export class CallTrace {
       this.span.failed = true;
       this.owner.markFailed();
     }
-    this.close();
+    this.close(at);
   }
 
-  close(): void {
-    this.span.close();
+  close(at?: number): void {
+    this.span.close(at);
   }
 }
 
