@@ -13,7 +13,7 @@ import type { Outcome } from '../jsonrpc/response.js';
 import type { MethodPolicy } from '../methods/policy.js';
 import type { MethodSpec } from '../methods/table.js';
 import type { CallOutcome } from '../metrics/registry.js';
-import type { Attempted, DispatchContext, RoutingDeps } from '../routing/dispatch.js';
+import type { Attempted, RoutingDeps } from '../routing/dispatch.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import { planCache, type CachePlan, type ResponseCache } from '../cache/index.js';
 import type { Shared } from '../cache/coalesce.js';
@@ -22,37 +22,12 @@ import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
 import { splitLogsRange, type LogsRange } from './logs.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
+import type { RequestContext, SubscriptionSession } from './context.js';
 import { paramsText, shareKey, type Decision, type Plan } from './plan.js';
-import { sampleForShadows, type ShadowCopy, type ShadowDeps } from './shadow.js';
+import { sampleForShadows, type ShadowDeps } from './shadow.js';
 
 export type { Decision, Plan, Split } from './plan.js';
-
-/** What a request shares among its calls: who asked, the settings it started with, and the one head snapshot of the batch. */
-export interface RequestContext extends DispatchContext {
-  routing: PipelineDeps;
-  clientIp: string;
-  /** performance.now() when the request's calls were taken up: each call's latency counts from here. */
-  started: number;
-  head: number;
-  log: Logger;
-  /** The WebSocket connection's subscriptions; absent over HTTP. */
-  session?: SubscriptionSession;
-  /** Characters of results the request holds so far (bounded by server.maxResponseBytes). */
-  held: number;
-  /** Slots sent to a node under a cache plan (a miss unless the Redis level answers): the diagnostic headers. */
-  cacheable?: boolean[];
-  /** The request's id (HTTP x-request-id, set by the front), for lines logged after its answer; absent over WebSocket. */
-  reqId?: string;
-  /** Answered reads to copy to the shadow upstreams once the answer is written (pipeline/shadow.ts). */
-  copies?: ShadowCopy[];
-  /** X-Switchyard-Skip-Cache (server/directives.ts): no cache read, no joining a call in flight; answers are still stored. */
-  skipCache?: boolean;
-}
-
-/** What answers eth_subscribe/eth_unsubscribe for one connection (subscriptions/). */
-export interface SubscriptionSession {
-  call(call: Call): Outcome;
-}
+export type { RequestContext, SubscriptionSession } from './context.js';
 
 export interface PipelineDeps extends RoutingDeps {
   policy: MethodPolicy;

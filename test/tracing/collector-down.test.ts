@@ -2,8 +2,10 @@
  * A collector that is down or hangs costs clients nothing: every call is answered as without
  * tracing, while the spans that cannot be sent are counted in
  * switchyard_tracing_spans_dropped_total (export_failed when the collector refuses or does not
- * answer within tracing.exportTimeoutMs, queue_full past tracing.maxQueueSize).
+ * answer within tracing.exportTimeoutMs, queue_full past tracing.maxQueueSize), and an export
+ * thread that fails loses only spans: counted as export_failed, and logged.
  */
+import type { Worker } from 'node:worker_threads';
 import t, { type Test } from 'tap';
 import { DEV_ADDRESS, startAnvil } from '../helpers/anvil.js';
 import { metricSamples } from '../helpers/metrics-text.js';
@@ -11,7 +13,8 @@ import { freePort } from '../helpers/ports.js';
 import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
-import { startHangingCollector } from './collector.js';
+import { memoryLogger } from '../limits/fixtures/tools.js';
+import { startCollector, startHangingCollector } from './collector.js';
 
 const node = await startAnvil();
 t.teardown(() => node.stop());
@@ -66,3 +69,38 @@ t.test('a collector that hangs: calls answered, a full queue and timed-out expor
   t.ok(collector.received() > 0, 'the collector was sent spans');
   await clientsServed(t, sy.url);
 });
+
+t.test(
+  'an export thread that fails: calls answered, its spans and later ones counted, the failure logged',
+  async (t) => {
+    const collector = await startCollector(t);
+    const logs = memoryLogger('info');
+    const sy = await startSwitchyard(
+      t,
+      {
+        upstreams: [{ name: 'only', url: node.url }],
+        tracing: { enabled: true, endpoint: collector.url, sampleRate: 1 },
+      },
+      { logger: logs.logger },
+    );
+    // A thread that throws cannot be made from outside: a span it cannot read is sent to it.
+    const thread = (sy.app as unknown as { rooms: { tracing: { thread: Worker } } }).rooms.tracing.thread;
+    const exited = new Promise((resolve) => thread.once('exit', resolve));
+    thread.postMessage({ spans: [null] });
+    await exited;
+    t.ok(
+      logs.lines().some((l) => l.msg === 'the tracing export thread failed: spans are dropped' && l.level === 'error'),
+      'the failure logged at error',
+    );
+    const before = await dropped(sy.adminUrl, 'export_failed');
+    await clientsServed(t, sy.url);
+    // Twenty requests of a SERVER span and two call spans each, kept (sampleRate 1), none sent.
+    t.ok(
+      await waitFor(
+        'the later spans counted',
+        async () => (await dropped(sy.adminUrl, 'export_failed')) >= before + 60,
+      ),
+    );
+    t.equal(collector.spans.length, 0, 'the collector was sent nothing');
+  },
+);
