@@ -2,10 +2,10 @@
  * A span as the request path records it: plain data (a name, a kind, its parent, an id drawn
  * only when needed, two monotonic clock readings, attributes), handed to the export thread
  * (export-thread.ts), where it becomes the SDK's ReadableSpan, only when its request's trace is
- * exported. Every request is recorded (a slow or failed one is exported whatever the
+ * exported. Every request is traced while it runs (a slow or failed one is exported whatever the
  * sample, and that is known only at its end), while most are let go: building SDK spans for all
- * of them cost a traced hit and miss 16-29% of their throughput, these records cost a few
- * microseconds (docs/tracing.md#cost).
+ * of them cost a traced hit and miss 16-29% of their throughput. Records are made only when
+ * something needs them (spans.ts), and cost a few microseconds (docs/tracing.md#cost).
  */
 import { randomFillSync } from 'node:crypto';
 import { SpanKind, type Attributes, type SpanContext } from '@opentelemetry/api';
