@@ -205,12 +205,13 @@ export class RequestTrace implements TraceOf {
   answered(outcomes: readonly (Outcome | undefined)[]): void {
     this.outcomes = outcomes;
     this.answeredAt = performance.now();
-    for (let i = 0; i < this.calls.length; i++) {
+    for (let i = 0; i < outcomes.length; i++) {
       const o = outcomes[i];
-      if (o !== undefined) this.calls[i]?.end(o, this.answeredAt);
+      if (o === undefined) continue;
+      this.calls[i]?.end(o, this.answeredAt);
+      // An error fails the trace, a call with no span yet (a refusal, an invalid call) as well.
+      if (o.result === undefined) this.failed = true;
     }
-    // An error answered without a span (a refusal, an invalid call) fails the trace as well.
-    if (!this.failed) for (const o of outcomes) if (o !== undefined && o.result === undefined) this.failed = true;
   }
 
   /**
@@ -224,8 +225,8 @@ export class RequestTrace implements TraceOf {
     const header = traceparentOf(this.traceId, this.rootSpanId, keep);
     if (this.ended) return header;
     this.ended = true;
+    // A trace let go is not read again: only a kept one's spans are ended.
     if (keep) this.spans(status, errors, calls, now);
-    else for (const c of this.calls) c?.close(now);
     this.rt.tracing.tail.settle(this, this.records, this.overflow, keep);
     return header;
   }
