@@ -186,6 +186,8 @@ class HttpRequest {
   readonly trace: RequestTrace | null;
   /** The diagnostic headers of a JSON-RPC answer (flat name, value pairs), when on. */
   private diagnostics: string[] | undefined = undefined;
+  /** The clock reading the diagnostic headers took when the answer was made (the trace ends at it); 0 if none. */
+  private answeredAt = 0;
 
   constructor(
     readonly deps: HttpDeps,
@@ -203,7 +205,12 @@ class HttpRequest {
     // JSON-RPC requests only: a GET page or a preflight is no call.
     this.trace =
       deps.tracing && req.method === 'POST'
-        ? startTrace(deps.tracing, 'http', remoteParent(req.headers.traceparent, req.headers.tracestate))
+        ? startTrace(
+            deps.tracing,
+            'http',
+            remoteParent(req.headers.traceparent, req.headers.tracestate),
+            this.started === 0 ? undefined : this.started,
+          )
         : null;
   }
 
@@ -213,7 +220,13 @@ class HttpRequest {
     let diagnostics = this.diagnostics;
     if (this.trace !== null) {
       // As a header pair, not a spread into `extra`: the answer keeps the short writeHead (http-answer.ts).
-      const traceparent = this.trace.end(status, info.errors ?? (status === 200 ? 0 : 1), info.calls ?? null);
+      const errors = info.errors ?? (status === 200 ? 0 : 1);
+      const traceparent = this.trace.end(
+        status,
+        errors,
+        info.calls ?? null,
+        this.answeredAt === 0 ? undefined : this.answeredAt,
+      );
       // The diagnostic headers are this answer's own array (diagnostics.ts makes one per answer).
       if (diagnostics === undefined) diagnostics = ['traceparent', traceparent];
       else diagnostics.push('traceparent', traceparent);
@@ -320,8 +333,10 @@ class HttpRequest {
 
   private answer(out: FrontResult): void {
     const extra = out.retryAfter !== undefined ? { 'retry-after': String(out.retryAfter) } : NO_HEADERS;
-    if (this.deps.diagnosticHeaders !== false)
-      this.diagnostics = diagnosticHeaders(out.diagnostics, performance.now() - this.started);
+    if (this.deps.diagnosticHeaders !== false) {
+      this.answeredAt = performance.now();
+      this.diagnostics = diagnosticHeaders(out.diagnostics, this.answeredAt - this.started);
+    }
     this.finish(out.status, out.body, extra, out);
   }
 }

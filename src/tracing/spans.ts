@@ -39,16 +39,18 @@ export type CacheUse = 'hit' | 'miss' | 'none';
 /** A client's method name outside the method table is cut to this many characters in rpc.method_original. */
 const MAX_METHOD_CHARS = 64;
 const MAX_ID_CHARS = 128;
+const NO_RECORDS: readonly SpanRecord[] = Object.freeze([]);
 
 /** A traced request; null when tracing is off or too many requests are traced at once. */
 export function startTrace(
   rt: RequestTracing | null | undefined,
   transport: 'http' | 'websocket',
   parent: SpanContext | null,
+  start?: number,
 ): RequestTrace | null {
   if (rt === null || rt === undefined || !rt.tracing.tail.begin()) return null;
   const head = parent !== null ? isSampled(parent) : Math.random() < rt.sampleRate;
-  return new RequestTrace(rt, parent, head, transport);
+  return new RequestTrace(rt, parent, head, transport, start);
 }
 
 export class RequestTrace implements TraceOf {
@@ -56,7 +58,7 @@ export class RequestTrace implements TraceOf {
   private readonly rootSpanId: string;
   private readonly transport: 'http' | 'websocket';
   /** performance.now() when the request began: the SERVER span's start. */
-  private readonly start = performance.now();
+  private readonly start: number;
   /** When its calls were taken up (the first call()), every call span's start; 0 before. */
   private callsAt = 0;
   private failed = false;
@@ -67,14 +69,15 @@ export class RequestTrace implements TraceOf {
    */
   private readonly taken: (Call | undefined)[] = [];
   private readonly labels: string[] = [];
-  private readonly calls: (CallTrace | undefined)[] = [];
+  /** The call spans made so far, by slot; null while none is (a cache hit that is let go makes none). */
+  private calls: (CallTrace | undefined)[] | null = null;
   /** The calls' outcomes, once answered, for the spans made at export. */
   private outcomes: readonly (Outcome | undefined)[] | null = null;
   private answeredAt = 0;
   private directives: string | undefined = undefined;
   private server: SpanRecord | null = null;
-  /** The SERVER span first, then the request's other spans as they are made. */
-  private readonly records: SpanRecord[] = [];
+  /** The SERVER span first, then the request's other spans as they are made; null while none is. */
+  private records: SpanRecord[] | null = null;
   private overflow = 0;
 
   constructor(
@@ -84,8 +87,11 @@ export class RequestTrace implements TraceOf {
     /** The head decision: a sampled parent, the sample at tracing.sampleRate, or force(). */
     public head: boolean,
     transport: 'http' | 'websocket',
+    /** When the request began, when the caller has read the clock already. */
+    start = performance.now(),
   ) {
     this.transport = transport;
+    this.start = start;
     if (remote === null) ({ traceId: this.traceId, rootSpanId: this.rootSpanId } = newTraceIds());
     else {
       this.traceId = remote.traceId;
@@ -99,7 +105,7 @@ export class RequestTrace implements TraceOf {
       const name = this.transport === 'http' ? 'POST' : 'websocket frame';
       const attributes: Attributes = { 'network.protocol.name': this.transport };
       this.server = new SpanRecord(name, SpanKind.SERVER, null, attributes, undefined, this.rootSpanId, this.start);
-      this.records.push(this.server);
+      (this.records ??= []).push(this.server);
     }
     return this.server;
   }
@@ -114,7 +120,8 @@ export class RequestTrace implements TraceOf {
     start?: number,
   ): SpanRecord {
     const r = new SpanRecord(name, kind, parent, attributes, links, undefined, start);
-    if (this.records.length < MAX_SPANS_PER_TRACE) this.records.push(r);
+    const records = (this.records ??= []);
+    if (records.length < MAX_SPANS_PER_TRACE) records.push(r);
     else this.overflow++;
     return r;
   }
@@ -138,7 +145,7 @@ export class RequestTrace implements TraceOf {
 
   /** The span of the call in slot `slot`, made now if it has none yet; undefined for a slot not taken up. */
   private callTrace(slot: number): CallTrace | undefined {
-    const made = this.calls[slot];
+    const made = this.calls?.[slot];
     if (made !== undefined) return made;
     const call = this.taken[slot];
     if (call === undefined) return undefined;
@@ -146,7 +153,7 @@ export class RequestTrace implements TraceOf {
     const name = known ? call.method : '_OTHER';
     const span = this.record(name, SpanKind.INTERNAL, this.root, callAttributes(call, known), undefined, this.callsAt);
     const c = new CallTrace(this, span);
-    this.calls[slot] = c;
+    (this.calls ??= [])[slot] = c;
     return c;
   }
 
@@ -204,11 +211,13 @@ export class RequestTrace implements TraceOf {
   /** Each call's outcome, as the request answers it: the spans made so far end; the others are made at export. */
   answered(outcomes: readonly (Outcome | undefined)[]): void {
     this.outcomes = outcomes;
-    this.answeredAt = performance.now();
+    const calls = this.calls;
+    // Only spans already made are ended now; the clock is read for them alone (end() for the others).
+    if (calls !== null) this.answeredAt = performance.now();
     for (let i = 0; i < outcomes.length; i++) {
       const o = outcomes[i];
       if (o === undefined) continue;
-      this.calls[i]?.end(o, this.answeredAt);
+      calls?.[i]?.end(o, this.answeredAt);
       // An error fails the trace, a call with no span yet (a refusal, an invalid call) as well.
       if (o.result === undefined) this.failed = true;
     }
@@ -217,17 +226,17 @@ export class RequestTrace implements TraceOf {
   /**
    * The request is answered: the trace's fate is decided, and the SERVER span (and the spans of
    * calls that had none yet) made and ended when it is exported. The answer's `traceparent`: the
-   * SERVER span, flagged sampled when the trace is exported.
+   * SERVER span, flagged sampled when the trace is exported. `now`: the caller's clock reading,
+   * when it has one.
    */
-  end(status: number, errors: number, calls: number | null): string {
-    const now = performance.now();
+  end(status: number, errors: number, calls: number | null, now = performance.now()): string {
     const keep = this.head || this.failed || errors > 0 || status >= 400 || now - this.start >= this.rt.slowMs;
     const header = traceparentOf(this.traceId, this.rootSpanId, keep);
     if (this.ended) return header;
     this.ended = true;
     // A trace let go is not read again: only a kept one's spans are ended.
     if (keep) this.spans(status, errors, calls, now);
-    this.rt.tracing.tail.settle(this, this.records, this.overflow, keep);
+    this.rt.tracing.tail.settle(this, this.records ?? NO_RECORDS, this.overflow, keep);
     return header;
   }
 
@@ -237,7 +246,7 @@ export class RequestTrace implements TraceOf {
     for (let i = 0; i < this.taken.length; i++) {
       const c = this.callTrace(i);
       const o = this.outcomes?.[i];
-      if (c !== undefined && o !== undefined) c.end(o, this.answeredAt);
+      if (c !== undefined && o !== undefined) c.end(o, this.answeredAt === 0 ? now : this.answeredAt);
       // Calls cut short (a crash) end with the request, so no span is left open.
       c?.close(now);
     }
