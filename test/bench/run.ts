@@ -33,13 +33,13 @@
  * than req/s. BENCH_CPU_PROF=DIR starts Switchyard with --cpu-prof into DIR; BENCH_ONLY=REGEX runs
  * only the scenarios whose "label target" matches; BENCH_BASELINE=DIR (another checkout, built, with
  * its node_modules) adds its Switchyard as target `baseline` beside every Switchyard row, so a
- * before/after comparison shares one run's conditions. BENCH_TRACING=1 adds tracing's cost: two
+ * before/after comparison shares one run's conditions. BENCH_TRACING=1 adds tracing's cost: three
  * Switchyards with tracing on at the default sample rate (exporting to a collector stand-in in this
- * process that answers every export 200) and two with it off, started together, the miss and the
- * hit measured side by side (side-by-side.ts): the traced ones and an untraced twin in turn, each
- * beside the other untraced one as a reference (against BENCH_BASELINE, the `switchyard` rows show
- * what tracing off costs). Two traced processes, because one process's figure carries its own luck
- * (docs/benchmarks.md: three traced processes of one build read 0.75-0.83 in one run).
+ * process that answers every export 200), three untraced twins and an untraced reference, started
+ * together, the miss and the hit measured side by side (side-by-side.ts): the traced ones and the
+ * twins in turn, each beside the reference (against BENCH_BASELINE, the `switchyard` rows show
+ * what tracing off costs). Several of each, because one process's figure carries its own luck
+ * (docs/benchmarks.md#tracings-cost-measured-side-by-side).
  * Needs haproxy and wrk (Debian packages; installed when run as root). Not part of `npm test`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -349,17 +349,20 @@ async function main(): Promise<number> {
   if (tracingCost) {
     for (const label of ['miss', 'hit'] as const) {
       const { on, control } = tracingCost[label];
-      // Round by round, each traced process over the untraced twin that ran in its place (same
-      // core, same neighbour) in the same round.
+      // Round by round, each traced process over the untraced twins that ran on the same cores,
+      // beside the same reference, in the same round (their geometric mean).
+      const off = (key: 'rps' | 'us', i: number): number => geomean(control.map((c) => c[key][i]!));
       const each = on.map((p) => ({
-        rps: p.rps.map((r, i) => r / control.rps[i]!),
-        cpu: p.us.map((r, i) => r / control.us[i]!),
+        rps: p.rps.map((r, i) => r / off('rps', i)),
+        cpu: p.us.map((r, i) => r / off('us', i)),
       }));
       const rps = each.flatMap((p) => p.rps);
       const cpu = each.flatMap((p) => p.cpu);
+      const parts = (xs: SideBySide[]): string =>
+        xs.map((p) => `${geomean(p.rps).toFixed(2)} (${range(p.rps)})`).join(', ');
       lines.push(
-        `| tracing on (default sampleRate) / off, ${label}: on / off, each beside the same reference on the same core (geometric mean of ${rps.length} rounds of ${on.length} traced processes, range ${range(rps)}) | ${geomean(rps).toFixed(2)} | ${geomean(cpu).toFixed(2)} | >= 0.9 |`,
-        `| the parts: each traced process / reference ${on.map((p) => `${geomean(p.rps).toFixed(2)} (${range(p.rps)})`).join(', ')}; off / reference ${geomean(control.rps).toFixed(2)} (${range(control.rps)}); each traced process on / off ${each.map((p) => geomean(p.rps).toFixed(2)).join(', ')} | | | |`,
+        `| tracing on (default sampleRate) / off, ${label}: on / off, each beside the same reference on the same core (geometric mean of ${rps.length} rounds of ${on.length} traced processes over ${control.length} untraced ones, range ${range(rps)}) | ${geomean(rps).toFixed(2)} | ${geomean(cpu).toFixed(2)} | >= 0.9 |`,
+        `| the parts: each traced process / reference ${parts(on)}; each untraced one / reference ${parts(control)}; each traced process on / off ${each.map((p) => geomean(p.rps).toFixed(2)).join(', ')} | | | |`,
       );
     }
   }
@@ -388,7 +391,7 @@ async function main(): Promise<number> {
   if (failed.length > 0)
     problems.push(`bad answers or socket errors in: ${failed.map((r) => `${r.label}/${r.target}`).join(', ')}`);
   for (const [label, pair] of Object.entries(tracingCost ?? {}))
-    if (pair.on.some((p) => p.bad > 0) || pair.control.bad > 0)
+    if ([...pair.on, ...pair.control].some((p) => p.bad > 0))
       problems.push(`bad answers or socket errors in tracing's ${label} rounds`);
   const node = rps('miss', 'anvil');
   const haproxy = rps('miss', 'haproxy');
@@ -501,23 +504,32 @@ function roundOrder(scenarios: readonly Scenario[], round: number): Scenario[] {
 const COMPANIONS = new Set(['baseline']);
 
 /** Rounds of tracing's side-by-side measurement (each 1 s warm-up + SECONDS, per pair and scenario): even. */
-const TRACING_ROUNDS = 8;
+const TRACING_ROUNDS = 6;
 
-/** Traced processes of one build, measured in turn: their figure is of both. */
-const TRACED_PROCESSES = 2;
+/**
+ * Traced processes of one build, and untraced twins, measured in turn: the figure is of them all.
+ * One process of a build reads up to 12% faster or slower than another for its whole life
+ * (`ab.ts`, six untraced processes of one build: 40.2-45.7 us per hit), so one twin's luck would
+ * be the figure's.
+ */
+const TRACED_PROCESSES = 3;
+const UNTRACED_TWINS = 3;
 
 interface TracingProcesses {
   on: Loaded[];
-  offA: Loaded;
-  offB: Loaded;
+  /** Untraced, as the traced ones but for tracing. */
+  twins: Loaded[];
+  /** Untraced: the one every other runs beside. */
+  reference: Loaded;
   /** Stops them all (pinned to cores while measured) and the collector stand-in. */
   stop(): Promise<void>;
 }
 
 /**
  * For BENCH_TRACING: TRACED_PROCESSES Switchyards with tracing on (default sample rate, exporting
- * to a collector stand-in in this process) and two with it off, all started now, so that they are
- * alike but for tracing. Stopped once measured, so the later scenarios run as without BENCH_TRACING.
+ * to a collector stand-in in this process), UNTRACED_TWINS with it off, and an untraced reference,
+ * all started now (traced and untraced in turn), so that they are alike but for tracing. Stopped
+ * once measured, so the later scenarios run as without BENCH_TRACING.
  */
 async function startTracingProcesses(
   dir: string,
@@ -533,13 +545,17 @@ async function startTracingProcesses(
     own.push(() => p.stop());
     return p;
   };
+  const reference = await start('reference', {});
   const on: Loaded[] = [];
-  for (let k = 1; k <= TRACED_PROCESSES; k++)
-    on.push(await start(`tracing-${k}`, { tracing: { enabled: true, endpoint: sink.url } }));
+  const twins: Loaded[] = [];
+  for (let k = 1; k <= Math.max(TRACED_PROCESSES, UNTRACED_TWINS); k++) {
+    if (k <= TRACED_PROCESSES) on.push(await start(`tracing-${k}`, { tracing: { enabled: true, endpoint: sink.url } }));
+    if (k <= UNTRACED_TWINS) twins.push(await start(`untraced-${k}`, {}));
+  }
   return {
     on,
-    offA: await start('untraced-a', {}),
-    offB: await start('untraced-b', {}),
+    twins,
+    reference,
     stop: async () => {
       for (const stop of own) await stop();
       await sink.stop();
@@ -547,10 +563,10 @@ async function startTracingProcesses(
   };
 }
 
-/** Each traced process's rounds, and the untraced twin's, each beside the same reference. */
+/** Each traced process's rounds, and each untraced twin's, all beside the same reference. */
 interface TracingRounds {
   on: SideBySide[];
-  control: SideBySide;
+  control: SideBySide[];
 }
 
 /** Tracing on / off side by side, and off / off by the same method, for the miss and the hit. */
@@ -561,17 +577,21 @@ async function measureTracing(
   process.stdout.write(`tracing cost, side by side (${TRACING_ROUNDS} rounds; reference / B)\n`);
   const opts = { connections: CONNECTIONS, warmup: WARMUP_SECONDS, seconds: SECONDS };
   const out = {} as Record<'miss' | 'hit', TracingRounds>;
+  const fresh = (): SideBySide => ({ rps: [], us: [], bad: 0 });
   for (const label of ['miss', 'hit'] as const) {
-    const on: SideBySide[] = procs.on.map(() => ({ rps: [], us: [], bad: 0 }));
-    const control: SideBySide = { rps: [], us: [], bad: 0 };
-    // Each round measures the traced processes and the second untraced one in turn, each beside
-    // the first untraced one on the same cores (side-by-side.ts); the order flips every two rounds.
-    for (let round = 0; round < TRACING_ROUNDS; round++) {
-      const pairs: [SideBySide, Loaded, string][] = procs.on.map((p, k) => [on[k]!, p, `${label} off / on ${k + 1}`]);
-      pairs.splice(1, 0, [control, procs.offB, `${label} off / off`]);
-      for (const [into, b, name] of Math.floor(round / 2) % 2 === 0 ? pairs : pairs.reverse())
-        await sideBySide(into, procs.offA, b, scripts[label], { ...opts, round, label: name });
+    const on = procs.on.map(fresh);
+    const control = procs.twins.map(fresh);
+    // Each round measures every traced process and every twin in turn (traced and untraced
+    // alternating), each beside the reference on the same cores (side-by-side.ts); the order
+    // flips every two rounds.
+    const pairs: [SideBySide, Loaded, string][] = [];
+    for (let k = 0; k < Math.max(on.length, control.length); k++) {
+      if (k < on.length) pairs.push([on[k]!, procs.on[k]!, `${label} ref / on ${k + 1}`]);
+      if (k < control.length) pairs.push([control[k]!, procs.twins[k]!, `${label} ref / off ${k + 1}`]);
     }
+    for (let round = 0; round < TRACING_ROUNDS; round++)
+      for (const [into, b, name] of Math.floor(round / 2) % 2 === 0 ? pairs : [...pairs].reverse())
+        await sideBySide(into, procs.reference, b, scripts[label], { ...opts, round, label: name });
     out[label] = { on, control };
   }
   return out;
