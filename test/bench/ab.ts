@@ -12,11 +12,16 @@
  *   AB_SCENARIO   miss (default), batch (25 misses a body), hit, local: as in run.ts
  *   AB_ROUNDS     5; each a 1 s warm-up and a 4 s measured wrk -t1 -c32 run per Switchyard, the
  *                 order reversed every other round
+ *   AB_PIN        1: every Switchyard pinned to the last core (taskset), wrk and anvil left the
+ *                 others: less CPU per request for all (six untraced of one build: 34.6-38.8 us
+ *                 per hit pinned, 38.4-44.8 us not), but one process still reads apart from the
+ *                 next for its whole life, the first started the cheapest in every run so far:
+ *                 compare several processes of each (docs/benchmarks.md, "Reading the figures")
  * Prints each one's CPU microseconds per request (/proc, as run.ts), the median and every round.
  * Every answer is checked; a wrong one ends the run.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -34,11 +39,13 @@ import {
   wrk,
   writeScript,
 } from './tools.js';
+import { pin } from './side-by-side.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUILDS = JSON.parse(process.env.AB_BUILDS ?? '{"switchyard":"."}') as Record<string, string>;
 const SCENARIO = process.env.AB_SCENARIO ?? 'miss';
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 5);
+const PIN = process.env.AB_PIN === '1';
 const CONNECTIONS = 32;
 const SECONDS = 4;
 
@@ -76,6 +83,7 @@ async function main(): Promise<void> {
       const sy = await startSwitchyardBuild(resolve(ROOT, build), dir, name, config, args);
       stops.push(() => sy.stop());
       if (!(await rpc(sy.url, hitCall)).includes(genesis)) throw new Error(`${name} does not answer the hit call`);
+      if (PIN) pin(sy.pid, availableParallelism() - 1);
       sys.push(sy);
     }
     const s = script(dir, hitCall);

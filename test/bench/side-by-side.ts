@@ -29,7 +29,7 @@ export interface SideBySide {
 }
 
 /** Every thread of process `pid` runs on core `cpu` from now on (on one core, nothing to choose). */
-function pin(pid: number, cpu: number): void {
+export function pin(pid: number, cpu: number): void {
   if (availableParallelism() < 2) return;
   execFileSync('taskset', ['--all-tasks', '--pid', '--cpu-list', String(cpu), String(pid)], { stdio: 'ignore' });
 }
