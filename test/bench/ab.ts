@@ -14,9 +14,9 @@
  *                 order reversed every other round
  *   AB_PIN        1: every Switchyard pinned to the last core (taskset), wrk and anvil left the
  *                 others: less CPU per request for all (six untraced of one build: 34.6-38.8 us
- *                 per hit pinned, 38.4-44.8 us not), but one process still reads apart from the
- *                 next for its whole life, the first started the cheapest in every run so far:
- *                 compare several processes of each (docs/benchmarks.md, "Reading the figures")
+ *                 per hit pinned, 40.2-45.7 us not), but one process still reads apart from the
+ *                 next for its whole life, the first two started the cheapest in every run so
+ *                 far: compare several processes of each (docs/benchmarks.md, "Reading the figures")
  * Prints each one's CPU microseconds per request (/proc, as run.ts), the median and every round.
  * Every answer is checked; a wrong one ends the run.
  */
