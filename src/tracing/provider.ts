@@ -80,7 +80,9 @@ export class Tracing {
 
   private post(spans: ExportSpan[]): void {
     if (!this.running) return this.lost(spans.length);
-    for (const s of spans) this.pending.push(s);
+    // The first request's array (tail.ts made it for this hand-off) becomes the batch, uncopied.
+    if (this.pending.length === 0) this.pending = spans;
+    else for (const s of spans) this.pending.push(s);
     if (this.pending.length >= POST_BATCH) this.send();
     else if (this.timer === null) {
       this.timer = setTimeout(() => this.send(), POST_DELAY_MS);
