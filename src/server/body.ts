@@ -8,6 +8,17 @@ export type BodyResult = { ok: true; text: string } | { ok: false; why: 'too_lar
 
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
+const EMPTY: BodyResult = Object.freeze({ ok: true, text: '' });
+
+/** A whole body's bytes as text: strict UTF-8, or why not. */
+export function decodeBody(bytes: Uint8Array): BodyResult {
+  try {
+    return { ok: true, text: decoder.decode(bytes) };
+  } catch {
+    return { ok: false, why: 'bad_utf8' };
+  }
+}
+
 /** Calls `done` once with the body, or why there is none. A callback, not a promise: one less hop per request. */
 export function readBody(req: IncomingMessage, maxBytes: number, done: (r: BodyResult) => void): void {
   const declared = Number(req.headers['content-length']);
@@ -37,13 +48,7 @@ export function readBody(req: IncomingMessage, maxBytes: number, done: (r: BodyR
     else (chunks ??= [first]).push(chunk);
   };
   const onEnd = (): void => {
-    let text: string;
-    try {
-      text = first === undefined ? '' : decoder.decode(chunks === undefined ? first : Buffer.concat(chunks, size));
-    } catch {
-      return finish({ ok: false, why: 'bad_utf8' });
-    }
-    finish({ ok: true, text });
+    finish(first === undefined ? EMPTY : decodeBody(chunks === undefined ? first : Buffer.concat(chunks, size)));
   };
   const onError = (): void => finish({ ok: false, why: 'aborted' });
   const onClose = (): void => {

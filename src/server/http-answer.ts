@@ -7,6 +7,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import { constants, createGzip, gzip } from 'node:zlib';
+import { LaneReply } from './http-lane.js';
+
+/** Where an answer is written: node:http's response, or the plain lane's (http-lane.ts). */
+export type Reply = ServerResponse | LaneReply;
 
 /** No headers; compared by identity, so an answer with none takes the short writeHead. */
 export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
@@ -17,7 +21,7 @@ export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
  * header array (no object built and walked per answer).
  */
 export function sendAnswer(
-  res: ServerResponse,
+  res: Reply,
   status: number,
   body: string | Buffer,
   reqId: string | undefined,
@@ -26,16 +30,17 @@ export function sendAnswer(
   more: readonly string[] = NO_PAIRS,
 ): void {
   const length = String(Buffer.byteLength(body));
+  let headers: string[] | Record<string, string>;
   if (cors === NO_HEADERS && extra === NO_HEADERS && reqId !== undefined) {
     const head = ['content-type', 'application/json', 'content-length', length, 'x-request-id', reqId];
-    res.writeHead(status, more.length === 0 ? head : head.concat(more));
+    headers = more.length === 0 ? head : head.concat(more);
   } else {
     // Both may name what the answer varies by (Origin, Accept): it varies by both.
     const vary =
       cors.vary !== undefined && extra.vary !== undefined && cors.vary !== extra.vary
         ? { vary: `${cors.vary}, ${extra.vary}` }
         : NO_HEADERS;
-    res.writeHead(status, {
+    headers = {
       'content-type': 'application/json',
       'content-length': length,
       ...cors,
@@ -43,10 +48,16 @@ export function sendAnswer(
       ...extra,
       ...vary,
       ...headersOf(more),
-    });
+    };
   }
   // Bytes made once (uptime/page-memo.ts) are written whole: nothing is left to encode.
-  if (typeof body !== 'string' || body.length <= WRITE_PIECE_CHARS) res.end(body);
+  const whole = typeof body !== 'string' || body.length <= WRITE_PIECE_CHARS;
+  if (res instanceof LaneReply) {
+    if (whole && res.send(status, headers, body)) return;
+    res = res.full();
+  }
+  res.writeHead(status, headers);
+  if (whole) res.end(body);
   else writePieces(res, body, 0);
 }
 
@@ -97,8 +108,8 @@ function acceptsGzip(header: string | undefined): boolean {
  * Compression runs on the thread pool, not the event loop.
  */
 export function sendLargeAnswer(
-  res: ServerResponse,
-  req: IncomingMessage,
+  reply: Reply,
+  req: Pick<IncomingMessage, 'headers'>,
   status: number,
   body: string | Buffer,
   reqId: string,
@@ -107,7 +118,8 @@ export function sendLargeAnswer(
 ): void {
   const vary = { vary: [cors.vary, extra.vary, 'Accept-Encoding'].filter((v) => v !== undefined).join(', ') };
   if (!acceptsGzip(req.headers['accept-encoding']))
-    return sendAnswer(res, status, body, reqId, cors, { ...extra, ...vary });
+    return sendAnswer(reply, status, body, reqId, cors, { ...extra, ...vary });
+  const res = reply instanceof LaneReply ? reply.full() : reply;
   if (typeof body === 'string' && body.length > WRITE_PIECE_CHARS) {
     // Compressed as it is written, a piece at a time (gzip() of the whole string would encode it
     // in one turn first); its length is not known beforehand, so it goes chunked.

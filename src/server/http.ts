@@ -16,7 +16,8 @@ import { memoUptimeAnswer } from '../uptime/page-memo.js';
 import { type BodyResult, isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import { diagnosticHeaders } from './diagnostics.js';
-import { headersOf, NO_HEADERS, sendAnswer, sendLargeAnswer } from './http-answer.js';
+import { headersOf, NO_HEADERS, type Reply, sendAnswer, sendLargeAnswer } from './http-answer.js';
+import { acceptLane, type PlainRequest } from './http-lane.js';
 import type { Front, FrontResult } from './front.js';
 import { peerAddress } from './proxy-protocol.js';
 import { requestIdOf, userAgentOf } from './request-id.js';
@@ -56,7 +57,7 @@ export interface HttpDeps {
 }
 
 /** JSON-RPC is served at `/` and at `/key/<api key>`; an X-Api-Key header works on either. */
-export function rpcTarget(req: IncomingMessage): { apiKey?: string } | null {
+export function rpcTarget(req: Pick<IncomingMessage, 'url' | 'headers'>): { apiKey?: string } | null {
   const path = (req.url ?? '/').split('?', 1)[0]!;
   const header = req.headers['x-api-key'];
   const headerKey = typeof header === 'string' && header !== '' ? header : undefined;
@@ -103,6 +104,18 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
       }
     },
   );
+  // Plain JSON-RPC POSTs skip node:http's request and response objects (http-lane.ts).
+  acceptLane(server, {
+    serve: (req, reply, body) => {
+      const deps = getDeps();
+      try {
+        handle(deps, req, reply, body);
+      } catch (err) {
+        crashed(deps, reply, err);
+      }
+    },
+    maxBodyBytes: () => getDeps().maxBodyBytes,
+  });
   // A malformed request line or a slow client: answer 400/408 if the socket still can, never crash.
   // There is no response object here: the whole HTTP answer is written to the socket (Node docs),
   // and the socket is then closed for good, not left half-open (refusal.ts).
@@ -115,7 +128,10 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
 const REQUEST_TIMEOUT_ANSWER = rawRefusal(new RpcError('REQUEST_TIMEOUT'));
 const BAD_HTTP_REQUEST_ANSWER = rawRefusal(new RpcError('BAD_HTTP_REQUEST'));
 
-function crashed(deps: HttpDeps, res: ServerResponse, err: unknown): void {
+/** A request as the front reads it: node:http's, or one the plain lane read (http-lane.ts). */
+type Request = IncomingMessage | PlainRequest;
+
+function crashed(deps: HttpDeps, res: Reply, err: unknown): void {
   deps.log.error({ err }, 'http handler crashed');
   if (!res.headersSent)
     sendAnswer(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
@@ -129,7 +145,7 @@ const EXPOSED = { 'access-control-expose-headers': EXPOSE };
 const ALLOW_ANY: Readonly<Record<string, string>> = Object.freeze({ 'access-control-allow-origin': '*', ...EXPOSED });
 const VARY: Readonly<Record<string, string>> = Object.freeze({ vary: 'Origin' });
 
-function corsHeaders(deps: HttpDeps, req: IncomingMessage): Readonly<Record<string, string>> {
+function corsHeaders(deps: HttpDeps, req: Request): Readonly<Record<string, string>> {
   const origin = req.headers.origin;
   if (deps.corsOrigins.length === 0) return NO_HEADERS;
   if (deps.corsOrigins.includes('*')) return origin === undefined ? NO_HEADERS : ALLOW_ANY;
@@ -153,20 +169,23 @@ type Rejection =
   | 'SHUTTING_DOWN'
   | 'INVALID_API_KEY';
 
-function handle(deps: HttpDeps, req: IncomingMessage, res: ServerResponse): void {
+/** `body`: a plain request's, read with its head (http-lane.ts); else it is read here. */
+function handle(deps: HttpDeps, req: Request, res: Reply, body?: BodyResult): void {
   const r = new HttpRequest(deps, req, res);
   if (deps.isDraining()) return r.reject('SHUTTING_DOWN', CONNECTION_CLOSE);
   const target = rpcTarget(req);
   // HEAD as GET (monitors probe with it; Node sends no body for HEAD).
   if (req.method === 'GET' || req.method === 'HEAD') return r.charged(() => r.page(target));
-  if (req.method === 'OPTIONS') return preflight(deps, req, res, r.cors, r.reqId);
+  // Only POSTs take the plain lane: an OPTIONS has node:http's response.
+  if (req.method === 'OPTIONS') return preflight(deps, req, res as ServerResponse, r.cors, r.reqId);
   if (req.method !== 'POST') return r.reject('BAD_HTTP_METHOD', ALLOW);
   if (target === null) return r.reject('NOT_FOUND');
   r.apiKey = target.apiKey;
   // An unknown key costs the guesser its IP's budget: 401 while it lasts, then 429.
   if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return r.charged(() => r.reject('INVALID_API_KEY'));
   if (!isJsonContentType(req.headers['content-type'])) return r.reject('BAD_CONTENT_TYPE');
-  readBody(req, deps.maxBodyBytes, (body) => r.received(body));
+  if (body !== undefined) r.received(body);
+  else readBody(req as IncomingMessage, deps.maxBodyBytes, (read) => r.received(read));
 }
 
 /**
@@ -191,8 +210,8 @@ class HttpRequest {
 
   constructor(
     readonly deps: HttpDeps,
-    readonly req: IncomingMessage,
-    readonly res: ServerResponse,
+    readonly req: Request,
+    readonly res: Reply,
   ) {
     this.cors = corsHeaders(deps, req);
     this.clientIp = deps.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
@@ -344,7 +363,7 @@ class HttpRequest {
 /** Charges one unit of the client IP's rate budget, then `go`, or `over` with the seconds to wait. */
 function chargeRequest(
   deps: HttpDeps,
-  res: ServerResponse,
+  res: Reply,
   clientIp: string,
   go: () => void,
   over: (seconds: number) => void,
@@ -387,7 +406,7 @@ function preflight(
  * began before SIGTERM: decided as the answer is written, not when the request arrived. Node merges
  * the header into the writeHead that follows and closes the socket after the answer.
  */
-function closeIfStopping(deps: HttpDeps, res: ServerResponse): void {
+function closeIfStopping(deps: HttpDeps, res: Reply): void {
   if (deps.closeConnections?.()) res.setHeader('connection', 'close');
 }
 

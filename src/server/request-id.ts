@@ -17,13 +17,13 @@ function nextRequestId(): string {
  * digits and `-_.:/+=`), so a call can be followed across systems; anything else gets our own id.
  */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:/+=-]{1,128}$/;
-export function requestIdOf(req: IncomingMessage): string {
+export function requestIdOf(req: Pick<IncomingMessage, 'headers'>): string {
   const sent = req.headers['x-request-id'];
   return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : nextRequestId();
 }
 
 /** The user agent as logged: bounded, so a client cannot write a megabyte into every line. */
-export function userAgentOf(req: IncomingMessage): string | undefined {
+export function userAgentOf(req: Pick<IncomingMessage, 'headers'>): string | undefined {
   const ua = req.headers['user-agent'];
   return ua === undefined ? undefined : ua.length > 200 ? `${ua.slice(0, 200)}...` : ua;
 }

@@ -1,0 +1,406 @@
+/**
+ * The plain lane: a connection's JSON-RPC POSTs read straight off its socket and answered with one
+ * write each, for as long as every request on it is plain; the first that is not, and everything
+ * after it on that connection, goes to node:http, which then owns the socket for good.
+ *
+ * Why: node:http's request and response objects (the IncomingMessage stream, ServerResponse, their
+ * events and ticks) cost more than everything else in a cache hit. The same in-process front behind
+ * node:http and behind a reader like this one, hits and misses under `wrk -c32`, 3 rounds each:
+ * hits 36-40 against 17.4-17.9 us of CPU per request (27k against 58k req/s; a bare node:http
+ * server answering a constant: 62k), misses 46-55 against 27-29 us (docs/benchmarks.md).
+ *
+ * A request is plain when its head and its whole body are in the bytes read so far and it is
+ * `POST <path> HTTP/1.1` with headers that are tokens and printable ASCII, none repeated, none
+ * folded, a Host, a Content-Length of digits within `maxBodyBytes`, and no Transfer-Encoding,
+ * Expect, Upgrade or Connection other than keep-alive. That is a strict subset of what node:http
+ * reads alike: wherever node:http could answer otherwise (a refusal, 100-continue, an upgrade, a
+ * chunked body, a request that arrives in pieces and its timeouts), the lane hands over instead of
+ * deciding, with the bytes it read put back.
+ *
+ * Bounds: up to 32 pipelined requests of one connection are worked on at once, their answers
+ * written in the order asked. Past 32, while the client leaves its answers unread (the socket's
+ * buffer full), or with 64 KiB read and not yet worked on, the socket is not read until answers go
+ * out, as node:http stops reading pipelined requests. Timeouts: a connection that sends nothing
+ * within the header timeout gets node:http's 408 (the server's clientError handler), an idle one is
+ * closed after the keep-alive timeout, both read from the server as node:http reads them (reloads
+ * apply); a request that arrives in pieces is node:http's, with its header and body timeouts.
+ */
+import { type IncomingHttpHeaders, type IncomingMessage, type Server, ServerResponse, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { type BodyResult, decodeBody } from './body.js';
+
+/** A request the lane read: what the HTTP front reads of node's IncomingMessage, and no more. */
+export interface PlainRequest {
+  readonly method: 'POST';
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly socket: Socket;
+  readonly httpVersionMajor: 1;
+  readonly httpVersionMinor: 1;
+}
+
+export interface LaneOptions {
+  /** Works on one plain request; answers through `reply` (exactly once, or the connection stalls). */
+  serve: (req: PlainRequest, reply: LaneReply, body: BodyResult) => void;
+  maxBodyBytes: () => number;
+}
+
+/** node:http's limit on a request head (--max-http-header-size's default): a larger one is node's to refuse. */
+const MAX_HEAD_BYTES = 16 * 1024;
+/**
+ * Bytes kept while answers are owed: the lane works only on requests read whole, and one that is
+ * not goes to node:http once the answers before it are out; past this, the socket is not read.
+ */
+const MAX_PENDING_BYTES = 64 * 1024;
+/** Requests of one connection worked on at once (pipelined); past this, the socket is not read. */
+const MAX_WAITING = 32;
+const HEAD_END = Buffer.from('\r\n\r\n');
+const REQUEST_LINE = /^POST (\/[\x21-\x7e]*) HTTP\/1\.1$/;
+const HEADER_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\t\x20-\x7e]*?)[ \t]*$/;
+const DIGITS = /^\d{1,15}$/;
+/** Headers whose presence makes a request node:http's (what they ask for, the lane does not do). */
+const NOT_PLAIN = new Set(['transfer-encoding', 'expect', 'upgrade', 'http2-settings', '__proto__']);
+
+/** A plain request's head and where its body lies in `buf`, or null: not plain (yet), node:http's. */
+export function readPlain(
+  buf: Buffer,
+  maxBodyBytes: number,
+): { url: string; headers: Record<string, string>; bodyStart: number; bodyEnd: number } | null {
+  const end = buf.indexOf(HEAD_END);
+  if (end < 0 || end > MAX_HEAD_BYTES) return null;
+  const lines = buf.toString('latin1', 0, end).split('\r\n');
+  const first = REQUEST_LINE.exec(lines[0]!);
+  if (first === null) return null;
+  const headers: Record<string, string> = {};
+  for (let i = 1; i < lines.length; i++) {
+    const h = HEADER_LINE.exec(lines[i]!);
+    if (h === null) return null;
+    const name = h[1]!.toLowerCase();
+    if (NOT_PLAIN.has(name) || headers[name] !== undefined) return null;
+    headers[name] = h[2]!;
+  }
+  const length = headers['content-length'];
+  if (headers.host === undefined || length === undefined || !DIGITS.test(length)) return null;
+  if (headers.connection !== undefined && headers.connection.toLowerCase() !== 'keep-alive') return null;
+  const bodyEnd = end + 4 + Number(length);
+  if (Number(length) > maxBodyBytes || bodyEnd > buf.length) return null;
+  return { url: first[1]!, headers, bodyStart: end + 4, bodyEnd };
+}
+
+/**
+ * Puts `server`'s connections through the lane first. node:http takes connections through its
+ * 'connection' listeners: they are moved behind the lane, which hands them a socket it will not
+ * read. Its closeIdleConnections and closeAllConnections close the lane's connections too, so the
+ * drain and the shutdown see one server.
+ */
+export function acceptLane(server: Server, opts: LaneOptions): void {
+  const lane = new Lane(server, opts, server.listeners('connection') as ((socket: Socket) => void)[]);
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => lane.open(socket));
+  const closeIdle = server.closeIdleConnections.bind(server);
+  const closeAll = server.closeAllConnections.bind(server);
+  server.closeIdleConnections = () => {
+    closeIdle();
+    lane.close(false);
+  };
+  server.closeAllConnections = () => {
+    closeAll();
+    lane.close(true);
+  };
+}
+
+class Lane {
+  readonly connections = new Set<LaneConnection>();
+  constructor(
+    readonly server: Server,
+    readonly opts: LaneOptions,
+    readonly node: readonly ((socket: Socket) => void)[],
+  ) {}
+
+  open(socket: Socket): void {
+    this.connections.add(new LaneConnection(this, socket));
+  }
+
+  /** Closes the lane's idle connections, or all of them. */
+  close(all: boolean): void {
+    for (const c of this.connections) if (all || !c.busy) c.socket.destroy();
+  }
+}
+
+class LaneConnection {
+  /** Bytes read and not yet worked on. */
+  private pending: Buffer | null = null;
+  /** The requests worked on, in the order they came: the first one's answer goes out next. */
+  private readonly waiting: LaneReply[] = [];
+  /** Whether a request was answered (the idle timeout is then the keep-alive one). */
+  private answeredOne = false;
+  /** Inside next(): an answer given meanwhile lets its loop go on rather than recursing. */
+  private looping = false;
+  /** A request that is not plain was read: node:http takes over once the answers before it are out. */
+  private handing = false;
+
+  constructor(
+    readonly lane: Lane,
+    readonly socket: Socket,
+  ) {
+    socket.on('data', this.onData);
+    socket.on('error', this.onError);
+    socket.on('timeout', this.onTimeout);
+    socket.on('end', this.onEnd);
+    socket.once('close', this.onClose);
+    socket.setTimeout(lane.server.headersTimeout);
+  }
+
+  /** Whether an answer is owed on this connection. */
+  get busy(): boolean {
+    return this.waiting.length > 0;
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    this.pending = this.pending === null ? chunk : Buffer.concat([this.pending, chunk]);
+    if (!this.looping) this.next();
+  };
+
+  /**
+   * The peer closed its side: this side closes too, answers still owed unwritten, as node:http does
+   * (the server's sockets allow half-open connections, which a peer must not hold open).
+   */
+  private readonly onEnd = (): void => {
+    this.pending = null;
+    this.socket.end();
+  };
+
+  /** A peer gone or reset: nothing to answer. */
+  private readonly onError = (): void => {
+    this.socket.destroy();
+  };
+
+  private readonly onTimeout = (): void => {
+    if (this.busy) return;
+    if (this.answeredOne || this.pending !== null) return void this.socket.destroy();
+    // Nothing sent within the header timeout: node:http's own answer (408) through the server's handler.
+    const err = Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+    this.detach();
+    this.lane.server.emit('clientError', err, this.socket);
+  };
+
+  /** The peer is gone: answers still owed have nowhere to go (a ServerResponse waiting its turn is let go). */
+  private readonly onClose = (): void => {
+    this.lane.connections.delete(this);
+    for (const r of this.waiting) if (r.res !== null && r.res.socket === null) r.res.destroy();
+  };
+
+  /**
+   * Works on the plain requests read so far, each as it is read (an answer need not wait for the
+   * one before it to be worked out, only to be written); stops reading past the bounds.
+   */
+  private next(): void {
+    this.looping = true;
+    try {
+      while (this.pending !== null && !this.handing && this.socket.writable) {
+        if (this.waiting.length >= MAX_WAITING || this.socket.writableNeedDrain) return void this.socket.pause();
+        const buf = this.pending;
+        const r = readPlain(buf, this.lane.opts.maxBodyBytes());
+        if (r === null) {
+          if (this.pending.length > MAX_PENDING_BYTES || buf.indexOf(HEAD_END) >= 0 || !this.busy) this.handing = true;
+          break;
+        }
+        this.pending = r.bodyEnd < buf.length ? buf.subarray(r.bodyEnd) : null;
+        const req: PlainRequest = {
+          method: 'POST',
+          url: r.url,
+          headers: r.headers,
+          socket: this.socket,
+          httpVersionMajor: 1,
+          httpVersionMinor: 1,
+        };
+        const reply = new LaneReply(this, req);
+        this.waiting.push(reply);
+        this.lane.opts.serve(req, reply, decodeBody(buf.subarray(r.bodyStart, r.bodyEnd)));
+      }
+    } finally {
+      this.looping = false;
+    }
+    if (this.handing) {
+      if (!this.busy) this.handOver();
+      else this.socket.pause();
+    }
+  }
+
+  /** Writes the answers that are ready, in order; then reads on, or hands over. */
+  flush(): void {
+    const socket = this.socket;
+    while (this.waiting.length > 0) {
+      const first = this.waiting[0]!;
+      if (first.res !== null) {
+        // A ServerResponse writes when it has the socket; it gives it back when it finishes.
+        if (first.res.socket === null && socket.writable) first.attach(socket);
+        return;
+      }
+      if (first.out === null) return;
+      this.waiting.shift();
+      if (socket.writable) socket.write(first.out);
+      if (first.close) return this.closeAfterAnswer();
+    }
+    if (!this.answeredOne) {
+      this.answeredOne = true;
+      socket.setTimeout(this.lane.server.keepAliveTimeout);
+    }
+    if (this.looping) return;
+    if (socket.writableNeedDrain) return void socket.once('drain', () => this.readOn());
+    this.readOn();
+  }
+
+  /** A response given with Connection: close: what was read after it is not worked on (as node:http). */
+  closeAfterAnswer(): void {
+    this.pending = null;
+    this.waiting.length = 0;
+    this.socket.end();
+  }
+
+  /** A ServerResponse finished (or its answer was written): the next answer may go out. */
+  finished(reply: LaneReply): void {
+    if (this.waiting[0] === reply) this.waiting.shift();
+    this.flush();
+  }
+
+  private readOn(): void {
+    if (this.handing) {
+      if (!this.busy) this.handOver();
+      return;
+    }
+    if (this.socket.isPaused()) this.socket.resume();
+    if (this.pending !== null) this.next();
+  }
+
+  private detach(): void {
+    this.socket.off('data', this.onData);
+    this.socket.off('error', this.onError);
+    this.socket.off('timeout', this.onTimeout);
+    this.socket.off('end', this.onEnd);
+    this.socket.off('close', this.onClose);
+    this.socket.setTimeout(0);
+    this.lane.connections.delete(this);
+  }
+
+  /** node:http takes the connection from here, with the bytes not worked on put back. */
+  private handOver(): void {
+    this.detach();
+    this.socket.pause();
+    if (this.pending !== null) this.socket.unshift(this.pending);
+    this.pending = null;
+    for (const l of this.lane.node) l.call(this.lane.server, this.socket);
+    this.socket.resume();
+  }
+}
+
+/** A header value the lane writes as it is; anything else goes through ServerResponse, which checks it. */
+const PLAIN_VALUE = /^[\t\x20-\x7e]*$/;
+
+/**
+ * The answer to one plain request: one write of the whole answer when it is a small one with plain
+ * headers (the path of nearly every answer), else a ServerResponse on the same socket (`full`), for
+ * an answer written in pieces or compressed. Answers go out in the order their requests came.
+ */
+export class LaneReply {
+  headersSent = false;
+  /** The whole answer, once `send` made it; null before. */
+  out: string | Buffer | null = null;
+  /** The answer's ServerResponse, once `full` made one. */
+  res: ServerResponse | null = null;
+  close = false;
+
+  constructor(
+    private readonly conn: LaneConnection,
+    private readonly req: PlainRequest,
+  ) {}
+
+  /** The only header set apart from an answer's own: the drain's Connection: close. */
+  setHeader(name: 'connection', value: 'close'): void {
+    if (name === 'connection' && value === 'close') this.close = true;
+  }
+
+  /**
+   * Makes the whole answer and writes it when its turn comes; false (nothing made) when a header
+   * value is not plain ASCII, for `full` to write it.
+   */
+  send(
+    status: number,
+    headers: readonly string[] | Readonly<Record<string, string | number>>,
+    body: string | Buffer,
+  ): boolean {
+    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
+    if (Array.isArray(headers)) {
+      const pairs = headers as readonly string[];
+      for (let i = 0; i + 1 < pairs.length; i += 2) {
+        if (!PLAIN_VALUE.test(pairs[i + 1]!)) return false;
+        head += `${pairs[i]}: ${pairs[i + 1]}\r\n`;
+      }
+    } else {
+      for (const [name, value] of Object.entries(headers)) {
+        if (!PLAIN_VALUE.test(String(value))) return false;
+        head += `${name}: ${value}\r\n`;
+      }
+    }
+    head += `Date: ${httpDate()}\r\n`;
+    head += this.close
+      ? 'Connection: close\r\n\r\n'
+      : `Connection: keep-alive\r\n${keepAliveLine(this.conn.lane.server)}\r\n`;
+    this.headersSent = true;
+    this.out = typeof body === 'string' ? head + body : Buffer.concat([Buffer.from(head, 'latin1'), body]);
+    this.conn.flush();
+    return true;
+  }
+
+  /** A ServerResponse for this request, for an answer `send` does not write; it writes when its turn comes. */
+  full(): ServerResponse {
+    const res = new ServerResponse(this.req as unknown as IncomingMessage);
+    res.shouldKeepAlive = !this.close;
+    this.res = res;
+    this.headersSent = true;
+    res.once('finish', () => {
+      this.detach?.();
+      if (!res.shouldKeepAlive) this.conn.closeAfterAnswer();
+      else this.conn.finished(this);
+    });
+    this.conn.flush();
+    return res;
+  }
+
+  /** Set while the ServerResponse has the socket: gives it back. */
+  private detach: (() => void) | null = null;
+
+  /** Gives the ServerResponse the socket: what it buffered meanwhile is written, and then the rest. */
+  attach(socket: Socket): void {
+    const res = this.res!;
+    // node:http's server passes the socket's drain to its response; here the lane does (pieces, pipes).
+    const drain = (): boolean => res.emit('drain');
+    socket.on('drain', drain);
+    this.detach = () => {
+      socket.off('drain', drain);
+      res.detachSocket(socket);
+      this.detach = null;
+    };
+    res.assignSocket(socket);
+  }
+}
+
+/** `Keep-Alive: timeout=N` as node:http writes it (whole seconds of the server's keep-alive timeout). */
+function keepAliveLine(server: Server): string {
+  const seconds = Math.floor(server.keepAliveTimeout / 1000);
+  return seconds > 0 ? `Keep-Alive: timeout=${seconds}\r\n` : '';
+}
+
+let date = '';
+let dateSecond = -1;
+
+/** The Date header's value, made once a second. */
+function httpDate(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    date = new Date(now).toUTCString();
+  }
+  return date;
+}
