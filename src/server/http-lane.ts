@@ -138,6 +138,10 @@ class LaneConnection {
   private looping = false;
   /** A request that is not plain was read: node:http takes over once the answers before it are out. */
   private handing = false;
+  /** A drain is awaited before reading on (readOnDrain). */
+  private awaitingDrain = false;
+  /** The lane let go of the socket (detach): nothing here reads or writes it any more. */
+  private handed = false;
 
   constructor(
     readonly lane: Lane,
@@ -198,7 +202,8 @@ class LaneConnection {
     this.looping = true;
     try {
       while (this.pending !== null && !this.handing && this.socket.writable) {
-        if (this.waiting.length >= MAX_WAITING || this.socket.writableNeedDrain) return void this.socket.pause();
+        if (this.waiting.length >= MAX_WAITING) return void this.socket.pause();
+        if (this.socket.writableNeedDrain) return this.readOnDrain();
         const buf = this.pending;
         const r = readPlain(buf, this.lane.opts.maxBodyBytes());
         if (r === null) {
@@ -247,9 +252,22 @@ class LaneConnection {
       socket.setTimeout(this.lane.server.keepAliveTimeout);
     }
     if (this.looping) return;
-    if (socket.writableNeedDrain) return void socket.once('drain', () => this.readOn());
+    if (socket.writableNeedDrain) return this.readOnDrain();
     this.readOn();
   }
+
+  /** The client is not reading its answers: no more requests are read until the socket drains. */
+  private readOnDrain(): void {
+    this.socket.pause();
+    if (this.awaitingDrain) return;
+    this.awaitingDrain = true;
+    this.socket.once('drain', this.onDrain);
+  }
+
+  private readonly onDrain = (): void => {
+    this.awaitingDrain = false;
+    this.readOn();
+  };
 
   /** A response given with Connection: close: what was read after it is not worked on (as node:http). */
   closeAfterAnswer(): void {
@@ -265,6 +283,7 @@ class LaneConnection {
   }
 
   private readOn(): void {
+    if (this.handed) return;
     if (this.handing) {
       if (!this.busy) this.handOver();
       return;
@@ -273,18 +292,22 @@ class LaneConnection {
     if (this.pending !== null) this.next();
   }
 
+  /** The lane lets go of the socket for good (node:http takes it, or refuses it). */
   private detach(): void {
+    this.handed = true;
     this.socket.off('data', this.onData);
     this.socket.off('error', this.onError);
     this.socket.off('timeout', this.onTimeout);
     this.socket.off('end', this.onEnd);
     this.socket.off('close', this.onClose);
+    this.socket.off('drain', this.onDrain);
     this.socket.setTimeout(0);
     this.lane.connections.delete(this);
   }
 
   /** node:http takes the connection from here, with the bytes not worked on put back. */
   private handOver(): void {
+    if (this.handed) return;
     this.detach();
     this.socket.pause();
     if (this.pending !== null) this.socket.unshift(this.pending);

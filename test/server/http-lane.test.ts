@@ -178,6 +178,43 @@ t.test(
   },
 );
 
+t.test('answers made at once to a client that reads none: reading stops, and goes on once it reads', async (t) => {
+  const c = await dial(t);
+  c.socket.pause();
+  const counted = async (): Promise<number> =>
+    metricSamples((await get(`${sy.adminUrl}/metrics`)).text, 'switchyard_http_requests_total', {}).reduce(
+      (a, b) => a + b,
+      0,
+    );
+  const base = await counted();
+  // Writes of 100 whole requests (about 12 KB: one read each), each answered at once (local
+  // eth_chainId), until the answers fill the socket and the server stops reading.
+  let sent = 0;
+  let taken = 0;
+  while (taken === sent && sent < 500_000) {
+    c.socket.write(Array.from({ length: 100 }, (_, i) => plain('', call(sent + i + 1, 'eth_chainId'))).join(''));
+    sent += 100;
+    let last = -1;
+    taken =
+      (await waitFor(
+        'the server took them, or stopped',
+        async () => {
+          const now = (await counted()) - base;
+          const stopped = now === last;
+          last = now;
+          return now === sent || stopped ? now + 1 : undefined;
+        },
+        { intervalMs: 100 },
+      )) - 1;
+  }
+  t.ok(taken < sent, `the server stopped reading after ${taken} of ${sent}`);
+  c.socket.resume();
+  await waitFor('every answer', () => c.answers.length === sent, { timeoutMs: 60_000 });
+  let inOrder = true;
+  for (let i = 0; i < sent && inOrder; i++) inOrder = idOf(c.answers[i]!) === i + 1;
+  t.ok(inOrder, `all ${sent} answered once it read, each in its place`);
+});
+
 t.test('pipelined calls worked on at once per connection: 32, the rest read only as answers go out', async (t) => {
   // A node that holds every eth_getBalance: the calls stay in flight until released.
   const { node, held, release } = await startHoldingNode(t);
