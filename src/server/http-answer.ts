@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import { constants, createGzip, gzip } from 'node:zlib';
-import { LaneReply } from './http-lane.js';
+import { LaneReply } from './http-lane-reply.js';
 
 /** Where an answer is written: node:http's response, or the plain lane's (http-lane.ts). */
 export type Reply = ServerResponse | LaneReply;

@@ -25,9 +25,10 @@
  * closed after the keep-alive timeout, both read from the server as node:http reads them (reloads
  * apply); a request that arrives in pieces is node:http's, with its header and body timeouts.
  */
-import { type IncomingHttpHeaders, type IncomingMessage, type Server, ServerResponse, STATUS_CODES } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { type BodyResult, decodeBody } from './body.js';
+import { LaneReply, type ReplyConnection } from './http-lane-reply.js';
 
 /** A request the lane read: what the HTTP front reads of node's IncomingMessage, and no more. */
 export interface PlainRequest {
@@ -127,7 +128,7 @@ class Lane {
   }
 }
 
-class LaneConnection {
+class LaneConnection implements ReplyConnection {
   /** Bytes read and not yet worked on. */
   private pending: Buffer | null = null;
   /** The requests worked on, in the order they came: the first one's answer goes out next. */
@@ -153,6 +154,10 @@ class LaneConnection {
     socket.on('end', this.onEnd);
     socket.once('close', this.onClose);
     socket.setTimeout(lane.server.headersTimeout);
+  }
+
+  get server(): Server {
+    return this.lane.server;
   }
 
   /** Whether an answer is owed on this connection. */
@@ -315,115 +320,4 @@ class LaneConnection {
     for (const l of this.lane.node) l.call(this.lane.server, this.socket);
     this.socket.resume();
   }
-}
-
-/** A header value the lane writes as it is; anything else goes through ServerResponse, which checks it. */
-const PLAIN_VALUE = /^[\t\x20-\x7e]*$/;
-
-/**
- * The answer to one plain request: one write of the whole answer when it is a small one with plain
- * headers (the path of nearly every answer), else a ServerResponse on the same socket (`full`), for
- * an answer written in pieces or compressed. Answers go out in the order their requests came.
- */
-export class LaneReply {
-  headersSent = false;
-  /** The whole answer, once `send` made it; null before. */
-  out: string | Buffer | null = null;
-  /** The answer's ServerResponse, once `full` made one. */
-  res: ServerResponse | null = null;
-  close = false;
-
-  constructor(
-    private readonly conn: LaneConnection,
-    private readonly req: PlainRequest,
-  ) {}
-
-  /** The only header set apart from an answer's own: the drain's Connection: close. */
-  setHeader(name: 'connection', value: 'close'): void {
-    if (name === 'connection' && value === 'close') this.close = true;
-  }
-
-  /**
-   * Makes the whole answer and writes it when its turn comes; false (nothing made) when a header
-   * value is not plain ASCII, for `full` to write it.
-   */
-  send(
-    status: number,
-    headers: readonly string[] | Readonly<Record<string, string | number>>,
-    body: string | Buffer,
-  ): boolean {
-    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
-    if (Array.isArray(headers)) {
-      const pairs = headers as readonly string[];
-      for (let i = 0; i + 1 < pairs.length; i += 2) {
-        if (!PLAIN_VALUE.test(pairs[i + 1]!)) return false;
-        head += `${pairs[i]}: ${pairs[i + 1]}\r\n`;
-      }
-    } else {
-      for (const [name, value] of Object.entries(headers)) {
-        if (!PLAIN_VALUE.test(String(value))) return false;
-        head += `${name}: ${value}\r\n`;
-      }
-    }
-    head += `Date: ${httpDate()}\r\n`;
-    head += this.close
-      ? 'Connection: close\r\n\r\n'
-      : `Connection: keep-alive\r\n${keepAliveLine(this.conn.lane.server)}\r\n`;
-    this.headersSent = true;
-    this.out = typeof body === 'string' ? head + body : Buffer.concat([Buffer.from(head, 'latin1'), body]);
-    this.conn.flush();
-    return true;
-  }
-
-  /** A ServerResponse for this request, for an answer `send` does not write; it writes when its turn comes. */
-  full(): ServerResponse {
-    const res = new ServerResponse(this.req as unknown as IncomingMessage);
-    res.shouldKeepAlive = !this.close;
-    this.res = res;
-    this.headersSent = true;
-    res.once('finish', () => {
-      this.detach?.();
-      if (!res.shouldKeepAlive) this.conn.closeAfterAnswer();
-      else this.conn.finished(this);
-    });
-    this.conn.flush();
-    return res;
-  }
-
-  /** Set while the ServerResponse has the socket: gives it back. */
-  private detach: (() => void) | null = null;
-
-  /** Gives the ServerResponse the socket: what it buffered meanwhile is written, and then the rest. */
-  attach(socket: Socket): void {
-    const res = this.res!;
-    // node:http's server passes the socket's drain to its response; here the lane does (pieces, pipes).
-    const drain = (): boolean => res.emit('drain');
-    socket.on('drain', drain);
-    this.detach = () => {
-      socket.off('drain', drain);
-      res.detachSocket(socket);
-      this.detach = null;
-    };
-    res.assignSocket(socket);
-  }
-}
-
-/** `Keep-Alive: timeout=N` as node:http writes it (whole seconds of the server's keep-alive timeout). */
-function keepAliveLine(server: Server): string {
-  const seconds = Math.floor(server.keepAliveTimeout / 1000);
-  return seconds > 0 ? `Keep-Alive: timeout=${seconds}\r\n` : '';
-}
-
-let date = '';
-let dateSecond = -1;
-
-/** The Date header's value, made once a second. */
-function httpDate(): string {
-  const now = Date.now();
-  const second = Math.floor(now / 1000);
-  if (second !== dateSecond) {
-    dateSecond = second;
-    date = new Date(now).toUTCString();
-  }
-  return date;
 }

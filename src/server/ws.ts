@@ -22,7 +22,7 @@ import type { ClientIp } from './client-ip.js';
 import { ignoreUpgradeDirectives } from './directives.js';
 import { peerAddress } from './proxy-protocol.js';
 import type { Front, FrontResult } from './front.js';
-import { rpcTarget } from './http.js';
+import { rpcTarget } from './rpc-target.js';
 import { rawRefusal, refuseSocket } from './refusal.js';
 import { KeyCounts } from '../limits/key-counts.js';
 import type { ChainFeed } from '../subscriptions/chain.js';
