@@ -274,11 +274,14 @@ class LaneConnection implements ReplyConnection {
     this.readOn();
   };
 
-  /** A response given with Connection: close: what was read after it is not worked on (as node:http). */
+  /**
+   * A response given with Connection: close: what was read after it is not worked on, and the socket
+   * is destroyed once the answer is out (as node:http does), not left half-open for the peer to keep.
+   */
   closeAfterAnswer(): void {
     this.pending = null;
     this.waiting.length = 0;
-    this.socket.end();
+    this.socket.destroySoon();
   }
 
   /** A ServerResponse finished (or its answer was written): the next answer may go out. */

@@ -241,3 +241,30 @@ t.test('pipelined calls worked on at once per connection: 32, the rest read only
   );
   t.equal(idOf(other.answers[0]!), 1000);
 });
+
+t.test(
+  'an answer with Connection: close (the shutdown delay) closes the socket, even for a peer that keeps its side open',
+  async (t) => {
+    const closing = await startSwitchyard(t, {
+      upstreams: [{ name: 'anvil', url: anvil.url }],
+      server: { shutdownDelayMs: 60_000, keepAliveTimeoutMs: 60_000, headersTimeoutMs: 60_000 },
+    });
+    const { hostname, port } = new URL(closing.url);
+    const open = async (): Promise<number> =>
+      ((await get(`${closing.adminUrl}/status`)).json() as { limits: { connections: { open: number } } }).limits
+        .connections.open;
+    let seen = '';
+    // allowHalfOpen: this peer does not close its side when the server closes its own.
+    const socket = connect({ port: Number(port), host: hostname, allowHalfOpen: true });
+    t.teardown(() => socket.destroy());
+    socket.on('data', (d: Buffer) => (seen += d.toString()));
+    await new Promise((r) => socket.once('connect', r));
+    await waitFor('the connection counted', async () => (await open()) === 1);
+    void closing.app.drain();
+    socket.write(plain());
+    await waitFor('the answer', () => seen.includes('"result":"0xba"'));
+    t.match(seen, /\r\nConnection: close\r\n/, 'it says Connection: close');
+    await waitFor('the server closed the socket', async () => (await open()) === 0);
+    t.pass('no socket left half-open');
+  },
+);
