@@ -18,7 +18,12 @@ const STAGES = [
   ['metrics', /\/dist\/metrics\/|prom-client/],
   ['log', /pino|\/dist\/log\//],
   ['tracing', /\/dist\/tracing\/|@opentelemetry/],
-  ['answer write (node:http, http-answer)', /\/dist\/server\/http-answer|_http_outgoing|Writev|WriteString|clearBuffer|writeGeneric|writable/],
+  [
+    'answer write (the plain lane, node:http, http-answer)',
+    /\/dist\/server\/http-lane-reply|\/dist\/server\/http-answer|_http_outgoing|Writev|WriteString|clearBuffer|writeGeneric|writable/,
+  ],
+  // Before Switchyard's own HTTP request below, whose pattern also names the lane's file.
+  ['HTTP parse (the plain lane; llhttp, node:http server)', /\/dist\/server\/http-lane\.js|llhttp|_http_server|_http_common|_http_incoming|Parser::|parserOn/],
   ['cache', /\/dist\/cache\/|lru-cache/],
   ['limits', /\/dist\/limits\/|rate-limiter/],
   ['routing and upstream calls (undici)', /\/dist\/routing\/|\/dist\/upstream\/|undici/],
@@ -27,15 +32,19 @@ const STAGES = [
   ['front', /\/dist\/server\/front/],
   ['request body read', /\/dist\/server\/body|Readable|TextDecoder|decode/],
   ['HTTP request (ids, CORS, diagnostics)', /\/dist\/server\//],
-  ['HTTP parse (llhttp, node:http server)', /llhttp|_http_server|_http_common|_http_incoming|Parser::|parserOn/],
   ['event loop and microtasks', /uv__io_poll|epoll|processTicksAndRejections|RunMicrotasks|uv_run|task_queues|timers/],
 ];
 
+/**
+ * A kernel sample's stage: the system call it is in, read from its innermost frame that names one
+ * (a write made inside a read's callback has both on its stack: the write is the one it is in).
+ */
 function kernelStage(frames) {
-  const text = frames.join(' ');
-  if (text.includes('writev')) return 'kernel: write (the answer, the call to a node)';
-  if (/\bread\b|uv__read/.test(text)) return 'kernel: read';
-  if (text.includes('epoll')) return 'kernel: epoll wait';
+  for (const f of frames) {
+    if (/ksys_write|do_writev|sys_write/.test(f)) return 'kernel: write (the answer, the call to a node)';
+    if (/ksys_read|sys_read|uv__read/.test(f)) return 'kernel: read';
+    if (/epoll/.test(f)) return 'kernel: epoll wait';
+  }
   return 'kernel: other';
 }
 
