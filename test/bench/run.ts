@@ -250,7 +250,6 @@ async function main(): Promise<number> {
       for (const s of all.filter((x) => x.target === 'switchyard'))
         all.splice(all.indexOf(s) + 1, 0, { ...s, target: 'baseline', url: base.url, pid: base.pid });
     }
-    const traced = TRACING ? await startTracingProcesses(dir, anvil.url, stops) : null;
     const scenarios = ONLY ? all.filter((s) => ONLY.test(`${s.label} ${s.target}`)) : all;
     const runs = new Map<Scenario, Run[]>(scenarios.map((s) => [s, []]));
     for (let round = 1; round <= ROUNDS; round++) {
@@ -264,7 +263,10 @@ async function main(): Promise<number> {
       return { ...s, runs: rs, median: rs.find((x) => x.r.rps === mid)! };
     });
 
-    if (traced !== null) {
+    if (TRACING) {
+      // Started only now: seven idle Switchyards beside the rounds above slowed every row of them
+      // (the bare hit server by a fifth).
+      const traced = await startTracingProcesses(dir, anvil.url, stops);
       tracingCost = await measureTracing(traced, { miss, hit });
       await traced.stop();
     }
@@ -528,8 +530,8 @@ interface TracingProcesses {
 /**
  * For BENCH_TRACING: TRACED_PROCESSES Switchyards with tracing on (default sample rate, exporting
  * to a collector stand-in in this process), UNTRACED_TWINS with it off, and an untraced reference,
- * all started now (traced and untraced in turn), so that they are alike but for tracing. Stopped
- * once measured, so the later scenarios run as without BENCH_TRACING.
+ * all started now (traced and untraced in turn), so that they are alike but for tracing. Started
+ * after the rounds and stopped once measured, so every other scenario runs as without BENCH_TRACING.
  */
 async function startTracingProcesses(
   dir: string,
