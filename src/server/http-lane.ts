@@ -12,7 +12,7 @@
  * A request is plain when its head and its whole body are in the bytes read so far and it is
  * `POST <path> HTTP/1.1` with headers that are tokens and printable ASCII, none repeated, none
  * folded, a Host, a Content-Length of digits within `maxBodyBytes`, and no Transfer-Encoding,
- * Expect, Upgrade or Connection other than keep-alive. That is a strict subset of what node:http
+ * Expect, Upgrade or Connection other than keep-alive (http-head.ts). That is a strict subset of what node:http
  * reads alike: wherever node:http could answer otherwise (a refusal, 100-continue, an upgrade, a
  * chunked body, a request that arrives in pieces and its timeouts), the lane hands over instead of
  * deciding, with the bytes it read put back.
@@ -28,6 +28,7 @@
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { type BodyResult, decodeBody } from './body.js';
+import { HEAD_END, readPlain } from './http-head.js';
 import { LaneReply, type ReplyConnection } from './http-lane-reply.js';
 
 /** A request the lane read: what the HTTP front reads of node's IncomingMessage, and no more. */
@@ -46,8 +47,6 @@ export interface LaneOptions {
   maxBodyBytes: () => number;
 }
 
-/** node:http's limit on a request head (--max-http-header-size's default): a larger one is node's to refuse. */
-const MAX_HEAD_BYTES = 16 * 1024;
 /**
  * Bytes kept while answers are owed: the lane works only on requests read whole, and one that is
  * not goes to node:http once the answers before it are out; past this, the socket is not read.
@@ -55,38 +54,6 @@ const MAX_HEAD_BYTES = 16 * 1024;
 const MAX_PENDING_BYTES = 64 * 1024;
 /** Requests of one connection worked on at once (pipelined); past this, the socket is not read. */
 const MAX_WAITING = 32;
-const HEAD_END = Buffer.from('\r\n\r\n');
-const REQUEST_LINE = /^POST (\/[\x21-\x7e]*) HTTP\/1\.1$/;
-const HEADER_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\t\x20-\x7e]*?)[ \t]*$/;
-const DIGITS = /^\d{1,15}$/;
-/** Headers whose presence makes a request node:http's (what they ask for, the lane does not do). */
-const NOT_PLAIN = new Set(['transfer-encoding', 'expect', 'upgrade', 'http2-settings', '__proto__']);
-
-/** A plain request's head and where its body lies in `buf`, or null: not plain (yet), node:http's. */
-export function readPlain(
-  buf: Buffer,
-  maxBodyBytes: number,
-): { url: string; headers: Record<string, string>; bodyStart: number; bodyEnd: number } | null {
-  const end = buf.indexOf(HEAD_END);
-  if (end < 0 || end > MAX_HEAD_BYTES) return null;
-  const lines = buf.toString('latin1', 0, end).split('\r\n');
-  const first = REQUEST_LINE.exec(lines[0]!);
-  if (first === null) return null;
-  const headers: Record<string, string> = {};
-  for (let i = 1; i < lines.length; i++) {
-    const h = HEADER_LINE.exec(lines[i]!);
-    if (h === null) return null;
-    const name = h[1]!.toLowerCase();
-    if (NOT_PLAIN.has(name) || headers[name] !== undefined) return null;
-    headers[name] = h[2]!;
-  }
-  const length = headers['content-length'];
-  if (headers.host === undefined || length === undefined || !DIGITS.test(length)) return null;
-  if (headers.connection !== undefined && headers.connection.toLowerCase() !== 'keep-alive') return null;
-  const bodyEnd = end + 4 + Number(length);
-  if (Number(length) > maxBodyBytes || bodyEnd > buf.length) return null;
-  return { url: first[1]!, headers, bodyStart: end + 4, bodyEnd };
-}
 
 /**
  * Puts `server`'s connections through the lane first. node:http takes connections through its

@@ -7,7 +7,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
-import { readPlain } from '../../src/server/http-lane.js';
+import { readPlain } from '../../src/server/http-head.js';
 import { startAnvil } from '../helpers/anvil.js';
 import { startHoldingNode } from '../helpers/fake-node.js';
 import { metricSamples } from '../helpers/metrics-text.js';
