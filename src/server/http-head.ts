@@ -20,7 +20,7 @@ export interface PlainHead {
 }
 
 /** node:http's limit on a request head (--max-http-header-size's default): a larger one is node's to refuse. */
-export const MAX_HEAD_BYTES = 16 * 1024;
+const MAX_HEAD_BYTES = 16 * 1024;
 export const HEAD_END = Buffer.from('\r\n\r\n');
 const REQUEST_START = Buffer.from('POST /');
 const VERSION = Buffer.from(' HTTP/1.1\r\n');

@@ -28,6 +28,7 @@
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { type BodyResult, decodeBody } from './body.js';
+import { gateConnections, type HandOn } from './connection-gate.js';
 import { HEAD_END, readPlain } from './http-head.js';
 import { LaneReply, type ReplyConnection } from './http-lane-reply.js';
 
@@ -56,15 +57,16 @@ const MAX_PENDING_BYTES = 64 * 1024;
 const MAX_WAITING = 32;
 
 /**
- * Puts `server`'s connections through the lane first. node:http takes connections through its
- * 'connection' listeners: they are moved behind the lane, which hands them a socket it will not
- * read. Its closeIdleConnections and closeAllConnections close the lane's connections too, so the
- * drain and the shutdown see one server.
+ * Puts `server`'s connections through the lane first: a gate (connection-gate.ts) that hands
+ * node:http a socket it will not read. Its closeIdleConnections and closeAllConnections close the
+ * lane's connections too, so the drain and the shutdown see one server.
  */
 export function acceptLane(server: Server, opts: LaneOptions): void {
-  const lane = new Lane(server, opts, server.listeners('connection') as ((socket: Socket) => void)[]);
-  server.removeAllListeners('connection');
-  server.on('connection', (socket: Socket) => lane.open(socket));
+  const lane: Lane = new Lane(
+    server,
+    opts,
+    gateConnections(server, (socket) => lane.open(socket)),
+  );
   const closeIdle = server.closeIdleConnections.bind(server);
   const closeAll = server.closeAllConnections.bind(server);
   server.closeIdleConnections = () => {
@@ -82,7 +84,8 @@ class Lane {
   constructor(
     readonly server: Server,
     readonly opts: LaneOptions,
-    readonly node: readonly ((socket: Socket) => void)[],
+    /** Hands a socket to node:http. */
+    readonly handOn: HandOn,
   ) {}
 
   open(socket: Socket): void {
@@ -284,10 +287,8 @@ class LaneConnection implements ReplyConnection {
   private handOver(): void {
     if (this.handed) return;
     this.detach();
-    this.socket.pause();
-    if (this.pending !== null) this.socket.unshift(this.pending);
+    const rest = this.pending;
     this.pending = null;
-    for (const l of this.lane.node) l.call(this.lane.server, this.socket);
-    this.socket.resume();
+    this.lane.handOn(this.socket, rest);
   }
 }

@@ -16,6 +16,7 @@
 import type { Server } from 'node:http';
 import { isIP, type Socket } from 'node:net';
 import pp from 'proxy-protocol-js';
+import { gateConnections } from './connection-gate.js';
 
 const V2_SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
 const V1_PREFIX = Buffer.from('PROXY ');
@@ -101,20 +102,16 @@ function ipv6Text(bytes: readonly number[]): string {
 }
 
 /**
- * Makes `server` read a PROXY header (or its absence) off each connection before HTTP does.
- * Node's HTTP server takes connections through its 'connection' listeners: they are moved behind
- * the header check, which hands them the socket with the bytes after the header put back.
+ * Makes `server` read a PROXY header (or its absence) off each connection before HTTP does: a
+ * gate (connection-gate.ts) that hands the socket on with the bytes after the header put back.
  */
 export function acceptProxyProtocol(server: Server, opts: ProxyProtocolOptions): void {
-  const http = server.listeners('connection') as ((socket: Socket) => void)[];
-  server.removeAllListeners('connection');
-  server.on('connection', (socket: Socket) => {
+  const handOn = gateConnections(server, (socket: Socket) => {
     let buf: Buffer = Buffer.alloc(0);
     const done = (): void => {
       clearTimeout(timer);
       socket.off('data', onData);
       socket.off('error', onError);
-      socket.pause();
     };
     const refuse = (why: ProxyRefusal): void => {
       done();
@@ -123,9 +120,7 @@ export function acceptProxyProtocol(server: Server, opts: ProxyProtocolOptions):
     };
     const handOver = (rest: Buffer): void => {
       done();
-      if (rest.length > 0) socket.unshift(rest);
-      for (const l of http) l.call(server, socket);
-      socket.resume();
+      handOn(socket, rest);
     };
     const onData = (chunk: Buffer): void => {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
