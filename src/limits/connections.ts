@@ -71,9 +71,12 @@ class Held {
   }
 }
 
+/** A counted socket carries its Held: `idle` runs on every answered request, and finds it with no lookup. */
+const HELD = Symbol('connection caps');
+type CountedSocket = Socket & { [HELD]?: Held };
+
 export class ConnectionCaps {
   private total = 0;
-  private readonly held = new Map<Socket, Held>();
   private readonly peers = new Map<string, Peer>();
   /** Every idle connection, longest idle first. */
   private readonly idleAll = new IdleList<Held>();
@@ -99,7 +102,7 @@ export class ConnectionCaps {
     // Before the server's handler: an answer it ends at once must find the 'finish' listener.
     server.prependListener('request', (req, res) => {
       const socket = req.socket;
-      const h = this.held.get(socket);
+      const h = (socket as CountedSocket)[HELD];
       if (h === undefined) return;
       h.inFlight++;
       res.once('finish', () => {
@@ -116,7 +119,7 @@ export class ConnectionCaps {
    * holds it).
    */
   readonly idle = (socket: Socket): void => {
-    const h = this.held.get(socket);
+    const h = (socket as CountedSocket)[HELD];
     if (h === undefined || !h.counted) return;
     h.readAt = socket.bytesRead;
     this.idleAll.push(h.inAll);
@@ -137,14 +140,11 @@ export class ConnectionCaps {
     }
     // Read again: closing the IP's only idle connection may have let its Peer go.
     const h = new Held(socket, key === null ? null : (this.peers.get(key) ?? this.newPeer(key)));
-    this.held.set(socket, h);
+    (socket as CountedSocket)[HELD] = h;
     if (h.peer !== null) h.peer.open++;
     this.total++;
     this.metrics.setConnections(this.total);
-    socket.once('close', () => {
-      this.held.delete(socket);
-      this.release(h);
-    });
+    socket.once('close', () => this.release(h));
     return true;
   }
 
