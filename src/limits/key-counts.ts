@@ -2,7 +2,7 @@
  * Counts held per key against a cap: what every per-IP bound needs (keys are limitKey()s, an IPv4
  * address or an IPv6 /64). Used for subscriptions per IP (subscriptions.maxPerIp: without it one
  * address holds maxPerConnection x maxConnectionsPerIp subscriptions, and every `logs` one
- * multiplies the work of each block) and connections per IP (connections.ts).
+ * multiplies the work of each block).
  * Owns: the counts. Refuses: what a refusal looks like (its users').
  */
 export class KeyCounts {

@@ -1,6 +1,7 @@
 /**
  * Client connections: those open on the JSON-RPC listeners, those refused by a cap or by the PROXY
- * protocol check, and the WebSocket ones with their subscriptions, notifications and closes.
+ * protocol check, idle ones closed to make room at a cap, and the WebSocket ones with their
+ * subscriptions, notifications and closes.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { CONNECTION_REFUSALS, type ConnectionRefusal } from '../limits/connections.js';
@@ -12,6 +13,7 @@ export class ConnectionMetrics {
   private readonly proxyRefused: Counter;
   private readonly connections: Gauge;
   private readonly connectionsRefused: Counter;
+  private readonly connectionsEvicted: Counter;
   private readonly wsConnections: Gauge;
   private readonly wsSubscriptions: Gauge;
   private readonly wsNotifications: Counter;
@@ -53,6 +55,12 @@ export class ConnectionMetrics {
       labelNames: ['reason'],
       registers,
     });
+    this.connectionsEvicted = new Counter({
+      name: 'switchyard_connections_evicted_total',
+      help: 'Idle keep-alive connections closed to make room for a new connection at a cap, longest idle first, by reason (total: server.maxConnections, ip: server.maxConnectionsPerIp)',
+      labelNames: ['reason'],
+      registers,
+    });
     this.wsCloses = new Counter({
       name: 'switchyard_ws_closes_total',
       help: 'WebSocket connections closed by Switchyard, by reason (slow_reader, too_large, dead_peer, shutdown)',
@@ -64,7 +72,10 @@ export class ConnectionMetrics {
       this.wsNotifications.inc({ kind }, 0);
     }
     for (const reason of WS_CLOSE_REASONS) this.wsCloses.inc({ reason }, 0);
-    for (const reason of CONNECTION_REFUSALS) this.connectionsRefused.inc({ reason }, 0);
+    for (const reason of CONNECTION_REFUSALS) {
+      this.connectionsRefused.inc({ reason }, 0);
+      this.connectionsEvicted.inc({ reason }, 0);
+    }
   }
 
   setConnections(open: number): void {
@@ -73,6 +84,10 @@ export class ConnectionMetrics {
 
   recordConnectionRefused(reason: ConnectionRefusal): void {
     this.connectionsRefused.inc({ reason });
+  }
+
+  recordConnectionEvicted(reason: ConnectionRefusal): void {
+    this.connectionsEvicted.inc({ reason });
   }
 
   recordProxyRefused(reason: ProxyRefusal): void {

@@ -97,6 +97,7 @@ export class Metrics {
   // Client connections and WebSockets (connections.ts)
   readonly setConnections = this.connections.setConnections.bind(this.connections);
   readonly recordConnectionRefused = this.connections.recordConnectionRefused.bind(this.connections);
+  readonly recordConnectionEvicted = this.connections.recordConnectionEvicted.bind(this.connections);
   readonly recordProxyRefused = this.connections.recordProxyRefused.bind(this.connections);
   readonly setWsConnections = this.connections.setWsConnections.bind(this.connections);
   readonly recordWsClose = this.connections.recordWsClose.bind(this.connections);

@@ -46,6 +46,8 @@ export interface LaneOptions {
   /** Works on one plain request; answers through `reply` (exactly once, or the connection stalls). */
   serve: (req: PlainRequest, reply: LaneReply, body: BodyResult) => void;
   maxBodyBytes: () => number;
+  /** The connection owes no answer and holds no byte of another request (the connection caps may close it). */
+  idle?: (socket: Socket) => void;
 }
 
 /**
@@ -226,6 +228,7 @@ class LaneConnection implements ReplyConnection {
       this.answeredOne = true;
       socket.setTimeout(this.lane.server.keepAliveTimeout);
     }
+    if (this.pending === null && !this.handing && socket.writable) this.lane.opts.idle?.(socket);
     if (this.looping) return;
     if (socket.writableNeedDrain) return this.readOnDrain();
     this.readOn();

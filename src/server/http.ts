@@ -4,6 +4,7 @@
  * bytes go out (pieces, gzip) is http-answer.ts's.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { toQuantity } from '../jsonrpc/hex.js';
@@ -63,7 +64,12 @@ export interface HttpTimeouts {
   keepAliveTimeoutMs: number;
 }
 
-export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts): Server {
+/** `idle`: told when a plain-lane connection owes no answer and holds no byte of another request. */
+export function createHttpServer(
+  getDeps: () => HttpDeps,
+  timeouts: HttpTimeouts,
+  idle?: (socket: Socket) => void,
+): Server {
   const server = createServer(
     {
       headersTimeout: timeouts.headersTimeoutMs,
@@ -92,6 +98,7 @@ export function createHttpServer(getDeps: () => HttpDeps, timeouts: HttpTimeouts
       }
     },
     maxBodyBytes: () => getDeps().maxBodyBytes,
+    idle,
   });
   // A malformed request line or a slow client: answer 400/408 if the socket still can, never crash.
   // There is no response object here: the whole HTTP answer is written to the socket (Node docs),

@@ -41,26 +41,6 @@ export interface Ports {
  */
 export function createListeners(current: () => RequestPath, metrics: Metrics, adminDeps: () => AdminDeps): Listeners {
   const { server } = current().config;
-  const http = createHttpServer(() => current().http, server);
-  const ws = new WsFront(() => current().ws);
-  ws.attach(http);
-  // The WebSocket port serves the same HTTP as server.port, and upgrades.
-  const wsHttp = server.wsPort === null ? null : createHttpServer(() => current().http, server);
-  if (wsHttp) ws.attach(wsHttp);
-  const rpc = wsHttp === null ? [http] : [http, wsHttp];
-  if (server.proxyProtocol) {
-    for (const s of rpc) {
-      acceptProxyProtocol(s, {
-        trusted: (peer) => current().clientIp.isTrusted(peer),
-        // Read for each connection: a reload's headersTimeoutMs applies to the next one.
-        get timeoutMs() {
-          return current().config.server.headersTimeoutMs;
-        },
-        refused: (why) => metrics.recordProxyRefused(why),
-      });
-    }
-  }
-  // After the PROXY protocol check: the caps count every accepted connection, header or not.
   const limits: ConnectionLimits = {
     get maxConnections() {
       return current().connectionLimits.maxConnections;
@@ -77,6 +57,27 @@ export function createListeners(current: () => RequestPath, metrics: Metrics, ad
     },
     metrics,
   );
+  // The plain lane tells the caps when a connection goes idle (they may close it to make room).
+  const http = createHttpServer(() => current().http, server, connections.idle);
+  const ws = new WsFront(() => current().ws);
+  ws.attach(http);
+  // The WebSocket port serves the same HTTP as server.port, and upgrades.
+  const wsHttp = server.wsPort === null ? null : createHttpServer(() => current().http, server, connections.idle);
+  if (wsHttp) ws.attach(wsHttp);
+  const rpc = wsHttp === null ? [http] : [http, wsHttp];
+  if (server.proxyProtocol) {
+    for (const s of rpc) {
+      acceptProxyProtocol(s, {
+        trusted: (peer) => current().clientIp.isTrusted(peer),
+        // Read for each connection: a reload's headersTimeoutMs applies to the next one.
+        get timeoutMs() {
+          return current().config.server.headersTimeoutMs;
+        },
+        refused: (why) => metrics.recordProxyRefused(why),
+      });
+    }
+  }
+  // After the PROXY protocol check: the caps count every accepted connection, header or not.
   for (const s of rpc) connections.attach(s);
   return { http, wsHttp, admin: createAdminServer(adminDeps), ws, connections };
 }
