@@ -127,8 +127,8 @@ export function classifyTransport(err: unknown): Verdict {
 }
 
 /**
- * What an expensive call's failure means (methods/table.ts `expensive`): a timeout, or a
- * connection lost once the request was sent, leaves the node possibly still running it, and the
+ * What an expensive call's failure means (methods/table.ts `expensive`): a timeout once the request
+ * was sent, or the connection lost then, leaves the node possibly still running it, and the
  * next node would only run it again (or fall over the same way). So the verdict is final and no
  * health signal: the call's own cost, not the node's failing. Anything else is as for any call.
  */
