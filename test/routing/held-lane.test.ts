@@ -273,3 +273,51 @@ t.test(
     await waitFor('held calls given up at the nodes', () => counters.every((c) => c.held === 0), { timeoutMs: 15_000 });
   },
 );
+
+t.test('a full lane is passed over to another node, and past every lane the call is turned away at once', async (t) => {
+  const raws = await Promise.all(Array.from({ length: 3 }, (_, k) => signTransfer(5_000 + k)));
+  const anvils = await Promise.all(Array.from({ length: 2 }, () => startAnvil()));
+  t.teardown(() => Promise.all(anvils.map((a) => a.stop())));
+  const counters = await Promise.all(anvils.map((a) => startHeldCounter(t, a.url)));
+  const sy = await startSwitchyard(t, {
+    upstreams: counters.map((c, i) => ({ name: `node-${i}`, url: c.url, heldConnections: 1 })),
+    routing: { sendRawTransactionSyncTimeoutMs: 4_000 },
+  });
+  const pool = new Pool(sy.url, { connections: 3 });
+  t.teardown(() => pool.close());
+  // Three at once from one address: its node first, the other node next, then no lane is left.
+  const answers = await Promise.all(
+    raws.map(async (raw, k) => {
+      const started = performance.now();
+      const res = await pool.request({
+        path: '/',
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: k + 1, method: 'eth_sendRawTransactionSync', params: [raw] }),
+      });
+      const a = (await res.body.json()) as {
+        id: number;
+        error?: { code: number; data?: { retryAfterSeconds?: number } };
+      };
+      return { ...a, ms: performance.now() - started };
+    }),
+  );
+  t.same(
+    answers.map((a) => a.id),
+    [1, 2, 3],
+    'each call its own answer',
+  );
+  t.same(
+    answers.map((a) => a.error?.code).sort(),
+    [-32002, -32002, -32005],
+    'two held until their timeout, one turned away',
+  );
+  const refused = answers.find((a) => a.error?.code === -32005)!;
+  t.equal(refused.error?.data?.retryAfterSeconds, 1, 'with a second to wait');
+  t.ok(refused.ms < 2_000, `turned away at once, not after the held ones' 4 s (${refused.ms.toFixed(0)} ms)`);
+  t.same(
+    counters.map((c) => c.maxHeld),
+    [1, 1],
+    'one held call reached each node: the full lane was passed over',
+  );
+});
