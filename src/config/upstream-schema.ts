@@ -28,8 +28,14 @@ export const upstreamSchema = z.strictObject({
   ws: wsUrl.optional(),
   weight: z.number().positive().max(1000).default(1),
   tags: z.array(z.enum(['archive', 'debug'])).default([]),
-  /** Largest number of connections Switchyard opens to this node. */
+  /** Largest number of connections Switchyard opens to this node for every call but held ones. */
   maxConnections: positiveInt.max(10000).default(128),
+  /**
+   * The held lane: connections of their own for calls the node holds by design
+   * (eth_sendRawTransactionSync, traces), at most this many held calls in flight; past it such a
+   * call goes to another node, else gets HELD_LANE_FULL at once (routing/lane.ts).
+   */
+  heldConnections: positiveInt.max(10000).default(16),
   /** Calls to this node in the same event-loop turn travel as one JSON-RPC batch of at most this many; 1 = never batch. */
   maxBatchSize: positiveInt.max(1000).default(25),
   /** Static headers sent with every request to this node (e.g. authorization: "Bearer ${TOKEN}", x-api-key). */

@@ -141,7 +141,7 @@ export const CATALOGUE = {
     code: -32002,
     http: 200,
     message: 'upstream call timed out or was cut off: an expensive call runs on one node only',
-    doc: 'an expensive call (`eth_call`, `eth_estimateGas`, `eth_createAccessList`, `eth_simulateV1`, `eth_getLogs`, `eth_getFilterLogs`, `debug_trace*`) got no answer within its timeout (`routing.methodTimeoutsMs`, else `routing.upstreamTimeoutMs`) or lost its connection once sent; not retried on another node (`data.last`: `timeout` or `transport`)',
+    doc: 'an expensive call (`eth_call`, `eth_estimateGas`, `eth_createAccessList`, `eth_simulateV1`, `eth_getLogs`, `eth_getFilterLogs`, `debug_trace*`, an allowed `trace_*`) got no answer within its timeout (`routing.methodTimeoutsMs`, else `routing.upstreamTimeoutMs`) or lost its connection once sent; not retried on another node (`data.last`: `timeout` or `transport`)',
   },
   FILTER_NOT_FOUND: {
     code: -32000,
@@ -184,6 +184,12 @@ export const CATALOGUE = {
     http: 503,
     message: 'upstream budget exhausted',
     doc: 'every node the call could go to has spent its budget (`upstreams[].rateLimit`) for now; answered at once, never queued; `data.retryAfterSeconds` says when the first budget refills',
+  },
+  HELD_LANE_FULL: {
+    code: -32005,
+    http: 503,
+    message: 'too many held calls at the upstreams: retry later',
+    doc: 'a held call (`eth_sendRawTransactionSync`, `debug_trace*`, an allowed `trace_*`) found the held lane of every node it could go to full (`upstreams[].heldConnections` held calls each); answered at once, never queued, and not sent to any node; `data.retryAfterSeconds`',
   },
 } as const satisfies Record<string, CatalogueEntry>;
 

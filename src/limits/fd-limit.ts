@@ -30,7 +30,7 @@ export function readFdLimit(): number | null {
 }
 
 export interface FdBudget {
-  /** Descriptors the configuration may use: maxConnections, every upstream's maxConnections, the reserve. */
+  /** Descriptors the configuration may use: maxConnections, every upstream's maxConnections and heldConnections, the reserve. */
   needed: number;
   /** The client connection cap in force: server.maxConnections, or less when the limit is lower. */
   maxConnections: number;

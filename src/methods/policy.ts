@@ -2,10 +2,11 @@
  * Method policy (SPEC 4.6): which methods a client may call.
  * Default: the methods of the table. `methods.deny` wins over everything; `methods.allow` adds
  * methods (by name or `prefix*`) that are forwarded like plain reads; `methods.extensions` adds
- * service-specific methods that are forwarded and never cached. Methods acting with a node's keys
+ * service-specific methods that are forwarded and never cached. Either kind named like a trace
+ * (`trace_*`, `debug_trace*`) is expensive and held, as the table's traces are. Methods acting with a node's keys
  * are refused even when allowed, because a proxy must never sign for anyone.
  */
-import { METHODS, SIGNING_METHODS, type MethodSpec } from './table.js';
+import { heldName, METHODS, SIGNING_METHODS, type MethodSpec } from './table.js';
 
 export interface PolicyConfig {
   allow: readonly string[];
@@ -19,6 +20,12 @@ export interface Resolved {
 }
 
 const EXTENSION_SPEC: MethodSpec = Object.freeze({ handling: 'read' });
+/** An allowed trace (table.ts heldName): handled as the table's traces are, sent alone on the held lane. */
+const HELD_EXTENSION_SPEC: MethodSpec = Object.freeze({ handling: 'read', expensive: true, held: true });
+
+function forwarded(method: string): MethodSpec {
+  return heldName(method) ? HELD_EXTENSION_SPEC : EXTENSION_SPEC;
+}
 
 function matcher(patterns: readonly string[]): (m: string) => boolean {
   const exact = new Set(patterns.filter((p) => !p.endsWith('*')));
@@ -62,10 +69,10 @@ export class MethodPolicy {
 
   private work(method: string): Resolved | null {
     if (SIGNING_METHODS.has(method) || this.denied(method)) return null;
-    if (this.extension(method)) return { spec: EXTENSION_SPEC, extension: true };
+    if (this.extension(method)) return { spec: forwarded(method), extension: true };
     const spec = METHODS[method];
     if (spec !== undefined && Object.hasOwn(METHODS, method)) return { spec, extension: false };
-    if (this.allowed(method)) return { spec: EXTENSION_SPEC, extension: false };
+    if (this.allowed(method)) return { spec: forwarded(method), extension: false };
     return null;
   }
 

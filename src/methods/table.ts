@@ -55,6 +55,13 @@ export interface MethodSpec {
    * (upstream/classify.ts expensiveVerdict). Errors meaning "this node can't" still fail over.
    */
   expensive?: boolean;
+  /**
+   * The node holds the call for long by design (a transaction waiting to be mined, a trace): it
+   * goes on the node's held lane (upstreams[].heldConnections, upstream/client.ts), so it never
+   * takes a connection other calls need, and its timeout is no mark against the node
+   * (upstream/classify.ts heldVerdict). Allowed methods named like a trace are held too (heldName).
+   */
+  held?: boolean;
 }
 
 const read = (extra: Omit<MethodSpec, 'handling'> = {}): MethodSpec => ({ handling: 'read', ...extra });
@@ -99,7 +106,7 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   eth_syncing: read(),
   eth_sendRawTransaction: { handling: 'write' },
   // EIP-7966: sends and waits for the receipt. One attempt with its own timeout, never retried.
-  eth_sendRawTransactionSync: { handling: 'write', waitsForReceipt: true },
+  eth_sendRawTransactionSync: { handling: 'write', waitsForReceipt: true, held: true },
 
   eth_newFilter: { handling: 'filter-new' },
   eth_newBlockFilter: { handling: 'filter-new' },
@@ -115,15 +122,24 @@ export const METHODS: Readonly<Record<string, MethodSpec>> = Object.freeze({
   web3_clientVersion: read(),
   web3_sha3: read(),
 
-  debug_traceTransaction: read({ capability: 'debug', expensive: true }),
-  debug_traceCall: read({ state: true, block: 1, capability: 'debug', expensive: true }),
-  debug_traceBlockByNumber: read({ state: true, block: 0, capability: 'debug', expensive: true }),
-  debug_traceBlockByHash: read({ capability: 'debug', expensive: true }),
+  debug_traceTransaction: read({ capability: 'debug', expensive: true, held: true }),
+  debug_traceCall: read({ state: true, block: 1, capability: 'debug', expensive: true, held: true }),
+  debug_traceBlockByNumber: read({ state: true, block: 0, capability: 'debug', expensive: true, held: true }),
+  debug_traceBlockByHash: read({ capability: 'debug', expensive: true, held: true }),
   debug_getRawBlock: read({ block: 0, capability: 'debug' }),
   debug_getRawHeader: read({ block: 0, capability: 'debug' }),
   debug_getRawReceipts: read({ block: 0, capability: 'debug' }),
   debug_getRawTransaction: read({ capability: 'debug' }),
 });
+
+/**
+ * A method outside the table forwarded by methods.allow or methods.extensions is held when it is
+ * named like a trace (OpenEthereum/erigon/reth `trace_*`, geth's other `debug_trace*`): the node
+ * may run it for long, like the table's traces.
+ */
+export function heldName(method: string): boolean {
+  return method.startsWith('trace_') || method.startsWith('debug_trace');
+}
 
 /** geth's cap on eth_feeHistory's block count; larger counts are refused before reaching a node. */
 export const MAX_BLOCK_COUNT = 1024;

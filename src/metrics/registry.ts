@@ -75,6 +75,8 @@ export class Metrics {
   readonly setUpstreamLag = this.upstreams.setUpstreamLag.bind(this.upstreams);
   readonly setUpstreamHealthy = this.upstreams.setUpstreamHealthy.bind(this.upstreams);
   readonly setUpstreamInFlight = this.upstreams.setUpstreamInFlight.bind(this.upstreams);
+  readonly setUpstreamHeldInFlight = this.upstreams.setUpstreamHeldInFlight.bind(this.upstreams);
+  readonly recordHeldLaneFull = this.upstreams.recordHeldLaneFull.bind(this.upstreams);
   readonly setUpstreamLatency = this.upstreams.setUpstreamLatency.bind(this.upstreams);
   readonly setFleetHead = this.upstreams.setFleetHead.bind(this.upstreams);
   readonly setFleetFinalized = this.upstreams.setFleetFinalized.bind(this.upstreams);

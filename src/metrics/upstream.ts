@@ -52,6 +52,12 @@ function eventSeries(registry: Registry) {
       labelNames: ['upstream'],
       registers,
     }),
+    heldLaneFull: new Counter({
+      name: 'switchyard_upstream_held_lane_full_total',
+      help: "Held calls (eth_sendRawTransactionSync, traces) a node's full held lane (upstreams[].heldConnections) turned away: each went to another node, or got HELD_LANE_FULL",
+      labelNames: ['upstream'],
+      registers,
+    }),
     reorgs: new Counter({
       name: 'switchyard_reorgs_total',
       help: 'Chain reorganisations seen by the head tracker',
@@ -75,6 +81,11 @@ function upstreamGauges(registry: Registry) {
       '1 when the upstream is reachable, on the right chain and routable',
     ),
     inFlight: perUpstream(registry, 'switchyard_upstream_in_flight', 'Calls outstanding at each upstream'),
+    heldInFlight: perUpstream(
+      registry,
+      'switchyard_upstream_held_calls_in_flight',
+      'Held calls (eth_sendRawTransactionSync, traces) outstanding at each upstream, on its held lane (at most upstreams[].heldConnections)',
+    ),
     breaker: new Gauge({
       name: 'switchyard_upstream_breaker_state',
       help: 'Circuit breaker per upstream: 1 on the series of its current state (closed, half_open, open), 0 on the others',
@@ -152,14 +163,17 @@ export class UpstreamMetrics {
     this.events.quarantines.inc({ upstream }, 0);
     this.upstreams.quarantined.set({ upstream }, 0);
     this.events.rateLimited.inc({ upstream }, 0);
+    this.events.heldLaneFull.inc({ upstream }, 0);
     this.upstreams.heldOff.set({ upstream }, 0);
     this.upstreams.cordoned.set({ upstream }, 0);
   }
 
   /** Drops every series of an upstream removed by a reload, so dead names do not linger. */
   forgetUpstream(upstream: string): void {
-    const { head, lag, healthy, inFlight, latencyEwma, quarantined, heldOff, cordoned, breaker } = this.upstreams;
-    for (const g of [head, lag, healthy, inFlight, latencyEwma, quarantined, heldOff, cordoned]) g.remove({ upstream });
+    const { head, lag, healthy, inFlight, heldInFlight, latencyEwma, quarantined, heldOff, cordoned, breaker } =
+      this.upstreams;
+    for (const g of [head, lag, healthy, inFlight, heldInFlight, latencyEwma, quarantined, heldOff, cordoned])
+      g.remove({ upstream });
     for (const state of BREAKER_STATES) breaker.remove({ upstream, state });
   }
 
@@ -218,6 +232,15 @@ export class UpstreamMetrics {
 
   setUpstreamInFlight(upstream: string, calls: number): void {
     this.upstreams.inFlight.set({ upstream }, calls);
+  }
+
+  setUpstreamHeldInFlight(upstream: string, calls: number): void {
+    this.upstreams.heldInFlight.set({ upstream }, calls);
+  }
+
+  /** A held call passed `upstream` over: its held lane was full (routing/lane.ts). */
+  recordHeldLaneFull(upstream: string): void {
+    this.events.heldLaneFull.inc({ upstream });
   }
 
   setUpstreamLatency(upstream: string, seconds: number): void {

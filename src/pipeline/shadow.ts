@@ -33,6 +33,8 @@ export interface ShadowCopy {
   /** What a regular node needed for the read (a state older than a pruned shadow keeps, debug): a shadow without it gets no copy. */
   readonly needs: Pick<Requirement, 'stateAt' | 'capability'>;
   readonly expensive: boolean;
+  /** methods/table.ts `held`: the copy goes on the shadow's held lane, or is skipped when that is full. */
+  readonly held: boolean;
   readonly timeoutMs: number;
 }
 
@@ -86,6 +88,7 @@ export function shadowCopy(
     block,
     needs: plan.requirement,
     expensive: plan.expensive === true,
+    held: plan.held === true,
     timeoutMs,
   };
 }

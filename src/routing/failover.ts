@@ -2,7 +2,8 @@
  * Failover, the steps of a call's way to a node (dispatch.ts starts it): the best eligible upstream
  * and, when the answer means "this node can't" (classify.ts), the next one, up to `maxAttempts`,
  * inside the call's deadline. A node whose budget has no token for the call is passed over
- * (budget.ts): the call goes to another, or gets UPSTREAM_BUDGET when no node was asked yet.
+ * (budget.ts): the call goes to another, or gets UPSTREAM_BUDGET when no node was asked yet; so is
+ * a node whose held lane is full for a held call (lane.ts), which gets HELD_LANE_FULL then.
  * Deterministic answers (reverts, invalid params, nonce too low) return at once, verbatim.
  * An expensive call (methods/table.ts) that timed out or lost its connection once sent is
  * answered at once with EXPENSIVE_CALL_FAILED: at most one node runs it.
@@ -22,6 +23,7 @@ import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
 import type { CallTrace, RequestTrace } from '../tracing/index.js';
 import { overBudget } from './budget.js';
+import { heldLaneFull, laneFull } from './lane.js';
 import { pinnedNode } from './pinned.js';
 import { choose, eligible, willing, type Ineligible, type Requirement } from './select.js';
 import type { MethodTimeouts } from './timeouts.js';
@@ -103,6 +105,11 @@ export interface Sendable {
   waitsForReceipt?: boolean;
   /** methods/table.ts `expensive`: sent alone, and a timeout is final (upstream/classify.ts expensiveVerdict). */
   expensive?: boolean;
+  /**
+   * methods/table.ts `held`: sent on the node's held lane (upstreams[].heldConnections); a node
+   * whose lane is full is passed over, and the call gets HELD_LANE_FULL when every one was (lane.ts).
+   */
+  held?: boolean;
   /** Only this upstream, one attempt (filter calls go to the one node that holds the filter). */
   only?: Upstream;
   /** The bytes the call's request may still hold (a split eth_getLogs); past it, RESPONSE_TOO_LARGE. */
@@ -118,6 +125,8 @@ const MAX_BLOCK_WAITS = 3;
 const ALREADY_KNOWN = /already known|already imported/i;
 
 const EXPENSIVE = { expensive: true } as const;
+const HELD = { held: true } as const;
+const HELD_EXPENSIVE = { expensive: true, held: true } as const;
 
 /** What one call's way to a node has learnt so far, across its attempts. */
 export interface Progress {
@@ -130,6 +139,8 @@ export interface Progress {
   nullFrom?: Upstream;
   /** Nodes passed over because their budget had no token for the call (budget.ts); not attempts. */
   overBudget?: Upstream[];
+  /** Nodes passed over because their held lane was full (lane.ts); not attempts. */
+  laneFull?: Upstream[];
 }
 
 /** A call's way before its first attempt. */
@@ -162,7 +173,10 @@ export function nextCandidate(ctx: DispatchContext, call: Sendable, p: Progress)
   const requirement = p.nullFrom
     ? { ...call.requirement, minHead: Math.max(call.requirement.minHead ?? 0, p.nullFrom.head, ctx.head ?? 0) }
     : call.requirement;
-  const passed = p.overBudget === undefined ? p.tried : [...p.tried, ...p.overBudget];
+  const passed =
+    p.overBudget === undefined && p.laneFull === undefined
+      ? p.tried
+      : [...p.tried, ...(p.overBudget ?? []), ...(p.laneFull ?? [])];
   const pin = ctx.useUpstream;
   const candidates =
     pin !== undefined
@@ -178,7 +192,8 @@ export function nextCandidate(ctx: DispatchContext, call: Sendable, p: Progress)
     return { upstream: choose(some ?? candidates, call.requirement.stickyKey) };
   }
   if (p.nullFrom) return { done: { outcome: { result: 'null' }, upstream: p.nullFrom } };
-  // Only budgets stood in the way before any node was asked: say so at once rather than wait.
+  // Only full held lanes or budgets stood in the way before any node was asked: say so at once rather than wait.
+  if (p.laneFull !== undefined && p.attempt === 0) return { done: { outcome: { error: heldLaneFull() } } };
   if (p.overBudget !== undefined && p.attempt === 0) return { done: { outcome: { error: overBudget(p.overBudget) } } };
   // A pinned call waits only for its own node to reach the block.
   const mayWait = pin === undefined || candidates === 'the requested upstream lacks the block';
@@ -297,6 +312,7 @@ export function attempt(ctx: DispatchContext, call: Sendable, p: Progress): Prom
   // Waiting for a head is not an attempt: the same attempt number goes on after it.
   if ('wait' in next) return waitForHead(ctx, p, remaining).then(() => attempt(ctx, call, p));
   const u = next.upstream;
+  if (laneFull(call.held, u)) return passOver(ctx, call, p, u);
   if (u.budget === null) return send(ctx, call, p, u, remaining);
   return u.budget.take(1).then((granted) => {
     if (!granted) {
@@ -305,8 +321,17 @@ export function attempt(ctx: DispatchContext, call: Sendable, p: Progress): Prom
       return attempt(ctx, call, p);
     }
     const left = ctx.deadline - r.fleet.now();
-    return left > 0 ? send(ctx, call, p, u, left) : attempt(ctx, call, p);
+    if (left <= 0) return attempt(ctx, call, p);
+    // The lane may have filled while the token was taken; checked in the same turn as the call is counted.
+    return laneFull(call.held, u) ? passOver(ctx, call, p, u) : send(ctx, call, p, u, left);
   });
+}
+
+/** `u`'s held lane is full: the held call goes on to another node (lane.ts), not an attempt. */
+function passOver(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream): Promise<Attempted> {
+  ctx.routing.metrics.recordHeldLaneFull(u.name);
+  (p.laneFull ??= []).push(u);
+  return attempt(ctx, call, p);
 }
 
 /** Step 4: the call goes to `u`, and its verdict decides what comes next. */
@@ -337,15 +362,17 @@ function send(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, re
   });
 }
 
-/** The upstream client's options for a call: none for most, a shared object for a plain expensive one. */
+/** The upstream client's options for a call: none for most, a shared object for a plain expensive or held one. */
 function callOptions(call: Sendable): CallOptions | undefined {
-  if (call.budget !== undefined) return { expensive: call.expensive === true, budget: call.budget };
+  if (call.budget !== undefined)
+    return { expensive: call.expensive === true, held: call.held === true, budget: call.budget };
+  if (call.held === true) return call.expensive === true ? HELD_EXPENSIVE : HELD;
   return call.expensive === true ? EXPENSIVE : undefined;
 }
 
 /** A traced call's options: one object literal, so the client's reads of them keep one shape. */
 function tracedOptions(call: Sendable, traceparent: string): CallOptions {
-  return { expensive: call.expensive === true, budget: call.budget, traceparent };
+  return { expensive: call.expensive === true, held: call.held === true, budget: call.budget, traceparent };
 }
 
 /** Every attempt failed or none was possible: null or a node's error when one answered, else -32002. */

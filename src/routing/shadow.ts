@@ -17,7 +17,9 @@ import type { Metrics } from '../metrics/registry.js';
 import type { ShadowOutcome } from '../metrics/shadow.js';
 import type { ShadowCopy } from '../pipeline/shadow.js';
 import type { Fleet } from '../upstream/fleet.js';
+import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
+import { laneFull } from './lane.js';
 
 /** Mismatch lines written per second, all shadows together; the rest are counted only. */
 export const SHADOW_LOG_LINES_PER_SECOND = 10;
@@ -70,12 +72,13 @@ export class ShadowReads {
   }
 
   /**
-   * Whether `u` may take the copy now: routable, not cordoned nor held off, it has the block and
+   * Whether `u` may take the copy now: routable, not cordoned nor held off, room on its held lane
+   * for a held call (lane.ts), it has the block and
    * what a regular node needed for the read (the state at its block, debug; routing/select.ts). A
    * pruned shadow asked for a state it no longer keeps answers an error, counted as its failure.
    */
   private takes(u: Upstream, c: ShadowCopy, maxLagBlocks: number): boolean {
-    if (!u.available || u.heldOff || this.fleet.cordons.has(u.name)) return false;
+    if (!u.available || u.heldOff || this.fleet.cordons.has(u.name) || laneFull(c.held, u)) return false;
     if (c.needs.stateAt !== undefined && !u.hasStateAt(c.needs.stateAt)) return false;
     if (c.needs.capability === 'debug' && !u.can('debug')) return false;
     return c.block === null ? this.fleet.lag(u) <= maxLagBlocks : u.head >= c.block;
@@ -83,7 +86,7 @@ export class ShadowReads {
 
   private async send(u: Upstream, c: ShadowCopy, reqId?: string): Promise<ShadowOutcome> {
     if (u.budget !== null && !(await u.budget.take(1))) return 'skipped';
-    const { verdict } = await u.call(c.method, c.paramsJson, c.timeoutMs, c.expensive ? EXPENSIVE : undefined);
+    const { verdict } = await u.call(c.method, c.paramsJson, c.timeoutMs, optionsOf(c));
     if (verdict.kind === 'retry') return 'error';
     if (verdict.kind === 'result' && sameJson(verdict.result, c.result)) return 'match';
     this.mismatch(u, c, verdict.kind === 'result' ? 'result' : 'error', reqId);
@@ -105,6 +108,13 @@ export class ShadowReads {
 }
 
 const EXPENSIVE = Object.freeze({ expensive: true });
+const HELD = Object.freeze({ expensive: true, held: true });
+
+/** The upstream client's options for a copy: a held read is an expensive one too (methods/table.ts). */
+function optionsOf(c: ShadowCopy): CallOptions | undefined {
+  if (c.held) return HELD;
+  return c.expensive ? EXPENSIVE : undefined;
+}
 
 /** The two answers' JSON values are equal (object key order aside); text that is not JSON equals nothing. */
 export function sameJson(a: string, b: string): boolean {

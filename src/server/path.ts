@@ -194,7 +194,7 @@ function requestTracing(c: Config, parts: PathParts): RequestTracing | null {
 function connectionLimits(c: Config, parts: PathParts): ConnectionLimits {
   const budget = fdBudget(
     c.server.maxConnections,
-    c.upstreams.map((u) => u.maxConnections),
+    c.upstreams.map((u) => u.maxConnections + u.heldConnections),
     parts.fdLimit,
   );
   if (budget.short) {

@@ -2,7 +2,7 @@
  * What a node's answer or failure means for routing, as a verdict: an answer to return, or a
  * failure to retry elsewhere (and whether it counts against the node's health).
  * Owns: the verdict and its retry reasons, and the meaning of a node's error (code and message),
- * of a transport error, and of an expensive call's failure.
+ * of a transport error, and of an expensive or a held call's failure.
  * Refuses: reading the answer body (upstream/answers.ts), retry policy itself (routing/failover.ts)
  * and breaker bookkeeping (upstream/health.ts).
  */
@@ -118,6 +118,8 @@ export function classifyTransport(err: unknown): Verdict {
   if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { kind: 'retry', reason: 'response_too_large', health: false };
   // Switchyard's own pool of large answers was full: nothing to say about the node, nor the call.
   if (code === 'SWITCHYARD_ANSWERS_BUSY') return { kind: 'retry', reason: 'answers_busy', health: false };
+  // A connection that could not be made in time: the node never saw the call, and is failing.
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return { kind: 'retry', reason: 'timeout', health: true, unsent: true };
   if (timedOut) return { kind: 'retry', reason: 'timeout', health: true };
   return NOT_SENT.has(code)
     ? { kind: 'retry', reason: 'transport', health: true, unsent: true }
@@ -125,12 +127,30 @@ export function classifyTransport(err: unknown): Verdict {
 }
 
 /**
- * What an expensive call's failure means (methods/table.ts `expensive`): a timeout, or a
- * connection lost once the request was sent, leaves the node possibly still running it, and the
+ * What an expensive call's failure means (methods/table.ts `expensive`): a timeout once the request
+ * was sent, or the connection lost then, leaves the node possibly still running it, and the
  * next node would only run it again (or fall over the same way). So the verdict is final and no
  * health signal: the call's own cost, not the node's failing. Anything else is as for any call.
  */
 export function expensiveVerdict(v: Verdict): Verdict {
-  if (v.kind !== 'retry' || !(v.reason === 'timeout' || (v.reason === 'transport' && v.unsent !== true))) return v;
+  if (!heldUp(v)) return v;
   return { kind: 'retry', reason: v.reason, health: false, final: true };
+}
+
+/**
+ * What a held call's failure means (methods/table.ts `held`: eth_sendRawTransactionSync waiting to
+ * be mined, a trace): a timeout, or a connection lost once the request was sent, is the node
+ * holding the call as it was designed to, so it is no health signal (no failure, no breaker mark:
+ * client.ts). What says the node is failing whatever the call still counts: a connection refused
+ * or not made in time, an HTTP 5xx, an unreadable answer. Whether the call goes to another node
+ * is left as it was (an expensive call's verdict is final already; eth_sendRawTransactionSync has
+ * one attempt).
+ */
+export function heldVerdict(v: Verdict): Verdict {
+  return heldUp(v) && v.health ? { ...v, health: false } : v;
+}
+
+/** The node had the call and kept it: a timeout, or the connection lost after the request left. */
+function heldUp(v: Verdict): v is Extract<Verdict, { kind: 'retry' }> {
+  return v.kind === 'retry' && v.unsent !== true && (v.reason === 'timeout' || v.reason === 'transport');
 }

@@ -17,13 +17,21 @@
  * Expensive calls (methods/table.ts `expensive`: eth_call, traces, eth_getLogs...) never join a
  * batch: each leaves in an exchange of its own at once, so a slow one holds only itself, and its
  * timeout is judged by expensiveVerdict (classify.ts): final, and no mark against the node.
+ *
+ * Held calls (methods/table.ts `held`: eth_sendRawTransactionSync, traces), which a node holds for
+ * long by design, leave alone through a pool of their own, the held lane, of
+ * upstreams[].heldConnections connections: however many a node holds, the pool every other call
+ * (and the fleet's polls) uses keeps its connections. Their timeouts are judged by heldVerdict
+ * (classify.ts): no mark against the node, and their wait is no latency sample. Routing sends no
+ * more held calls than the lane has connections (heldInFlight: routing/lane.ts), so none queues
+ * inside the lane's pool.
  */
 import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { largeAnswers, type BytePool } from './answer-bytes.js';
 import { classifyBatch, classifyBatchInOrder, classifyHttp, tooLarge } from './answers.js';
-import { classifyTransport, expensiveVerdict, type Verdict } from './classify.js';
+import { classifyTransport, expensiveVerdict, heldVerdict, type Verdict } from './classify.js';
 import { firstTraceparent, postJson, tracedTarget } from './exchange.js';
 import { Breaker } from './health.js';
 import { HoldOff } from './holdoff.js';
@@ -51,6 +59,8 @@ export interface UpstreamClient {
   readonly failures: number;
   /** Expensive calls sent and not yet answered (a node running one may answer its polls late). */
   readonly expensiveInFlight?: number;
+  /** Held calls (CallOptions.held) sent and not yet answered: what the held lane carries now. */
+  readonly heldInFlight?: number;
   /**
    * Sends one call; `paramsJson` is the JSON text of the params array. Never throws.
    * `probe`: the fleet's own polls; they leave the breaker alone (it is passive health from routed
@@ -59,6 +69,8 @@ export interface UpstreamClient {
    * verdict that leaves the node's health alone (classify.ts expensiveVerdict).
    * `budget`: the bytes the call's request may still hold; the call goes in an exchange of its own
    * and is answered `response_too_large` the moment its answer passes what is left.
+   * `held`: sent alone on the held lane, and a timeout or a connection lost after sending leaves
+   * the node's health alone (classify.ts heldVerdict).
    */
   call(method: string, paramsJson: string, timeoutMs: number, opts?: CallOptions): Promise<CallTiming>;
   /**
@@ -72,6 +84,7 @@ export interface UpstreamClient {
 export interface CallOptions {
   probe?: boolean;
   expensive?: boolean;
+  held?: boolean;
   budget?: BytePool;
   /** W3C traceparent for the exchange (tracing/): the attempt's CLIENT span, so the node's trace joins. */
   traceparent?: string;
@@ -89,6 +102,8 @@ export interface ManyTiming {
 
 export interface ClientOptions {
   dispatcher?: Dispatcher;
+  /** The held lane's; a test that hands in `dispatcher` alone gets it for both. */
+  heldDispatcher?: Dispatcher;
   breaker?: Breaker;
   holdOff?: HoldOff;
   /** Starting latency average (a node replaced on reload keeps its figure). */
@@ -103,6 +118,7 @@ interface Pending {
   paramsJson: string;
   passive: boolean;
   expensive: boolean;
+  held: boolean;
   started: number;
   /** performance.now() by which this call is answered, whatever its batch does. */
   deadline: number;
@@ -140,13 +156,17 @@ export class HttpUpstreamClient implements UpstreamClient {
   calls = 0;
   failures = 0;
   expensiveInFlight = 0;
+  heldInFlight = 0;
   private nextId = 1;
   private queue: Pending[] = [];
   private readonly headers: Record<string, string>;
   private readonly url: URL;
   private readonly target: { origin: string; path: string; headers: Record<string, string> };
   private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
+  /** The held lane (heldConnections connections): held calls only. */
+  private readonly heldDispatcher: Dispatcher;
+  /** The pools made here (not handed in): closed with the client. */
+  private readonly owned: Pool[] = [];
   private readonly pool: BytePool;
   /** Waiting for inFlight to reach 0 (idle()). */
   private idleWaiters: (() => void)[] = [];
@@ -170,29 +190,29 @@ export class HttpUpstreamClient implements UpstreamClient {
       this.headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
     }
     this.target = { origin: this.url.origin, path: this.url.pathname + this.url.search, headers: this.headers };
-    this.ownsDispatcher = opts.dispatcher === undefined;
-    this.dispatcher =
-      opts.dispatcher ??
-      new Pool(this.url.origin, {
-        connections: config.maxConnections,
-        pipelining: 1,
-        keepAliveTimeout: 30_000,
-        connectTimeout: 5_000,
-        // A node (or a hostile one) must not make Switchyard buffer an unbounded answer.
-        maxResponseSize: config.maxResponseBytes,
-        ...(config.caFile ? { connect: { ca: readFileSync(config.caFile) } } : {}),
-      });
+    const ca = config.caFile ? readFileSync(config.caFile) : undefined;
+    const pool = (connections: number): Pool => {
+      const made = nodePool(this.url, config, connections, ca);
+      this.owned.push(made);
+      return made;
+    };
+    this.dispatcher = opts.dispatcher ?? pool(config.maxConnections);
+    this.heldDispatcher = opts.heldDispatcher ?? opts.dispatcher ?? pool(config.heldConnections);
   }
 
   call(method: string, paramsJson: string, timeoutMs: number, opts: CallOptions = {}): Promise<CallTiming> {
     return new Promise((resolve) => {
       const p = this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve, opts.expensive === true);
       if (opts.traceparent !== undefined) p.traceparent = opts.traceparent;
-      // Alone: an expensive call, so that a slow one holds no other call; a probe, so that no
-      // routed call's large or slow answer holds it past its deadline (a node answering polls in
+      if (opts.held === true) {
+        p.held = true;
+        this.heldInFlight++;
+      }
+      // Alone: an expensive or held call, so that a slow one holds no other call; a probe, so that
+      // no routed call's large or slow answer holds it past its deadline (a node answering polls in
       // time must not be marked down for another call's answer); a call with a budget, so that
       // cutting its answer off cuts off no other call.
-      if (p.expensive || opts.probe === true || opts.budget !== undefined) {
+      if (p.expensive || p.held || opts.probe === true || opts.budget !== undefined) {
         p.budget = opts.budget;
         void this.send([p]);
         return;
@@ -222,6 +242,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       paramsJson,
       passive,
       expensive,
+      held: false, // set by call() for a held call, here so every Pending has one shape
       started,
       deadline: started + timeoutMs,
       identity: identityOfText(method, paramsJson),
@@ -308,7 +329,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     try {
       const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
       const { status, text, checked, retryAfter } = await postJson(
-        this.dispatcher,
+        single && batch[0]!.held ? this.heldDispatcher : this.dispatcher,
         tracedTarget(this.target, firstTraceparent(batch)),
         body,
         Math.max(1, last - now),
@@ -359,18 +380,24 @@ export class HttpUpstreamClient implements UpstreamClient {
     if (p.done) return;
     p.done = true;
     const read = checked(p.identity, answer);
-    const verdict = p.expensive ? expensiveVerdict(read) : read;
+    const judged = p.expensive ? expensiveVerdict(read) : read;
+    const verdict = p.held ? heldVerdict(judged) : judged;
     this.ended(1);
     if (p.expensive) this.expensiveInFlight--;
+    if (p.held) this.heldInFlight--;
     const ms = performance.now() - p.started;
-    this.recordVerdict(verdict, ms, p.passive);
+    this.recordVerdict(verdict, ms, p.passive, p.held);
     p.resolve({ verdict, ms });
   }
 
-  /** What one answered call teaches: failures, the latency average, the breaker (routed calls only). */
-  private recordVerdict(verdict: Verdict, ms: number, passive: boolean): void {
-    // The call's own cost, or a hold-off (holdoff.ts): not the node failing. No failure, no latency, the slot back.
-    if (verdict.kind === 'retry' && (verdict.final === true || verdict.holdOff === true)) {
+  /**
+   * What one answered call teaches: failures, the latency average, the breaker (routed calls only).
+   * A held call's answer teaches no latency: its wait is the call's (a block to be mined), not the node's speed.
+   */
+  private recordVerdict(verdict: Verdict, ms: number, passive: boolean, held = false): void {
+    // The call's own cost, a held call's wait, or a hold-off (holdoff.ts): not the node failing.
+    // No failure, no latency, the slot back.
+    if (verdict.kind === 'retry' && (verdict.final === true || verdict.holdOff === true || (held && !verdict.health))) {
       if (passive) this.breaker.release();
       return;
     }
@@ -378,7 +405,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       this.failures++;
       if (passive) this.breaker.failure();
     } else {
-      this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
+      if (!held) this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
       if (passive) this.breaker.success();
     }
   }
@@ -395,6 +422,19 @@ export class HttpUpstreamClient implements UpstreamClient {
   }
 
   async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close().catch(() => undefined);
+    await Promise.all(this.owned.map((p) => p.close().catch(() => undefined)));
   }
+}
+
+/** A pool of `connections` to the node; the main pool and the held lane differ only in size. */
+function nodePool(url: URL, config: UpstreamConfig, connections: number, ca: Buffer | undefined): Pool {
+  return new Pool(url.origin, {
+    connections,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    connectTimeout: 5_000,
+    // A node (or a hostile one) must not make Switchyard buffer an unbounded answer.
+    maxResponseSize: config.maxResponseBytes,
+    ...(ca !== undefined ? { connect: { ca } } : {}),
+  });
 }

@@ -29,6 +29,7 @@ export function publishHeads(
 export function collectCallGauges(metrics: Metrics, upstreams: readonly Upstream[]): void {
   for (const u of upstreams) {
     metrics.setUpstreamInFlight(u.name, u.inFlight);
+    metrics.setUpstreamHeldInFlight(u.name, u.heldInFlight);
     metrics.setBreakerState(u.name, u.breaker.label);
     metrics.setHeldOff(u.name, u.heldOff);
     metrics.setUpstreamLatency(u.name, u.latencyMs / 1000);

@@ -3,8 +3,9 @@
  * Closed: calls flow. After `threshold` consecutive failures it opens: no calls for `cooldownMs`.
  * Then half-open: one trial call at a time; a success closes it, a failure opens it again.
  * Failures are timeouts, transport errors and HTTP 5xx (classify.ts); an expensive call's timeout
- * is none (classify.ts expensiveVerdict), nor a "too many requests" answer (it holds the node off:
- * holdoff.ts), and never a revert.
+ * is none (classify.ts expensiveVerdict), nor a held call's (heldVerdict: a node holding
+ * eth_sendRawTransactionSync or a trace does what it was asked), nor a "too many requests" answer
+ * (it holds the node off: holdoff.ts), and never a revert.
  */
 
 export type BreakerState = 'closed' | 'open' | 'half-open';

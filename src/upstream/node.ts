@@ -134,6 +134,14 @@ export class Upstream {
   get inFlight(): number {
     return this.client.inFlight;
   }
+  /** Held calls it is holding for clients (client.ts): what its held lane carries now. */
+  get heldInFlight(): number {
+    return this.client.heldInFlight ?? 0;
+  }
+  /** Its held lane has a free connection (upstreams[].heldConnections): routing/lane.ts. */
+  get heldRoom(): boolean {
+    return this.heldInFlight < this.client.config.heldConnections;
+  }
   /** Expensive calls it is running for clients (each bounded by its method's timeout). */
   get expensiveInFlight(): number {
     return this.client.expensiveInFlight ?? 0;

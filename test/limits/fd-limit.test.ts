@@ -74,10 +74,12 @@ log: { level: info, requests: 'off' }
         JSON.parse(l) as { level: string; fdLimit: number; needed: number; maxConnections: number; cappedAt: number },
     );
   t.equal(warning.length, 1, 'one warning at start');
-  const cap = 256 - 128 - FD_RESERVE;
+  // The one upstream's connections: maxConnections (128) and its held lane, heldConnections (16).
+  const upstream = 128 + 16;
+  const cap = 256 - upstream - FD_RESERVE;
   t.match(
     warning[0],
-    { level: 'warn', fdLimit: 256, needed: 10_000 + 128 + FD_RESERVE, maxConnections: 10_000, cappedAt: cap },
+    { level: 'warn', fdLimit: 256, needed: 10_000 + upstream + FD_RESERVE, maxConnections: 10_000, cappedAt: cap },
     `it names the limit, the need and the cap (${cap})`,
   );
 

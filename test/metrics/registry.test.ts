@@ -98,6 +98,7 @@ t.test('forgetUpstream drops every series of a removed upstream', async (t) => {
   metrics.setUpstreamLag('gone', 0);
   metrics.setUpstreamHealthy('gone', true);
   metrics.setUpstreamInFlight('gone', 1);
+  metrics.setUpstreamHeldInFlight('gone', 1);
   metrics.setUpstreamLatency('gone', 0.1);
   metrics.setBreakerState('gone', 'open');
   t.same(
@@ -112,7 +113,7 @@ t.test('forgetUpstream drops every series of a removed upstream', async (t) => {
       (l) =>
         !l.startsWith('#') &&
         l.includes('upstream="gone"') &&
-        !/^switchyard_upstream_(quarantined|rate_limited)_total/.test(l),
+        !/^switchyard_upstream_(quarantined|rate_limited|held_lane_full)_total/.test(l),
     );
   t.same(left, [], 'no gauge series left for it (the event counter keeps its count)');
 });
