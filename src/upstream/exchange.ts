@@ -65,6 +65,9 @@ class Taken {
   }
 }
 
+/** A timer this late means the event loop was held (a timer is otherwise late by a few ms). */
+const LOOP_HELD_MS = 50;
+
 type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
 
 export function timeoutError(): Error {
@@ -90,17 +93,21 @@ class Exchange implements Dispatcher.DispatchHandler {
   private large: LargeAnswer | null = null;
   private readonly pooled: Taken;
   private readonly budgeted: Taken;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
+  /** When the time limit runs out (performance.now()); moved once when the loop was held (expired). */
+  private due: number;
+  private extended = false;
 
   constructor(
     private readonly resolve: (answer: Answer) => void,
     private readonly reject: (err: Error) => void,
-    timeoutMs: number,
+    private readonly limit: number,
     bytes: ExchangeBytes,
   ) {
     this.pooled = new Taken(bytes.pool);
     this.budgeted = new Taken(bytes.budget);
-    this.timer = setTimeout(Exchange.expire, timeoutMs, this);
+    this.due = performance.now() + limit;
+    this.timer = setTimeout(Exchange.expire, limit, this);
   }
 
   /**
@@ -108,7 +115,8 @@ class Exchange implements Dispatcher.DispatchHandler {
    * client's long answer being written): what the node sent meanwhile waits unread in the socket,
    * and a timeout then would blame the node for the loop's stall (a probe marking it late or down,
    * a routed call counting against its breaker). What has arrived is read first, in this turn's
-   * I/O, and the exchange is cut off only if it is still not answered.
+   * I/O. And when the timer fired late, the loop was held for that long, perhaps before the
+   * request was even written: the node gets that time again, once (at most the limit again).
    */
   private static expire(x: Exchange): void {
     setImmediate(Exchange.expired, x);
@@ -116,6 +124,14 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   private static expired(x: Exchange): void {
     if (x.settled) return;
+    const late = performance.now() - x.due;
+    if (!x.extended && late > LOOP_HELD_MS) {
+      x.extended = true;
+      const more = Math.min(late, x.limit);
+      x.due += more;
+      x.timer = setTimeout(Exchange.expire, more, x);
+      return;
+    }
     x.timedOut = true;
     x.cut(timeoutError());
   }
