@@ -16,11 +16,11 @@ import { type JsonText, RawText } from '../jsonrpc/raw.js';
 import type { Span } from '../jsonrpc/scan.js';
 
 /**
- * A large answer is decoded and checked about this many bytes at a time, one piece per turn of the
+ * A large answer is decoded and checked about this many bytes at a time, one step per turn of the
  * event loop across all answers being received: the socket reads of one turn can bring megabytes
  * (libuv reads a busy socket up to 32 times per event), and checking them all in that turn held
- * the loop 100 to 250 ms of CPU with four answers flowing. Pieces this large are still made outside
- * V8's young generation (strings over 128 KiB), so the collector never copies them.
+ * the loop 100 to 250 ms of CPU with four answers flowing. The decoded strings are let go as soon
+ * as they are checked (only the bytes are kept), so they cost the young generation nothing to keep.
  */
 const DECODE_BYTES = 256 * 1024;
 
@@ -109,26 +109,41 @@ export class LargeAnswer {
     } else if (this.ended) this.finish();
   }
 
-  /** One piece: decoded and checked up to its last whole character (the rest waits for more bytes). */
+  /**
+   * About DECODE_BYTES of what waits, chunk by chunk as the socket gave them (no copy made to join
+   * them): each decoded up to its last whole character (a character cut at a chunk's end is
+   * completed with the next chunk's bytes) and checked, its string let go at once.
+   */
   step(): void {
     this.queued = false;
     if (this.over) return;
-    let n = 0;
-    let size = 0;
-    while (n < this.waiting.length && size < DECODE_BYTES) size += this.waiting[n++]!.length;
-    const bytes = n === 1 ? this.waiting[0]! : Buffer.concat(this.waiting.slice(0, n), size);
-    const last = this.ended && n === this.waiting.length;
-    const cut = last ? bytes.length : wholeChars(bytes);
-    const rest = bytes.subarray(cut);
-    this.waiting = rest.length === 0 ? this.waiting.slice(n) : [rest, ...this.waiting.slice(n)];
-    this.waitingSize -= cut;
-    const piece = bytes.subarray(0, cut);
-    if (!isUtf8(piece)) return this.bad();
+    const waiting = this.waiting;
+    let k = 0;
+    let done = 0;
+    while (k < waiting.length && done < DECODE_BYTES) {
+      const bytes = waiting[k]!;
+      const last = this.ended && k === waiting.length - 1;
+      const cut = last ? bytes.length : wholeChars(bytes);
+      if (cut < bytes.length) {
+        if (k === waiting.length - 1) break; // its other bytes are still to come
+        waiting[k + 1] = Buffer.concat([bytes.subarray(cut), waiting[k + 1]!]);
+      }
+      k++;
+      done += bytes.length;
+      this.waitingSize -= cut;
+      if (!this.check(bytes.subarray(0, cut))) return this.bad();
+    }
+    this.waiting = waiting.slice(k);
+    this.next();
+  }
+
+  /** Decodes one piece and checks it; false when it is not UTF-8 or the text is found not JSON. */
+  private check(piece: Buffer): boolean {
+    if (!isUtf8(piece)) return false;
     const text = piece.toString('utf8');
     this.pieces.push({ buf: piece, char: this.chars, chars: text.length });
     this.chars += text.length;
-    if (!this.checker.push(text)) return this.bad();
-    this.next();
+    return this.checker.push(text);
   }
 
   private bad(): void {

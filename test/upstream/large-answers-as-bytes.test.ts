@@ -7,7 +7,8 @@
  * such calls at once; meanwhile another client, from another address (127.0.0.2), sends cache
  * misses back to back. Asserted: each big answer reaches the attacker byte for byte; the other
  * client's calls all succeed, the slowest under 1 s; the only node is never marked late or down
- * (its transitions are logged); the Switchyard process's RSS stays bounded.
+ * (its transitions are logged); the Switchyard process's RSS grows by little more than the four
+ * answers' bytes. routing.maxLargeAnswerBytes is raised to 256 MiB so that all four flow at once.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -253,5 +254,7 @@ log: { level: info, requests: 'off' }
   t.equal(o.failures, 0, 'the other client: every call answered');
   t.ok(o.maxMs < 1_000, `the other client's slowest call: ${o.maxMs.toFixed(0)} ms (under 1 s)`);
   t.same(transitions, [], 'the node is never marked late or down');
-  t.ok(peak < 450, `Switchyard's RSS peak ${peak.toFixed(0)} MB (under 450 MB)`);
+  // The four answers held once, as the bytes received: 4 x 60 MiB = 252 MB. Measured +245 to +300
+  // MB; before they were passed on as bytes, +396 to +527 MB.
+  t.ok(peak - startRss < 330, `Switchyard's RSS grew by ${(peak - startRss).toFixed(0)} MB (under 330 MB)`);
 });
