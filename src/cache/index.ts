@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import { Coalescer, type Shared } from './coalesce.js';
 import { heightInText } from '../jsonrpc/hex.js';
+import type { JsonText } from '../jsonrpc/raw.js';
 import { answerCarries } from '../methods/identity.js';
 import type { CachePlan } from './plan.js';
 import { RedisLevel } from './redis.js';
@@ -126,9 +127,11 @@ export class ResponseCache {
   }
 
   /** Keeps a node's answer when its class allows: never null; `tx` only once its block is finalized. */
-  store(plan: CachePlan, value: string, gen: number, finalized: number): void {
+  store(plan: CachePlan, text: JsonText, gen: number, finalized: number): void {
     // An answer over the entry cap is kept nowhere: not copied to be refused, nor sent to Redis.
-    if (value === 'null' || value.length > this.memory.maxEntryBytes) return;
+    if (text === 'null' || text.length > this.memory.maxEntryBytes) return;
+    // A large answer passed on as bytes is decoded for the cache only below the cap.
+    const value = typeof text === 'string' ? text : text.toString();
     if (plan.cls === 'tx') {
       const block = heightInText(value);
       if (block === null || block > finalized) return;

@@ -12,11 +12,16 @@ import { isWs, type Span } from './scan.js';
 
 /** What a valid text holds at its top level: the wanted members of an object, or of each array element. */
 export type Checked =
-  | { kind: 'object'; members: Map<string, Span> }
-  | { kind: 'array'; elements: { span: Span; members: Map<string, Span> }[] }
+  | { kind: 'object'; members: Map<string, Span>; inner: Map<string, Span> }
+  | { kind: 'array'; elements: { span: Span; members: Map<string, Span>; inner: Map<string, Span> }[] }
   | { kind: 'other' };
 
 const WANTED = ['id', 'result', 'error'];
+/**
+ * The members of a `result` object (`inner`) an answer is checked by (methods/identity.ts) or a
+ * block's height read from: recorded so that a large result need not be read again for them.
+ */
+const WANTED_INNER = ['number', 'hash', 'transactionHash', 'blockNumber'];
 const MAX_DEPTH = 1024;
 /** The longest number or literal accepted; a key longer than this is never one of WANTED either. */
 const MAX_TOKEN = 256;
@@ -51,14 +56,17 @@ export class JsonChecker {
   private isKey = false;
   /** The current key's raw text (escapes undecoded), while it is short enough to be a wanted one. */
   private keyRaw = '';
+  /** Whether the key being read is one that may be recorded (its text is gathered then). */
+  private keepKey = false;
   private hexLeft = 0;
   private token = '';
-  /** Where the value now open at depth d started (d <= 2). */
-  private readonly starts = [0, 0, 0];
-  /** The key whose value is read at depth d (d = 1, 2). */
-  private readonly keys = ['', '', ''];
+  /** Where the value now open at depth d started (d <= 3). */
+  private readonly starts = [0, 0, 0, 0];
+  /** The key whose value is read at depth d (d = 1, 2, 3). */
+  private readonly keys = ['', '', '', ''];
   private top: Checked = { kind: 'other' };
   private element: Map<string, Span> = new Map();
+  private elementInner: Map<string, Span> = new Map();
 
   /** Reads the next piece; false once the text is known not to be JSON (nothing more is read). */
   push(piece: string): boolean {
@@ -70,13 +78,13 @@ export class JsonChecker {
         STRING_RUN.lastIndex = i;
         STRING_RUN.test(piece);
         const j = STRING_RUN.lastIndex;
-        if (this.isKey && this.keyRaw.length <= MAX_TOKEN)
+        if (this.keepKey && this.keyRaw.length <= MAX_TOKEN)
           this.keyRaw += piece.slice(i, Math.min(j, i + MAX_TOKEN + 1));
         if (j === n) break;
         const c = piece.charCodeAt(j);
         if (c === 0x22) this.endString(j);
         else if (c === 0x5c) {
-          if (this.isKey) this.keyRaw += '\\';
+          if (this.keepKey) this.keyRaw += '\\';
           this.state = ESCAPE;
         } else this.state = BAD;
         i = j + 1;
@@ -129,7 +137,8 @@ export class JsonChecker {
         if (this.depth >= MAX_DEPTH) return void (this.state = BAD);
         this.stack.push(c === 0x7b ? OBJECT : ARRAY);
         if (this.depth === 1)
-          this.top = c === 0x7b ? { kind: 'object', members: new Map() } : { kind: 'array', elements: [] };
+          this.top =
+            c === 0x7b ? { kind: 'object', members: new Map(), inner: new Map() } : { kind: 'array', elements: [] };
         this.state = c === 0x7b ? KEY_OR_CLOSE : VALUE_OR_CLOSE;
       } else if (c === 0x22) {
         this.isKey = false;
@@ -145,6 +154,8 @@ export class JsonChecker {
       if (c !== 0x22) return void (this.state = BAD);
       this.isKey = true;
       this.keyRaw = '';
+      // Only keys endValue may record are read: of the top value's members and of the one below.
+      this.keepKey = this.depth <= 2 || (this.depth === 3 && this.top.kind === 'array');
       this.state = STRING;
       return;
     }
@@ -164,7 +175,7 @@ export class JsonChecker {
   }
 
   private escaped(c: number): void {
-    if (this.isKey) this.keyRaw += String.fromCharCode(c);
+    if (this.keepKey) this.keyRaw += String.fromCharCode(c);
     if (this.state === UNICODE) {
       const isHexDigit = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
       if (!isHexDigit) this.state = BAD;
@@ -183,14 +194,17 @@ export class JsonChecker {
 
   private beginValue(i: number): void {
     const d = this.depth;
-    if (d <= 2) this.starts[d] = this.offset + i;
-    if (d === 1 && this.top.kind === 'array') this.element = new Map();
+    if (d <= 3) this.starts[d] = this.offset + i;
+    if (d === 1 && this.top.kind === 'array') {
+      this.element = new Map();
+      this.elementInner = new Map();
+    }
   }
 
   private endString(j: number): void {
     if (this.isKey) {
       const d = this.depth;
-      if (d <= 2) this.keys[d] = this.keyName();
+      if (this.keepKey) this.keys[d] = this.keyName();
       this.state = COLON;
       return;
     }
@@ -221,14 +235,25 @@ export class JsonChecker {
   private endValue(end: number): void {
     const d = this.depth;
     this.state = d === 0 ? DONE : AFTER;
-    if (d > 2) return;
-    const span = { start: this.starts[d]!, end };
+    if (d > 3) return;
+    // A span is made only for a value recorded: a 60 MB array of logs ends millions of values here.
     const top = this.top;
+    const keys = this.keys;
+    const stack = this.stack;
     if (d === 1) {
-      if (top.kind === 'object' && WANTED.includes(this.keys[1]!)) top.members.set(this.keys[1]!, span);
-      else if (top.kind === 'array') top.elements.push({ span, members: this.element });
-    } else if (d === 2 && top.kind === 'array' && this.stack[1] === OBJECT && WANTED.includes(this.keys[2]!)) {
-      this.element.set(this.keys[2]!, span);
+      if (top.kind === 'object' && WANTED.includes(keys[1]!)) top.members.set(keys[1]!, this.span(1, end));
+      else if (top.kind === 'array')
+        top.elements.push({ span: this.span(1, end), members: this.element, inner: this.elementInner });
+    } else if (d === 2 && stack[1] === OBJECT) {
+      if (top.kind === 'array' && WANTED.includes(keys[2]!)) this.element.set(keys[2]!, this.span(2, end));
+      else if (top.kind === 'object' && keys[1] === 'result' && WANTED_INNER.includes(keys[2]!))
+        top.inner.set(keys[2]!, this.span(2, end));
+    } else if (d === 3 && top.kind === 'array' && stack[1] === OBJECT && stack[2] === OBJECT) {
+      if (keys[2] === 'result' && WANTED_INNER.includes(keys[3]!)) this.elementInner.set(keys[3]!, this.span(3, end));
     }
+  }
+
+  private span(d: number, end: number): Span {
+    return { start: this.starts[d]!, end };
   }
 }

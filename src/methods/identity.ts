@@ -6,6 +6,7 @@
  * read back from a shared Redis is held to the same rule (cache/index.ts).
  * Refuses: judging anything else in an answer (a node can always lie about state).
  */
+import type { JsonText } from '../jsonrpc/raw.js';
 import { objectAt } from '../jsonrpc/scan.js';
 import { blockNumberOf, heightOf, isHash } from '../jsonrpc/hex.js';
 
@@ -51,12 +52,20 @@ export function identityOfText(method: string, paramsJson: string): Identity | n
  * Whether a result (raw JSON text, already valid JSON) carries `id`: null (not found) always
  * does; anything else must be an object whose member holds exactly that value.
  */
-export function answerCarries(id: Identity, result: string): boolean {
+export function answerCarries(id: Identity, result: JsonText): boolean {
+  if (typeof result !== 'string') return result.startsWith(0x7b) && carries(id, result.members.get(id.member));
   if (result === 'null') return true;
   if (result.charCodeAt(0) !== 0x7b) return false;
   const span = objectAt(result, 0, [id.member]).members.get(id.member);
-  if (span === undefined) return false;
-  const text = result.slice(span.start, span.end);
+  return span !== undefined && carries(id, result.slice(span.start, span.end));
+}
+
+/**
+ * Whether a member's text (a large result's, recorded as it was checked: jsonrpc/check.ts) holds
+ * exactly the value asked for.
+ */
+function carries(id: Identity, text: string | undefined): boolean {
+  if (text === undefined) return false;
   if (text.length < 2 || text.charCodeAt(0) !== 0x22 || text.charCodeAt(text.length - 1) !== 0x22) return false;
   const value = text.slice(1, -1);
   if (id.hash !== undefined) return value.toLowerCase() === id.hash;

@@ -17,7 +17,8 @@ import type { Attempted, RoutingDeps } from '../routing/dispatch.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import { planCache, type CachePlan, type ResponseCache } from '../cache/index.js';
 import type { Shared } from '../cache/coalesce.js';
-import { heightInText } from '../jsonrpc/hex.js';
+import { heightInText, heightOf } from '../jsonrpc/hex.js';
+import { type JsonText, textOf } from '../jsonrpc/raw.js';
 import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
 import { splitLogsRange, type LogsRange } from './logs.js';
@@ -330,12 +331,12 @@ export class Pipeline {
   /** What an answer teaches the fleet (a newer block exists), and what it means for filters. */
   private afterAnswer(ctx: RequestContext, plan: Plan, { outcome, upstream }: Attempted): Outcome {
     if (plan.provesBlock && outcome.result !== undefined && upstream) {
-      const n = heightInText(outcome.result, true);
+      const n = heightIn(outcome.result);
       if (n !== null) ctx.routing.fleet.proveBlock(upstream, n);
     }
     // Filter ids carry their node (routing/filters.ts).
     if (plan.spec.handling === 'filter-new' && outcome.result !== undefined && upstream) {
-      const id = wrapFilterId(upstream, outcome.result);
+      const id = wrapFilterId(upstream, textOf(outcome.result));
       return id === null ? outcome : { result: id };
     }
     // The node holding the filter did not answer at all: for the client the filter is gone.
@@ -376,4 +377,14 @@ export class Pipeline {
       trace: undefined,
     };
   }
+}
+
+/**
+ * The block height an answer names (a block's number, a transaction's block): a large answer's
+ * from the members recorded as it was checked, not read again.
+ */
+function heightIn(result: JsonText): number | null {
+  if (typeof result === 'string') return heightInText(result, true);
+  const text = result.members.get('number') ?? result.members.get('blockNumber');
+  return text === undefined ? null : heightOf(text.slice(1, -1));
 }

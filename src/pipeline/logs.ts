@@ -16,6 +16,7 @@
  */
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import { heightOf, toQuantity } from '../jsonrpc/hex.js';
+import { arrayInside, type JsonText, joinRaw } from '../jsonrpc/raw.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import { BytePool } from '../upstream/answer-bytes.js';
 
@@ -111,20 +112,43 @@ export async function fetchChunks(
   return failed ?? mergeLogs(parts);
 }
 
-/** The chunks' answers as one: their arrays concatenated in order, or the first error as it came. */
+/**
+ * The chunks' answers as one: their arrays concatenated in order, or the first error as it came.
+ * Large chunks stay the bytes their nodes sent: the merged answer is those bytes side by side.
+ */
 export function mergeLogs(parts: readonly Outcome[]): Outcome {
-  const items: string[] = [];
+  const items: JsonText[] = [];
+  let raw = false;
   for (const p of parts) {
     if (p.result === undefined) return p;
-    const inner = p.result.trim();
-    if (!inner.startsWith('[') || !inner.endsWith(']'))
+    const body = elements(p.result);
+    if (body === null)
       return {
         error: new RpcError('UPSTREAM_FAILED', {
           data: { why: 'eth_getLogs chunk answered with something other than an array' },
         }),
       };
-    const body = inner.slice(1, -1).trim();
-    if (body !== '') items.push(body);
+    if (body === '') continue;
+    if (typeof body !== 'string') raw = true;
+    items.push(body);
   }
-  return { result: `[${items.join(',')}]` };
+  if (!raw) return { result: `[${items.join(',')}]` };
+  const joined: JsonText[] = ['['];
+  for (const [k, item] of items.entries()) {
+    if (k > 0) joined.push(',');
+    joined.push(item);
+  }
+  joined.push(']');
+  return { result: joinRaw(joined) };
+}
+
+/** The text of an array's elements ('' when it has none); null when the text is not an array. */
+function elements(result: JsonText): JsonText | null {
+  if (typeof result !== 'string') {
+    const inner = arrayInside(result);
+    return inner === null ? null : inner.isBlank() ? '' : inner;
+  }
+  const text = result.trim();
+  if (!text.startsWith('[') || !text.endsWith(']')) return null;
+  return text.slice(1, -1).trim();
 }

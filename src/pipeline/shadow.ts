@@ -76,7 +76,7 @@ export function shadowCopy(
   if (result === undefined || outcome.cached === true || from === undefined || from.shadow) return null;
   // Split eth_getLogs chunks (budget) and filter calls (only) are parts of other calls, not reads of their own.
   if (plan.spec.handling !== 'read' || plan.budget !== undefined || plan.only !== undefined) return null;
-  if (result.length > SHADOW_MAX_RESULT_CHARS) return null;
+  if (typeof result !== 'string' || result.length > SHADOW_MAX_RESULT_CHARS) return null;
   if ((sampling.random ?? Math.random)() >= sampling.sampleRate) return null;
   const block = pinnedBlock(plan, result);
   if (block === undefined) return null;

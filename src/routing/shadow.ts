@@ -88,7 +88,8 @@ export class ShadowReads {
     if (u.budget !== null && !(await u.budget.take(1))) return 'skipped';
     const { verdict } = await u.call(c.method, c.paramsJson, c.timeoutMs, optionsOf(c));
     if (verdict.kind === 'retry') return 'error';
-    if (verdict.kind === 'result' && sameJson(verdict.result, c.result)) return 'match';
+    if (verdict.kind === 'result' && typeof verdict.result === 'string' && sameJson(verdict.result, c.result))
+      return 'match';
     this.mismatch(u, c, verdict.kind === 'result' ? 'result' : 'error', reqId);
     return 'mismatch';
   }

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { parseBody, type Call, type Slot } from '../jsonrpc/parse.js';
 import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
+import type { JsonText } from '../jsonrpc/raw.js';
 import type { Concurrency, SlotGrant } from '../limits/concurrency.js';
 import { limitKey } from '../limits/cidrs.js';
 import type { Admission, Payer, RateLimits } from '../limits/rate.js';
@@ -24,7 +25,8 @@ import type { BytePool } from '../upstream/answer-bytes.js';
 
 export interface FrontResult {
   status: number;
-  body: string;
+  /** The answer: bytes when a large result is passed on as the node sent it (jsonrpc/raw.ts). */
+  body: JsonText;
   /** Calls in the request (null when the body never became calls). */
   calls: number | null;
   /** The first method labels, for the request log line (computed only when it is written). */
@@ -252,7 +254,7 @@ function written(
   methods: () => string[],
 ): FrontResult {
   let errors = 0;
-  const texts: (string | undefined)[] = new Array(slots.length);
+  const texts: (JsonText | undefined)[] = new Array(slots.length);
   for (let i = 0; i < slots.length; i++) {
     const s = slots[i]!;
     if (!s.call) {

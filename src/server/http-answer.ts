@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import { constants, createGzip, gzip } from 'node:zlib';
+import { RawText } from '../jsonrpc/raw.js';
 import { LaneReply } from './http-lane-reply.js';
 
 /** Where an answer is written: node:http's response, or the plain lane's (http-lane.ts). */
@@ -23,13 +24,13 @@ export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 export function sendAnswer(
   res: Reply,
   status: number,
-  body: string | Buffer,
+  body: string | Buffer | RawText,
   reqId: string | undefined,
   cors: Readonly<Record<string, string>>,
   extra: Readonly<Record<string, string>>,
   more: readonly string[] = NO_PAIRS,
 ): void {
-  const length = String(Buffer.byteLength(body));
+  const length = String(body instanceof RawText ? body.byteLength : Buffer.byteLength(body));
   let headers: string[] | Record<string, string>;
   if (cors === NO_HEADERS && extra === NO_HEADERS && reqId !== undefined) {
     const head = ['content-type', 'application/json', 'content-length', length, 'x-request-id', reqId];
@@ -50,6 +51,11 @@ export function sendAnswer(
       ...headersOf(more),
     };
   }
+  if (body instanceof RawText) {
+    const out = res instanceof LaneReply ? res.full() : res;
+    out.writeHead(status, headers);
+    return writeRaw(out, body);
+  }
   // Bytes made once (uptime/page-memo.ts) are written whole: nothing is left to encode.
   const whole = typeof body !== 'string' || body.length <= WRITE_PIECE_CHARS;
   if (res instanceof LaneReply) {
@@ -59,6 +65,16 @@ export function sendAnswer(
   res.writeHead(status, headers);
   if (whole) res.end(body);
   else writePieces(res, body, 0);
+}
+
+/**
+ * An answer passed on as the bytes its node sent: its Buffers handed to the socket as they are
+ * (nothing encoded or copied; they are held until written, as they were held until now).
+ */
+function writeRaw(out: Writable, body: RawText): void {
+  if (out.destroyed) return;
+  for (const chunk of body.chunks) out.write(chunk);
+  out.end();
 }
 
 const NO_PAIRS: readonly string[] = Object.freeze([]);
@@ -111,7 +127,7 @@ export function sendLargeAnswer(
   reply: Reply,
   req: Pick<IncomingMessage, 'headers'>,
   status: number,
-  body: string | Buffer,
+  body: string | Buffer | RawText,
   reqId: string,
   cors: Readonly<Record<string, string>>,
   extra: Readonly<Record<string, string>>,
@@ -120,7 +136,7 @@ export function sendLargeAnswer(
   if (!acceptsGzip(req.headers['accept-encoding']))
     return sendAnswer(reply, status, body, reqId, cors, { ...extra, ...vary });
   const res = reply instanceof LaneReply ? reply.full() : reply;
-  if (typeof body === 'string' && body.length > WRITE_PIECE_CHARS) {
+  if (body instanceof RawText || (typeof body === 'string' && body.length > WRITE_PIECE_CHARS)) {
     // Compressed as it is written, a piece at a time (gzip() of the whole string would encode it
     // in one turn first); its length is not known beforehand, so it goes chunked.
     res.writeHead(status, {
@@ -134,7 +150,7 @@ export function sendLargeAnswer(
     const zip = createGzip({ level: constants.Z_BEST_SPEED });
     res.once('close', () => zip.destroy());
     zip.pipe(res);
-    return writePieces(zip, body, 0);
+    return body instanceof RawText ? writeRaw(zip, body) : writePieces(zip, body, 0);
   }
   gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
     if (err) return sendAnswer(res, status, body, reqId, cors, { ...extra, ...vary });

@@ -10,6 +10,7 @@ import { RpcError } from '../jsonrpc/errors.js';
 import { toQuantity } from '../jsonrpc/hex.js';
 import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
+import type { RawText } from '../jsonrpc/raw.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import { remoteParent, startTrace, type RequestTrace, type RequestTracing } from '../tracing/index.js';
 import type { UptimePages } from '../uptime/routes.js';
@@ -217,7 +218,12 @@ class HttpRequest {
         : null;
   }
 
-  finish(status: number, body: string | Buffer, extra: Readonly<Record<string, string>>, info: LogInfo = {}): void {
+  finish(
+    status: number,
+    body: string | Buffer | RawText,
+    extra: Readonly<Record<string, string>>,
+    info: LogInfo = {},
+  ): void {
     const { deps, res } = this;
     closeIfStopping(deps, res);
     let diagnostics = this.diagnostics;

@@ -16,6 +16,7 @@ import { WebSocketServer, WebSocket } from 'ws';
 import { RpcError } from '../jsonrpc/errors.js';
 import { limitKey } from '../limits/cidrs.js';
 import type { Admission } from '../limits/rate.js';
+import { textOf } from '../jsonrpc/raw.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { ClientIp } from './client-ip.js';
@@ -372,8 +373,11 @@ export class WsFront {
   }
 }
 
-/** A frame's answer; its trace ends with it. */
+/**
+ * A frame's answer; its trace ends with it. An answer passed on as bytes is decoded whole here
+ * (ws frames a message whole, and the frames' order is kept by texts: subscriptions/frames.ts).
+ */
 function bodyOf(r: FrontResult, trace: RequestTrace | null): string {
   trace?.end(r.status, r.errors, r.calls);
-  return r.body;
+  return textOf(r.body);
 }

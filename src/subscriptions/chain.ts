@@ -14,6 +14,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { heightOf, toQuantity } from '../jsonrpc/hex.js';
+import { textOf } from '../jsonrpc/raw.js';
 import type { Metrics } from '../metrics/registry.js';
 import { dispatch } from '../routing/dispatch.js';
 import type { Requirement } from '../routing/select.js';
@@ -285,6 +286,7 @@ export class ChainFeed extends EventEmitter {
       deadline: this.fleet.now() + s.upstreamTimeoutMs * s.maxAttempts,
       trail: [],
     });
-    return answer?.outcome.result ?? null;
+    const result = answer?.outcome.result;
+    return result === undefined ? null : textOf(result);
   }
 }

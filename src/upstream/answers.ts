@@ -6,24 +6,25 @@
  * Refuses: what a node's error or a transport failure means (classify.ts) and what to do about it
  * (routing/failover.ts).
  */
-import type { Checked } from '../jsonrpc/check.js';
 import { objectMembers, skipValue, skipWs, type Span } from '../jsonrpc/scan.js';
 import { classifyNodeError, TOO_MANY_REQUESTS, type Verdict } from './classify.js';
+import type { LargeBody } from './large-answer.js';
 
 /**
  * The verdict on the answer to one call sent alone; `id`: the id it was sent with, which the
  * answer must carry (an error may carry null: JSON-RPC 2.0 answers so when the id could not be
  * read). An answer with another id is another call's: a bad body, tried elsewhere.
- * `checked`: a large answer, checked as it arrived (jsonrpc/check.ts): classified from its spans,
- * never given to JSON.parse.
+ * `large`: a large answer, checked as it arrived (large-answer.ts): classified from its spans,
+ * never given to JSON.parse, its result kept as bytes.
  */
-export function classifyHttp(status: number, body: string, id?: number, checked?: Checked | null): Verdict {
-  if (checked !== undefined) {
-    const failed = statusVerdict(status) ?? (checked === null ? badBody(status) : undefined);
+export function classifyHttp(status: number, body: string, id?: number, large?: LargeBody | null): Verdict {
+  if (large !== undefined) {
+    const failed = statusVerdict(status) ?? (large === null ? badBody(status) : undefined);
     if (failed !== undefined) return failed;
-    if (checked!.kind !== 'object' || (id !== undefined && !membersCarryId(body, checked!.members, id)))
+    const checked = large!.checked;
+    if (checked.kind !== 'object' || (id !== undefined && !membersCarryId(large!, checked.members, id)))
       return { kind: 'retry', reason: 'bad_body', health: true };
-    return fromMembers(body, checked!.members);
+    return fromMembers(large!, checked.members, checked.inner);
   }
   const read = parseAnswer(status, body);
   if ('kind' in read) return read;
@@ -32,15 +33,16 @@ export function classifyHttp(status: number, body: string, id?: number, checked?
 }
 
 /** carriesId for an answer read as spans: its id's text is `id`, or null beside an error. */
-function membersCarryId(body: string, members: Map<string, Span>, id: number): boolean {
+function membersCarryId(body: LargeBody, members: Map<string, Span>, id: number): boolean {
   const at = members.get('id');
-  if (at === undefined) return false;
-  const text = body.slice(at.start, at.end);
+  // Longer than any id Switchyard sends: not read.
+  if (at === undefined || at.end - at.start > 20) return false;
+  const text = body.text(at);
   return text === String(id) || (text === 'null' && members.has('error') && !isNullAt(body, members.get('error')!));
 }
 
-function isNullAt(body: string, at: Span): boolean {
-  return body.slice(at.start, at.end) === 'null';
+function isNullAt(body: LargeBody, at: Span): boolean {
+  return at.end - at.start === 4 && body.text(at) === 'null';
 }
 
 /** Whether a parsed single answer carries `id` (a body of another shape is judged by classifyResponse). */
@@ -57,13 +59,13 @@ function carriesId(parsed: unknown, id: number): boolean {
 export function classifyBatch(
   status: number,
   body: string,
-  checked?: Checked | null,
+  large?: LargeBody | null,
 ): Map<number, Verdict> | Verdict | null {
   const out = new Map<number, Verdict>();
   const read = readBatch(
     status,
     body,
-    checked,
+    large,
     (id, verdict) => void out.set(id, verdict),
     () => out.clear(),
   );
@@ -80,14 +82,14 @@ export function classifyBatchInOrder(
   first: number,
   n: number,
   missing: Verdict,
-  checked?: Checked | null,
+  large?: LargeBody | null,
 ): Verdict[] | Verdict | null {
   const out: Verdict[] = new Array(n).fill(missing);
   const visit = (id: number, verdict: Verdict): void => {
     const k = id - first;
     if (k >= 0 && k < n) out[k] = verdict;
   };
-  const read = readBatch(status, body, checked, visit, () => out.fill(missing));
+  const read = readBatch(status, body, large, visit, () => out.fill(missing));
   return read === undefined ? out : read;
 }
 
@@ -100,18 +102,19 @@ export function classifyBatchInOrder(
 function readBatch(
   status: number,
   body: string,
-  checked: Checked | null | undefined,
+  large: LargeBody | null | undefined,
   visit: (id: number, verdict: Verdict) => void,
   restart: () => void,
 ): Verdict | null | undefined {
-  if (checked !== undefined) {
-    const failed = statusVerdict(status) ?? (checked === null ? badBody(status) : undefined);
+  if (large !== undefined) {
+    const failed = statusVerdict(status) ?? (large === null ? badBody(status) : undefined);
     if (failed !== undefined) return failed;
-    if (checked!.kind !== 'array') return null;
-    for (const el of checked!.elements) {
+    const checked = large!.checked;
+    if (checked.kind !== 'array') return null;
+    for (const el of checked.elements) {
       const idSpan = el.members.get('id');
-      const id = idSpan === undefined ? -1 : positiveInt(body, idSpan.start, idSpan.end);
-      if (id >= 0) visit(id, fromMembers(body, el.members));
+      const id = idSpan === undefined || idSpan.end - idSpan.start > 15 ? -1 : positiveId(large!.text(idSpan));
+      if (id >= 0) visit(id, fromMembers(large!, el.members, el.inner));
     }
     return undefined;
   }
@@ -188,6 +191,10 @@ function positiveInt(body: string, from: number, to: number): number {
   return to > from ? n : -1;
 }
 
+function positiveId(text: string): number {
+  return positiveInt(text, 0, text.length);
+}
+
 /** Each element of a parsed batch answer with a numeric id, and its verdict: one walk over the text. */
 function walkBatch(body: string, parsed: unknown[], visit: (id: number, verdict: Verdict) => void): void {
   // A plain answer's end is found from its result; other elements are skipped whole.
@@ -251,12 +258,15 @@ function parseAnswer(status: number, body: string): { parsed: unknown } | Verdic
 const MAX_READ_MESSAGE = 64 * 1024;
 
 /**
- * One response object of a checked answer, from the spans of its members: its result as raw text,
- * or its error classified from the error's own `code` and `message` (read alone, not the answer).
+ * One response object of a large answer, from the spans of its members: its result as raw text
+ * (a long one as its bytes, with the members of it `inner` names), or its error classified from the
+ * error's own `code` and `message` (read alone, not the answer).
  */
-function fromMembers(text: string, members: Map<string, Span>): Verdict {
-  const errSpan = members.get('error');
-  if (errSpan !== undefined && text.slice(errSpan.start, errSpan.end) !== 'null') {
+function fromMembers(body: LargeBody, members: Map<string, Span>, inner: Map<string, Span>): Verdict {
+  const at = members.get('error');
+  if (at !== undefined && !isNullAt(body, at)) {
+    const text = body.text(at);
+    const errSpan = { start: 0, end: text.length };
     const parts = objectMembers(text, errSpan, ['code', 'message']);
     const codeSpan = parts.get('code');
     const msgSpan = parts.get('message');
@@ -267,11 +277,11 @@ function fromMembers(text: string, members: Map<string, Span>): Verdict {
       msgSpan.end - msgSpan.start <= MAX_READ_MESSAGE
         ? (JSON.parse(text.slice(msgSpan.start, msgSpan.end)) as string)
         : '';
-    return classifyNodeError(text.slice(errSpan.start, errSpan.end), Number.isFinite(code) ? code : 0, message);
+    return classifyNodeError(text, Number.isFinite(code) ? code : 0, message);
   }
   const resSpan = members.get('result');
   if (resSpan === undefined) return { kind: 'retry', reason: 'bad_body', health: true };
-  return { kind: 'result', result: text.slice(resSpan.start, resSpan.end) };
+  return { kind: 'result', result: body.value(resSpan, inner) };
 }
 
 /** One JSON-RPC response object at `span` of `text`, already parsed as `parsed`. */

@@ -6,10 +6,11 @@
  * Refuses: reading the answer body (upstream/answers.ts), retry policy itself (routing/failover.ts)
  * and breaker bookkeeping (upstream/health.ts).
  */
+import type { JsonText } from '../jsonrpc/raw.js';
 
 export type Verdict =
-  /** A usable answer: `result` raw text. */
-  | { kind: 'result'; result: string }
+  /** A usable answer: `result` raw text (a large one as the bytes the node sent: jsonrpc/raw.ts). */
+  | { kind: 'result'; result: JsonText }
   /** A node error that is the answer (execution reverted, nonce too low, invalid params...). */
   | { kind: 'node-error'; error: string; code: number; message: string }
   /**

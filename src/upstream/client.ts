@@ -281,8 +281,8 @@ export class HttpUpstreamClient implements UpstreamClient {
       { pool: this.pool },
     )
       .then(
-        ({ status, text, checked, retryAfter }) =>
-          this.holdOff.read(classifyBatchInOrder(status, text, first, n, MISSING, checked), retryAfter),
+        ({ status, text, large, retryAfter }) =>
+          this.holdOff.read(classifyBatchInOrder(status, text, first, n, MISSING, large), retryAfter),
         (err: unknown) => classifyTransport(err),
       )
       .then((read) => {
@@ -328,7 +328,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
       const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
-      const { status, text, checked, retryAfter } = await postJson(
+      const { status, text, large, retryAfter } = await postJson(
         single && batch[0]!.held ? this.heldDispatcher : this.dispatcher,
         tracedTarget(this.target, firstTraceparent(batch)),
         body,
@@ -336,7 +336,7 @@ export class HttpUpstreamClient implements UpstreamClient {
         bytes,
       );
       // A single call's answer must carry the id it was sent with: another's is not its answer.
-      const read = single ? classifyHttp(status, text, batch[0]!.id, checked) : classifyBatch(status, text, checked);
+      const read = single ? classifyHttp(status, text, batch[0]!.id, large) : classifyBatch(status, text, large);
       verdicts = this.holdOff.read(read, retryAfter);
     } catch (err) {
       verdicts = classifyTransport(err);
@@ -370,7 +370,9 @@ export class HttpUpstreamClient implements UpstreamClient {
         if (p.deadline <= now) this.finish(p, TIMED_OUT);
         else if (p.deadline < next) next = p.deadline;
       }
-      sweep.timer = next < last ? setTimeout(arm, Math.max(1, next - now)) : undefined;
+      // As an exchange's own time limit (exchange.ts): an answer that arrived while the event loop
+      // was held is read before a member is called timed out.
+      sweep.timer = next < last ? setTimeout(setImmediate, Math.max(1, next - now), arm) : undefined;
     };
     arm();
     return sweep;

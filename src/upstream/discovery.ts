@@ -159,7 +159,8 @@ export class Discovery {
 /** Whether the node has the state at block n: a balance there, or an error saying it has not. */
 async function stateAt(u: Upstream, n: number, timeoutMs: number): Promise<StateAt> {
   const { verdict } = await u.call('eth_getBalance', `["${ZERO_ADDRESS}","${toQuantity(n)}"]`, timeoutMs, PROBE);
-  if (verdict.kind === 'result') return BALANCE.test(verdict.result) ? 'has' : 'unknown';
+  if (verdict.kind === 'result')
+    return typeof verdict.result === 'string' && BALANCE.test(verdict.result) ? 'has' : 'unknown';
   // Nodes say "no state here" in their own words and codes (anvil -32602 BlockOutOfRange, geth
   // -32000 missing trie node...): any error answer is read so, and the probe at the head checks
   // that the node does answer where it must have state.
@@ -204,5 +205,7 @@ export async function servesDebug(u: Upstream, timeoutMs: number): Promise<boole
   if (u.head < 0) return false;
   const params = `["${toQuantity(u.head)}",{"tracer":"callTracer","tracerConfig":{"onlyTopCall":true}}]`;
   const { verdict } = await u.call('debug_traceBlockByNumber', params, timeoutMs, TRACE);
-  return verdict.kind === 'result' && verdict.result.trimStart().startsWith('[');
+  if (verdict.kind !== 'result') return false;
+  const r = verdict.result;
+  return typeof r === 'string' ? r.trimStart().startsWith('[') : r.startsWith(0x5b);
 }

@@ -9,27 +9,24 @@
  * of large answers while it is received, and an exchange made for a request with a byte budget
  * takes every byte from that budget; either running out cuts the exchange off at once (a declared
  * Content-Length is taken before the first byte). A large answer is decoded and checked piece by
- * piece (jsonrpc/check.ts), so no single turn of the event loop reads the whole of it.
+ * piece and kept as its bytes (large-answer.ts), so no single turn of the event loop reads or
+ * copies the whole of it.
  */
-import { StringDecoder } from 'node:string_decoder';
 import type { Dispatcher } from 'undici';
-import { JsonChecker, type Checked } from '../jsonrpc/check.js';
 import { LARGE_ANSWER_BYTES, type BytePool } from './answer-bytes.js';
+import { LargeAnswer, type LargeBody } from './large-answer.js';
 
 export interface Answer {
   status: number;
   text: string;
   /**
-   * Set for a large answer, checked as it arrived: what the text holds, or null when it is not
-   * JSON (the text is then empty: nothing of it is kept). Absent for an answer below the threshold.
+   * Set for a large answer, checked as it arrived (large-answer.ts): its bytes and what they hold,
+   * or null when it is not JSON. The text is then empty. Absent for an answer below the threshold.
    */
-  checked?: Checked | null;
+  large?: LargeBody | null;
   /** The answer's Retry-After header, when it has one (a node holding Switchyard off: holdoff.ts). */
   retryAfter?: string;
 }
-
-/** A large answer is decoded and checked this many bytes at a time. */
-const DECODE_BYTES = 1024 * 1024;
 
 /** What bounds an exchange's bytes: the process's pool of large answers, and a request's budget. */
 export interface ExchangeBytes {
@@ -68,49 +65,8 @@ class Taken {
   }
 }
 
-/**
- * A large answer being received: decoded and checked DECODE_BYTES at a time, its Buffers let go
- * once decoded. Pieces that large are made outside V8's young generation, so keeping them costs
- * no copying by the garbage collector.
- */
-class LargeAnswer {
-  private readonly decoder = new StringDecoder('utf8');
-  private readonly pieces: string[] = [];
-  private readonly checker = new JsonChecker();
-
-  constructor(
-    private waiting: Buffer[],
-    private waitingSize: number,
-  ) {}
-
-  /** Takes one more chunk; false once the text is found not JSON. */
-  push(chunk: Buffer): boolean {
-    this.waiting.push(chunk);
-    this.waitingSize += chunk.length;
-    return this.waitingSize < DECODE_BYTES || this.decode();
-  }
-
-  /** Decodes and checks what waits; false when the text is found not JSON. */
-  decode(): boolean {
-    const bytes = this.waiting.length === 1 ? this.waiting[0]! : Buffer.concat(this.waiting, this.waitingSize);
-    this.waiting = [];
-    this.waitingSize = 0;
-    return this.read(this.decoder.write(bytes));
-  }
-
-  /** The whole text and what it holds; null when it is not JSON. */
-  end(): { text: string; checked: Checked } | null {
-    if (this.waitingSize > 0 && !this.decode()) return null;
-    if (!this.read(this.decoder.end())) return null;
-    const checked = this.checker.end();
-    return checked === null ? null : { text: this.pieces.join(''), checked };
-  }
-
-  private read(piece: string): boolean {
-    this.pieces.push(piece);
-    return this.checker.push(piece);
-  }
-}
+/** A timer this late means the event loop was held (a timer is otherwise late by a few ms). */
+const LOOP_HELD_MS = 50;
 
 type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
 
@@ -137,20 +93,45 @@ class Exchange implements Dispatcher.DispatchHandler {
   private large: LargeAnswer | null = null;
   private readonly pooled: Taken;
   private readonly budgeted: Taken;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
+  /** When the time limit runs out (performance.now()); moved once when the loop was held (expired). */
+  private due: number;
+  private extended = false;
 
   constructor(
     private readonly resolve: (answer: Answer) => void,
     private readonly reject: (err: Error) => void,
-    timeoutMs: number,
+    private readonly limit: number,
     bytes: ExchangeBytes,
   ) {
     this.pooled = new Taken(bytes.pool);
     this.budgeted = new Taken(bytes.budget);
-    this.timer = setTimeout(Exchange.expire, timeoutMs, this);
+    this.due = performance.now() + limit;
+    this.timer = setTimeout(Exchange.expire, limit, this);
   }
 
+  /**
+   * The time ran out, perhaps while the event loop was held (a large answer being checked, a
+   * client's long answer being written): what the node sent meanwhile waits unread in the socket,
+   * and a timeout then would blame the node for the loop's stall (a probe marking it late or down,
+   * a routed call counting against its breaker). What has arrived is read first, in this turn's
+   * I/O. And when the timer fired late, the loop was held for that long, perhaps before the
+   * request was even written: the node gets that time again, once (at most the limit again).
+   */
   private static expire(x: Exchange): void {
+    setImmediate(Exchange.expired, x);
+  }
+
+  private static expired(x: Exchange): void {
+    if (x.settled) return;
+    const late = performance.now() - x.due;
+    if (!x.extended && late > LOOP_HELD_MS) {
+      x.extended = true;
+      const more = Math.min(late, x.limit);
+      x.due += more;
+      x.timer = setTimeout(Exchange.expire, more, x);
+      return;
+    }
     x.timedOut = true;
     x.cut(timeoutError());
   }
@@ -162,7 +143,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     clearTimeout(this.timer);
     // The pool counts answers being received; a request's budget keeps what it was answered.
     this.pooled.release();
-    if (err !== null || answer?.checked === null) this.budgeted.release();
+    if (err !== null || answer?.large === null) this.budgeted.release();
+    this.large?.cancel();
     this.large = null;
     if (err !== null) this.reject(err);
     else this.resolve(answer!);
@@ -183,7 +165,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   /** Found not JSON: settled first, as the abort may report an error of its own at once. */
   private notJson(): void {
-    this.done(null, { status: this.status, text: '', checked: null });
+    this.done(null, { status: this.status, text: '', large: null });
     this.controller?.abort(new Error('answer is not JSON'));
   }
 
@@ -206,29 +188,32 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.size += chunk.length;
     if (!this.hold(this.size)) return;
-    if (this.large !== null) {
-      if (!this.large.push(chunk)) this.notJson();
-      return;
-    }
+    if (this.large !== null) return this.large.push(chunk);
     if (this.first === undefined) this.first = chunk;
     else (this.chunks ??= [this.first]).push(chunk);
     if (this.size <= LARGE_ANSWER_BYTES) return;
-    this.large = new LargeAnswer(this.chunks ?? [this.first], this.size);
+    this.large = new LargeAnswer(this.chunks ?? [this.first], this.size, (large) => this.checked(large));
     this.first = this.chunks = undefined;
-    if (!this.large.decode()) this.notJson();
   }
 
   onResponseEnd(): void {
     if (this.settled) return;
     const status = this.status;
     if (this.large !== null) {
-      const read = this.large.end();
-      if (read === null) return this.notJson();
-      return this.done(null, this.answer({ status, text: read.text, checked: read.checked }));
+      // The node has answered in time: checking what it sent is Switchyard's own work, not its.
+      clearTimeout(this.timer);
+      return this.large.end();
     }
     const { first, chunks } = this;
     const buf = first === undefined ? undefined : chunks === undefined ? first : Buffer.concat(chunks, this.size);
     this.done(null, this.answer({ status, text: buf === undefined ? '' : buf.toString('utf8') }));
+  }
+
+  /** A large answer, checked: read, or found not JSON (the moment it is, not after its last byte). */
+  private checked(large: LargeBody | null): void {
+    if (this.settled) return;
+    if (large === null) this.notJson();
+    else this.done(null, this.answer({ status: this.status, text: '', large }));
   }
 
   /** The answer with its Retry-After, when it had one (most answers have none: no key then). */

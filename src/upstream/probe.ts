@@ -100,7 +100,7 @@ export class Probe {
       const { verdict } = await u.call('eth_chainId', '[]', timeout, PROBE);
       if (this.stopped) return;
       if (verdict.kind !== 'result') return this.failed(`eth_chainId: ${whyNot(verdict)}`, verdict);
-      const got = parseQuantity(verdict.result);
+      const got = typeof verdict.result === 'string' ? parseQuantity(verdict.result) : null;
       if (got !== settings.chainId) return this.sink.quarantined(got);
       this.chainCheckedAt = now;
     }

@@ -44,7 +44,12 @@ export function confirmChain(
     for (const u of asked) {
       u.call('eth_chainId', '[]', timeoutMs, { probe: true }).then(
         ({ verdict, ms }) => {
-          if (verdict.kind === 'result' && parseQuantity(verdict.result) === chainId) resolve(ms);
+          if (
+            verdict.kind === 'result' &&
+            typeof verdict.result === 'string' &&
+            parseQuantity(verdict.result) === chainId
+          )
+            resolve(ms);
           else if (--left === 0) resolve(null);
         },
         () => {

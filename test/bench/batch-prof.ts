@@ -56,7 +56,8 @@ try {
     const loop = async (): Promise<void> => {
       while (performance.now() < until) {
         const r = await front.process(body(), { ip: '127.0.0.1' }, log);
-        if (r.status !== 200 || r.body.split('"result"').length - 1 !== BATCH || r.body.includes('"error"')) bad++;
+        const text = String(r.body);
+        if (r.status !== 200 || text.split('"result"').length - 1 !== BATCH || text.includes('"error"')) bad++;
         bodies++;
       }
     };

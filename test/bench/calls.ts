@@ -62,8 +62,9 @@ async function main(): Promise<void> {
         const loop = async (): Promise<void> => {
           while (performance.now() < until) {
             const r = await front.process(body(size), { ip: '127.0.0.1' }, log);
-            const results = r.body.split('"result"').length - 1;
-            if (r.status !== 200 || results !== size || r.body.includes('"error"')) bad++;
+            const text = String(r.body);
+            const results = text.split('"result"').length - 1;
+            if (r.status !== 200 || results !== size || text.includes('"error"')) bad++;
             bodies++;
           }
         };

@@ -103,7 +103,7 @@ function stack(t: Test, nodes: Record<string, Node>) {
     const before = contexts.length;
     const answered = await front.process(body, { ip: '127.0.0.1' }, log);
     const ctx = contexts[before]!;
-    const slots = JSON.parse(answered.body) as {
+    const slots = JSON.parse(String(answered.body)) as {
       result?: unknown;
       error?: { code: number; data?: { reason?: string } };
     }[];

@@ -106,7 +106,7 @@ t.test('the per-IP slot: refused past it, given back on unsubscribe', async (t) 
   const refused = await frame.call(subscribe(3));
   t.equal(refused.error?.reason, 'TOO_MANY_IP_SUBSCRIPTIONS', 'the third is refused: the IP holds two');
   t.equal(refused.error?.code, -32005, 'with -32005');
-  const id = JSON.parse(a.result!) as string;
+  const id = JSON.parse(String(a.result!)) as string;
   t.same(
     await frame.call({ index: 4, id: '4', method: 'eth_unsubscribe', params: [id] }),
     { result: 'true' },

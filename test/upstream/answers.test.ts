@@ -9,7 +9,7 @@ import type { Verdict } from '../../src/upstream/classify.js';
 
 const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
 
-const result = (v: Verdict): string | undefined => (v.kind === 'result' ? v.result : undefined);
+const result = (v: Verdict): string | undefined => (v.kind === 'result' ? String(v.result) : undefined);
 
 const singles: [string, string, string | undefined][] = [
   ['compact', '{"jsonrpc":"2.0","id":1,"result":"0x1"}', '"0x1"'],

@@ -1,6 +1,7 @@
 // Large node answers (over 1 MiB) at the upstream client: checked piece by piece and classified
-// from spans (a result byte for byte, an error by its code and message, a batch by its ids), cut
-// off when not JSON (a bad answer), when the process's pool of large answers is full
+// from spans (a result byte for byte and kept as the node's bytes, an error by its code and
+// message, a batch by its ids, a block by the hash it carries), cut off when not JSON or not UTF-8
+// (a bad answer), when the process's pool of large answers is full
 // (answers_busy, the pool given back), or when a call's request budget runs out
 // (response_too_large, the budget given back). The node is a fake: anvil cannot answer megabytes
 // of chosen text.
@@ -9,7 +10,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { upstreamSchema } from '../../src/config/schema.js';
+import { RawText } from '../../src/jsonrpc/raw.js';
 import { BytePool } from '../../src/upstream/answer-bytes.js';
+import type { Verdict } from '../../src/upstream/classify.js';
 import { HttpUpstreamClient } from '../../src/upstream/client.js';
 
 const MB = 1024 * 1024;
@@ -41,6 +44,13 @@ async function node(
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/** The verdict's result passed on as the node's bytes (not decoded into a string), and those bytes. */
+function rawResult(t: Test, v: Verdict): string | undefined {
+  if (v.kind !== 'result') return void t.fail(`expected a result, got ${JSON.stringify(v)}`);
+  t.ok(v.result instanceof RawText, 'the result is kept as bytes');
+  return String(v.result);
+}
+
 function client(t: Test, url: string, pool = new BytePool(128 * MB)): HttpUpstreamClient {
   const c = new HttpUpstreamClient(upstreamSchema.parse({ name: 'big', url }), { pool });
   t.teardown(() => c.close());
@@ -50,7 +60,7 @@ function client(t: Test, url: string, pool = new BytePool(128 * MB)): HttpUpstre
 t.test('a large result, byte for byte; a large error by its code and message', async (t) => {
   const ok = client(t, await node(t, ([id]) => `{"jsonrpc":"2.0","id":${id},"result":${BIG}}\n`));
   const r = await ok.call('eth_getLogs', '[{}]', 10_000);
-  t.same(r.verdict, { kind: 'result', result: BIG });
+  t.equal(rawResult(t, r.verdict), BIG, 'the result, byte for byte (characters of 2 and 4 bytes across pieces)');
   const err = client(
     t,
     await node(
@@ -99,9 +109,9 @@ t.test('a large batch answer: each call its own verdict by id', async (t) => {
     c.call('eth_call', '[{}]', 10_000),
     c.call('eth_getLogs', '[{}]', 10_000),
   ]);
-  t.same(a!.verdict, { kind: 'result', result: BIG });
+  t.equal(rawResult(t, a!.verdict), BIG);
   t.match(b!.verdict, { kind: 'node-error', code: 3, message: 'execution reverted' });
-  t.same(d!.verdict, { kind: 'result', result: BIG });
+  t.equal(rawResult(t, d!.verdict), BIG);
 });
 
 t.test('a large answer that is not JSON: a bad answer', async (t) => {
@@ -113,6 +123,50 @@ t.test('a large answer that is not JSON: a bad answer', async (t) => {
   );
   const r = await c.call('eth_getLogs', '[{}]', 10_000);
   t.same(r.verdict, { kind: 'retry', reason: 'bad_body', health: true });
+});
+
+t.test('a large answer that is not UTF-8: a bad answer (the bytes passed on are the bytes checked)', async (t) => {
+  const server = createServer((_req, res) => {
+    const body = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":${BIG}}`);
+    body[body.indexOf('é') + 1] = 0x41; // é's second byte replaced: a lone lead byte
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+    res.end(body);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const c = client(t, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  const r = await c.call('eth_getLogs', '[{}]', 10_000);
+  t.same(r.verdict, { kind: 'retry', reason: 'bad_body', health: true });
+});
+
+t.test('a large block answer: checked for the hash it was asked by, without reading it again', async (t) => {
+  const hash = `0x${'ab'.repeat(32)}`;
+  const block = (h: string): string =>
+    `{"transactions":${BIG},"number":"0x10","hash":"${h}","parentHash":"0x${'00'.repeat(32)}"}`;
+  let answerHash = hash;
+  const c = client(t, await node(t, ([id]) => `{"jsonrpc":"2.0","id":${id},"result":${block(answerHash)}}`));
+  const params = JSON.stringify([hash, true]);
+  const r = await c.call('eth_getBlockByHash', params, 10_000);
+  t.equal(rawResult(t, r.verdict), block(hash), 'the block it was asked for');
+  answerHash = `0x${'cd'.repeat(32)}`;
+  t.same(
+    (await c.call('eth_getBlockByHash', params, 10_000)).verdict,
+    { kind: 'retry', reason: 'bad_body', health: true },
+    'another block is a wrong answer',
+  );
+});
+
+t.test('a large batch answer: a short result stays text, a long one bytes', async (t) => {
+  const c = client(
+    t,
+    await node(
+      t,
+      (ids) => `[${ids.map((id, k) => `{"jsonrpc":"2.0","id":${id},"result":${k === 0 ? '"0x1"' : BIG}}`).join(',')}]`,
+    ),
+  );
+  const [a, b] = await Promise.all([c.call('eth_getBalance', '[]', 10_000), c.call('eth_getBalance', '[]', 10_000)]);
+  t.same(a!.verdict, { kind: 'result', result: '"0x1"' });
+  t.equal(rawResult(t, b!.verdict), BIG);
 });
 
 t.test('the pool of large answers full: answers_busy, and the pool given back', async (t) => {
@@ -148,7 +202,7 @@ t.test("a call's request budget: response_too_large past it, given back; kept wh
   t.equal(tight.held, 0, 'the budget is given back');
   const roomy = new BytePool(8 * MB);
   const ok = await c.call('eth_getLogs', '[{}]', 10_000, { budget: roomy });
-  t.same(ok.verdict, { kind: 'result', result: BIG });
+  t.equal(rawResult(t, ok.verdict), BIG);
   t.ok(roomy.held >= BIG.length, 'the answer stays counted against its request');
   roomy.close();
   t.same(
