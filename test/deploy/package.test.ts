@@ -1,14 +1,15 @@
 /**
  * The package installs and runs as an operator would install it (issue: a package that ships):
- * `npm pack` makes the tarball, `npm install -g` puts it in a clean prefix of the test's own (its
- * dependencies come from the npm registry or npm's cache, better-sqlite3 is built by its install
- * script), and the installed `switchyard` says its version with the commit, validates the shipped
- * devnet config and refuses the example without its variables, then serves a real anvil node.
+ * `npm pack` makes the tarball, `npm install -g` puts it in a clean prefix of the test's own with a
+ * PATH that holds only node, npm and sh (SPEC 9: installing needs no compiler; its dependencies come
+ * from the npm registry or npm's cache), and the installed `switchyard` says its version with the
+ * commit, validates the shipped devnet config and refuses the example without its variables, then
+ * serves a real anvil node with its uptime store in a file (node:sqlite, nothing compiled).
  * `npm pack --ignore-scripts`: `npm test` has just built dist/ (and `npm ci` stamped its commit);
  * letting pack's `prepare` rebuild it would rewrite files that other test files run meanwhile.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,10 +54,27 @@ t.test('npm pack, npm install -g into a clean prefix, and the installed switchya
     'and no tests, sources or node_modules',
   );
 
+  // A PATH with no python3, make, g++ or cc: a dependency that falls back to node-gyp fails here.
+  const bare = join(dir, 'bare-bin');
+  mkdirSync(bare);
+  const npmCli = realpathSync((await run('sh', ['-c', 'command -v npm'])).stdout.trim());
+  symlinkSync(process.execPath, join(bare, 'node'));
+  symlinkSync(npmCli, join(bare, 'npm'));
+  symlinkSync('/bin/sh', join(bare, 'sh'));
+  const bareEnv = { ...npmEnv, PATH: bare };
+  for (const tool of ['python3', 'python', 'make', 'g++', 'gcc', 'cc'])
+    t.equal(
+      await run('/bin/sh', ['-c', `command -v ${tool}`], { env: bareEnv }).then(
+        () => 'found',
+        () => 'absent',
+      ),
+      'absent',
+      `no ${tool} on the install's PATH`,
+    );
   const prefix = join(dir, 'prefix');
   await run('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', join(dir, filename)], {
     cwd: dir,
-    env: npmEnv,
+    env: bareEnv,
     maxBuffer: 16 * 1024 * 1024,
     timeout: 600_000,
   });
