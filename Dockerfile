@@ -30,10 +30,11 @@ RUN npx tsc -p tsconfig.json
 ARG COMMIT=unknown
 RUN SWITCHYARD_COMMIT="${COMMIT}" node scripts/stamp-build.mjs
 # anvil (an optional dependency) is set aside for the devnet target; the runtime stage copies
-# production dependencies without it.
+# production dependencies without it, and with the OpenTelemetry SDK (optional too), so tracing
+# can be turned on in the image.
 RUN mkdir -p /devnet/node_modules/@foundry-rs \
   && cp -r node_modules/@foundry-rs/anvil-linux-amd64 /devnet/node_modules/@foundry-rs/ \
-  && npm prune --omit=dev --omit=optional && npm cache clean --force
+  && npm prune --omit=dev && rm -rf node_modules/@foundry-rs && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS app
 ARG VERSION=0.1.0

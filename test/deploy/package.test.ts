@@ -9,7 +9,16 @@
  * letting pack's `prepare` rebuild it would rewrite files that other test files run meanwhile.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +26,7 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import { startAnvil } from '../helpers/anvil.js';
 import { listeningPorts } from '../helpers/cli.js';
+import { TRACING_PACKAGES } from '../../src/parts.js';
 import { call } from '../helpers/rpc.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -72,7 +82,8 @@ t.test('npm pack, npm install -g into a clean prefix, and the installed switchya
       `no ${tool} on the install's PATH`,
     );
   const prefix = join(dir, 'prefix');
-  await run('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', join(dir, filename)], {
+  const args = ['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit'];
+  await run('npm', [...args, join(dir, filename)], {
     cwd: dir,
     env: bareEnv,
     maxBuffer: 16 * 1024 * 1024,
@@ -119,4 +130,35 @@ t.test('npm pack, npm install -g into a clean prefix, and the installed switchya
   t.match(await call(`http://127.0.0.1:${http}`, 'eth_chainId'), { result: '0xba' }, 'serves eth_chainId');
   proc.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM: exit 0');
+
+  // A production install leaves the optional parts out (`npm install --omit=optional`; with -g and a
+  // tarball npm installs them anyway, npm/cli#8284): removed here as that install would lack them.
+  for (const pkg of [...TRACING_PACKAGES, '@foundry-rs/anvil-linux-amd64']) {
+    t.ok(existsSync(join(installed, 'node_modules', pkg)), `${pkg} was installed`);
+    rmSync(join(installed, 'node_modules', pkg), { recursive: true, force: true });
+  }
+  // Asking for a part that is not there: one line naming what to install, exit 2, before anything starts.
+  const tracing = join(dir, 'tracing.yaml');
+  writeFileSync(tracing, 'upstreams: [{ name: a, url: "http://127.0.0.1:1/" }]\ntracing: { enabled: true }\n');
+  for (const [what, cmd, why] of [
+    [
+      'tracing',
+      ['serve', '--config', tracing],
+      /^tracing\.enabled needs @opentelemetry\/exporter-trace-otlp-http, .*npm install @opentelemetry\//,
+    ],
+    [
+      'start',
+      ['start', '--config', join(installed, 'config', 'devnet.yaml')],
+      /^the devnet needs anvil: npm install @foundry-rs\/anvil-/,
+    ],
+    ['devnet', ['devnet'], /^the devnet needs anvil/],
+  ] as const) {
+    const r = await run(bin, [...cmd], { cwd: dir, env: bareEnv, timeout: 60_000 }).then(
+      () => ({ code: 0, stderr: '' }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    t.equal(r.code, 2, `${what} without its part: exit 2`);
+    t.match(r.stderr, why, `${what}: says what to install`);
+    t.equal(r.stderr.trim().split('\n').length, 1, `${what}: one line, no stack trace`);
+  }
 });
