@@ -33,6 +33,7 @@ import { waitFor } from '../helpers/wait.js';
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const pkg = (await import('../../package.json', { with: { type: 'json' } })).default as {
+  name: string;
   version: string;
   private?: boolean;
   license: string;
@@ -55,9 +56,18 @@ t.test('npm pack, npm install -g into a clean prefix, and the installed switchya
     maxBuffer: 16 * 1024 * 1024,
   });
   const { filename, files } = (JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[])[0]!;
-  t.equal(filename, `switchyard-${pkg.version}.tgz`);
+  t.equal(filename, `${pkg.name}-${pkg.version}.tgz`);
   const paths = files.map((f) => f.path);
-  for (const p of ['LICENSE', 'CHANGELOG.md', 'README.md', 'dist/main.js', 'dist/build.json', 'config/example.yaml'])
+  for (const p of [
+    'LICENSE',
+    'CHANGELOG.md',
+    'README.md',
+    'dist/main.js',
+    'dist/build.json',
+    'dist/api.d.ts',
+    'config/example.yaml',
+    'config/switchyard.schema.json',
+  ])
     t.ok(paths.includes(p), `the tarball has ${p}`);
   t.notOk(
     paths.some((p) => p.startsWith('test/') || p.startsWith('src/') || p.startsWith('node_modules/')),
@@ -90,7 +100,7 @@ t.test('npm pack, npm install -g into a clean prefix, and the installed switchya
     timeout: 600_000,
   });
   const bin = join(prefix, 'bin', 'switchyard');
-  const installed = join(prefix, 'lib', 'node_modules', 'switchyard');
+  const installed = join(prefix, 'lib', 'node_modules', pkg.name);
 
   const version = await run(bin, ['--version'], { cwd: dir });
   t.match(version.stdout, new RegExp(`^${pkg.version.replace(/\./g, '\\.')} \\(commit [0-9a-f]{7,}(-dirty)?\\)\\n$`));
