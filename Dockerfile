@@ -7,23 +7,20 @@
 #   devnet: the same plus the anvil binary, for `devnet ...` and `start` (local fleets, compose).
 #     docker build --target devnet -t switchyard-devnet .
 # The config file is not baked in: mount one at /etc/switchyard/config.yaml (or pass --config).
-# Node 22 is a maintained LTS line (the code itself supports Node >= 20.18 for development).
+# Node 22 LTS is the floor (package.json engines); the tests run on the same major (the `node`
+# dev dependency), and the HTTP front's tests on the newest LTS as well.
 # The devnet target is linux/amd64 only: package-lock.json pins anvil's linux-amd64 binary package.
 
 ARG NODE_IMAGE=node:22-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
-# better-sqlite3 (the uptime store) is a native addon: when no prebuilt binary can be fetched,
-# node-gyp compiles it against this image's Node headers, which needs python3, make and g++.
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
-  && rm -rf /var/lib/apt/lists/*
-ENV npm_config_nodedir=/usr/local
+# No compiler: nothing in the dependencies is native (the uptime store is node:sqlite, built in).
 COPY package.json package-lock.json ./
-# --ignore-scripts: `prepare` would run tsc before the sources are copied, and anvil's postinstall
-# is only a download fallback for platforms that have no prebuilt binary package. The one install
-# script that is needed, better-sqlite3's build, runs on its own.
-RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
+# --ignore-scripts: `prepare` would run tsc before the sources are copied, anvil's postinstall is
+# only a download fallback for platforms that have no prebuilt binary package, and the `node` dev
+# dependency's preinstall would fetch a second Node: this image's own Node 22 runs the build.
+RUN npm ci --ignore-scripts
 COPY tsconfig.json ./
 COPY src ./src
 COPY scripts ./scripts
@@ -33,10 +30,11 @@ RUN npx tsc -p tsconfig.json
 ARG COMMIT=unknown
 RUN SWITCHYARD_COMMIT="${COMMIT}" node scripts/stamp-build.mjs
 # anvil (an optional dependency) is set aside for the devnet target; the runtime stage copies
-# production dependencies without it, the compiled addon among them.
+# production dependencies without it, and with the OpenTelemetry SDK (optional too), so tracing
+# can be turned on in the image.
 RUN mkdir -p /devnet/node_modules/@foundry-rs \
   && cp -r node_modules/@foundry-rs/anvil-linux-amd64 /devnet/node_modules/@foundry-rs/ \
-  && npm prune --omit=dev --omit=optional && npm cache clean --force
+  && npm prune --omit=dev && rm -rf node_modules/@foundry-rs && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS app
 ARG VERSION=0.1.0
@@ -47,7 +45,7 @@ LABEL org.opencontainers.image.title="switchyard" \
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Built in the build stage (same Node image, so the same addon ABI); no compilers in this image.
+# Production dependencies from the build stage: plain JavaScript, nothing compiled.
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY config ./config

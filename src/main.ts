@@ -16,6 +16,7 @@ import type { Config } from './config/schema.js';
 import type { Devnet } from './devnet/index.js';
 import { readFdLimit } from './limits/fd-limit.js';
 import { tuneHeap } from './heap.js';
+import { devnetMissing, missingPart } from './parts.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { COMMIT, VERSION } from './version.js';
 
@@ -59,6 +60,11 @@ async function main(argv: string[]): Promise<number> {
       `${file}: valid (${config.upstreams.length} upstream${config.upstreams.length === 1 ? '' : 's'})\n`,
     );
     return 0;
+  }
+  const missing = missingPart(config, command === 'start');
+  if (missing !== null) {
+    process.stderr.write(`${missing}\n`);
+    return 2;
   }
   return serve(config, file, command === 'start');
 }
@@ -141,6 +147,11 @@ async function runDevnet(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     const { DEVNET_USAGE } = await import('./devnet/index.js');
     return print(DEVNET_USAGE);
+  }
+  const missing = devnetMissing();
+  if (missing !== null) {
+    process.stderr.write(`${missing}\n`);
+    return 2;
   }
   const log: Logger = createLogger(process.env.LOG_LEVEL ?? 'info');
   let devnet: Devnet;

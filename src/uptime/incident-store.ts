@@ -10,7 +10,7 @@
  * MAX_UPDATES updates; at most MAX_OPEN_BY_HAND hand-opened incidents are open at once; closed
  * incidents are kept ARCHIVE_KEPT_MS and at most ARCHIVE_MAX of them (the oldest go first).
  */
-import type Database from 'better-sqlite3';
+import type { Db } from './sqlite.js';
 // store.ts imports this file: only functions may read its values (INCIDENT_KINDS), never top-level code.
 import { INCIDENT_KINDS, type Incident, type IncidentKind } from './store.js';
 
@@ -81,13 +81,13 @@ export function isUpdateStatus(s: unknown): s is UpdateStatus {
 
 /** What the store lends: its current connection (it changes when a file fails) and its write transaction. */
 export interface StoreAccess {
-  db(): Database.Database;
+  db(): Db;
   write<T>(now: number, op: () => T): T;
 }
 
 export class IncidentLog {
   /** The database recentKey last read, and how many it has seen: a shared image replaces it whole. */
-  private keyDb: Database.Database | null = null;
+  private keyDb: Db | null = null;
   private keyDbs = 0;
 
   constructor(private readonly store: StoreAccess) {}
@@ -180,7 +180,10 @@ export class IncidentLog {
 
   /** Open incidents and those started at or after `since`, newest first, at most `limit`, with their updates. */
   recent(since: number, limit: number): IncidentRecord[] {
-    const rows = this.store.db().prepare(`SELECT ${COLUMNS} FROM incidents ${RECENT}`).all(since, limit) as Row[];
+    const rows = this.store
+      .db()
+      .prepare(`SELECT ${COLUMNS} FROM incidents ${RECENT}`)
+      .all(since, limit) as unknown as Row[];
     return this.records(rows);
   }
 
@@ -204,8 +207,8 @@ export class IncidentLog {
            (SELECT COUNT(*) || '/' || COALESCE(MAX(u.id), 0) FROM incident_updates u WHERE u.incident = incidents.id)
          FROM incidents ${RECENT}`,
       )
-      .raw()
-      .all(since, limit);
+      .all(since, limit)
+      .map((r) => Object.values(r));
     return `${this.keyDbs}:${JSON.stringify(rows)}`;
   }
 
@@ -215,7 +218,7 @@ export class IncidentLog {
     const total = (db.prepare('SELECT COUNT(*) AS n FROM incidents').get() as { n: number }).n;
     const rows = db
       .prepare(`SELECT ${COLUMNS} FROM incidents ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?`)
-      .all(limit, offset) as Row[];
+      .all(limit, offset) as unknown as Row[];
     return { total, incidents: this.records(rows) };
   }
 
@@ -231,7 +234,7 @@ export class IncidentLog {
  * Closed incidents older than ARCHIVE_KEPT_MS go, then the oldest closed ones beyond ARCHIVE_MAX,
  * with their updates. Runs inside the store's compaction transaction.
  */
-export function pruneIncidents(db: Database.Database, now: number): void {
+export function pruneIncidents(db: Db, now: number): void {
   db.prepare('DELETE FROM incidents WHERE ended_at IS NOT NULL AND ended_at < ?').run(now - ARCHIVE_KEPT_MS);
   db.prepare(
     `DELETE FROM incidents WHERE ended_at IS NOT NULL AND id IN (

@@ -3,7 +3,7 @@
  * transactions as the probes: store.ts tx). Windows from uptime.maintenance are not stored: the
  * configuration is their home. Rows are input like any file: one that is not a window is left out.
  */
-import type Database from 'better-sqlite3';
+import type { Db } from './sqlite.js';
 import type { WindowKeeper } from './maintenance.js';
 import { RETAIN_MS, type UptimeStore } from './store.js';
 
@@ -30,7 +30,7 @@ export function storedWindows(store: UptimeStore, since: number): StoredWindow[]
     (db) =>
       db
         .prepare('SELECT id, title, start_at, end_at FROM maintenance WHERE end_at > ? ORDER BY start_at, id')
-        .all(since) as Row[],
+        .all(since) as unknown as Row[],
   );
   return rows.flatMap((r) =>
     typeof r.id === 'number' && typeof r.title === 'string' && isTime(r.start_at) && isTime(r.end_at)
@@ -62,7 +62,7 @@ export function changeWindow(store: UptimeStore, id: number, end: number | null,
 /** Admin-made windows kept at most (the newest by end): the history of many short windows stays bounded. */
 export const MAX_KEPT_WINDOWS = 500;
 
-function forget(db: Database.Database, now: number): void {
+function forget(db: Db, now: number): void {
   db.prepare('DELETE FROM maintenance WHERE end_at < ?').run(now - RETAIN_MS);
   db.prepare(
     'DELETE FROM maintenance WHERE id NOT IN (SELECT id FROM maintenance ORDER BY end_at DESC, id DESC LIMIT ?)',

@@ -32,7 +32,7 @@ import type { Metrics } from '../metrics/registry.js';
 import type { ImageOp } from '../metrics/uptime-shared.js';
 import type { RedisConnections, RedisLink } from '../redis/connections.js';
 import { Lease } from './lease.js';
-import { MAX_IMAGE_BYTES, openImage } from './store-image.js';
+import { imageOf, MAX_IMAGE_BYTES, openImage } from './store-image.js';
 import type { UptimeStore } from './store.js';
 
 /** How often a replica reads the version (and steps the lease): writes show elsewhere within about this. */
@@ -231,7 +231,7 @@ export class SharedUptime {
         if (!this.dirty) return;
         continue;
       }
-      const image = this.host.store.tx(null, (db) => db.serialize());
+      const image = this.host.store.tx(null, imageOf);
       if (image.length > MAX_IMAGE_BYTES) {
         await this.images.unwatch();
         this.host.metrics.recordUptimeImage('publish', 'refused', image.length);

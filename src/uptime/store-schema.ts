@@ -2,9 +2,9 @@
  * The uptime store's schema (store.ts): its migrations and the checks a database passes before it
  * is used, whether a file, a copy in memory, or a shared image read from Redis (store-image.ts).
  */
-import type Database from 'better-sqlite3';
 import { HISTORY_MIGRATION } from './history-migration.js';
 import { INCIDENT_MIGRATION } from './incident-store.js';
+import { type Db, pragma, transaction } from './sqlite.js';
 import { StoreError } from './store-error.js';
 
 /**
@@ -33,26 +33,30 @@ const MIGRATIONS: readonly string[] = [
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Pragmas, integrity check and migrations; throws StoreError with a reason an operator can act on. */
-export function prepare(db: Database.Database, path: string): Database.Database {
+export function prepare(db: Db, path: string): Db {
   try {
-    db.pragma('journal_mode = WAL');
+    db.exec('PRAGMA journal_mode = WAL');
     // WAL + NORMAL: a crash loses at most the last transactions, never the database.
-    db.pragma('synchronous = NORMAL');
+    db.exec('PRAGMA synchronous = NORMAL');
   } catch (err) {
     throw new StoreError(`not a usable SQLite database (${(err as Error).message})`, path);
   }
-  const check = db.pragma('quick_check', { simple: true });
+  const check = pragma(db, 'quick_check');
   if (check !== 'ok') throw new StoreError(`the database is damaged (quick_check: ${String(check)})`, path);
   // IMMEDIATE: two processes starting on a new file at once take turns (busy timeout) instead of
   // both creating the tables; the second finds the schema current.
-  db.transaction(() => {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version > SCHEMA_VERSION)
-      throw new StoreError(`schema version ${version} is newer than this Switchyard knows (${SCHEMA_VERSION})`, path);
-    for (let v = version; v < SCHEMA_VERSION; v++) {
-      db.exec(MIGRATIONS[v]!);
-      db.pragma(`user_version = ${v + 1}`);
-    }
-  }).immediate();
+  transaction(
+    db,
+    () => {
+      const version = Number(pragma(db, 'user_version'));
+      if (version > SCHEMA_VERSION)
+        throw new StoreError(`schema version ${version} is newer than this Switchyard knows (${SCHEMA_VERSION})`, path);
+      for (let v = version; v < SCHEMA_VERSION; v++) {
+        db.exec(MIGRATIONS[v]!);
+        db.exec(`PRAGMA user_version = ${v + 1}`);
+      }
+    },
+    true,
+  );
   return db;
 }

@@ -18,8 +18,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
 import { IncidentLog, isProbeIncident, pruneIncidents } from './incident-store.js';
+import { type Db, memoryCopyOf, openDb, transaction } from './sqlite.js';
 import { prepare } from './store-schema.js';
 import { StoreError } from './store-error.js';
 
@@ -66,7 +66,7 @@ export const FLUSH_EVERY = 12;
 const MAX_BUFFERED = 100_000;
 
 export class UptimeStore {
-  private db: Database.Database;
+  private db: Db;
   private buffer: ProbeRow[] = [];
   readonly told = new IncidentLog({ db: () => this.db, write: (now, op) => this.write(now, op) });
   private meta = new Map<string, string>();
@@ -74,14 +74,14 @@ export class UptimeStore {
   /** null: in memory (configured so, or after the file failed). */
   private file: string | null;
 
-  private constructor(db: Database.Database, file: string | null) {
+  private constructor(db: Db, file: string | null) {
     this.db = db;
     this.file = file;
     this.meta = readMeta(db);
   }
 
   /** Takes `db` (a shared image that store-image.ts checked) in place of its database: memory from now on. */
-  adopt(db: Database.Database): void {
+  adopt(db: Db): void {
     this.db.close();
     this.db = db;
     this.file = null;
@@ -90,7 +90,7 @@ export class UptimeStore {
 
   /** A store in memory only: same behaviour, gone with the process. */
   static memory(): UptimeStore {
-    return new UptimeStore(prepare(new Database(':memory:'), ':memory:'), null);
+    return new UptimeStore(prepare(openDb(':memory:'), ':memory:'), null);
   }
 
   /**
@@ -99,10 +99,10 @@ export class UptimeStore {
    * the file is left as it was for the operator to inspect.
    */
   static open(path: string, now: number): UptimeStore {
-    let db: Database.Database | undefined;
+    let db: Db | undefined;
     try {
       mkdirSync(dirname(path), { recursive: true });
-      db = new Database(path, { timeout: 5_000 });
+      db = openDb(path);
       prepare(db, path);
       // A real write, so a read-only file or folder is found now rather than at the first flush.
       db.prepare(
@@ -161,13 +161,13 @@ export class UptimeStore {
     const setMeta = this.db.prepare(
       'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
     );
-    const result = this.db.transaction(() => {
+    const result = transaction(this.db, () => {
       for (const r of rows) insert.run(r.t, r.reachable ? 1 : 0, r.advancing ? 1 : 0);
       if (this.metaDirty) for (const [k, v] of this.meta) setMeta.run(k, v);
       const out = extra();
       this.compact(now);
       return out;
-    })();
+    });
     this.buffer = this.buffer.slice(rows.length);
     this.metaDirty = false;
     return result;
@@ -206,10 +206,10 @@ export class UptimeStore {
   tally(from: number): Tally {
     const p = this.db
       .prepare('SELECT COUNT(*) AS probes, COALESCE(SUM(reachable AND advancing), 0) AS ok FROM probes WHERE t >= ?')
-      .get(from) as Tally;
+      .get(from) as unknown as Tally;
     const r = this.db
       .prepare('SELECT COALESCE(SUM(probes), 0) AS probes, COALESCE(SUM(ok), 0) AS ok FROM rollups WHERE t >= ?')
-      .get(from) as Tally;
+      .get(from) as unknown as Tally;
     const out = { probes: p.probes + r.probes, ok: p.ok + r.ok };
     for (const b of this.buffer) {
       if (b.t < from) continue;
@@ -246,7 +246,7 @@ export class UptimeStore {
   }
 
   /** `op` on the database: in one write with what is buffered, or alone (now null: a read). For history-store.ts, maintenance-store.ts. */
-  tx<T>(now: number | null, op: (db: Database.Database) => T): T {
+  tx<T>(now: number | null, op: (db: Db) => T): T {
     return now === null ? op(this.db) : this.write(now, () => op(this.db));
   }
 
@@ -313,16 +313,13 @@ export class UptimeStore {
   toMemory(): boolean {
     if (this.file === null) return true;
     let copied = true;
-    let next: Database.Database;
+    let next: Db;
     try {
-      const image = this.db.serialize();
-      // Header bytes 18-19 say "WAL"; an in-memory copy cannot open as that: mark it rollback-journal.
-      image[18] = 1;
-      image[19] = 1;
-      next = prepare(new Database(image), ':memory:');
+      // Read from the file (which still takes reads when writes fail), nothing written beside it.
+      next = prepare(memoryCopyOf(this.file), ':memory:');
     } catch {
       copied = false;
-      next = prepare(new Database(':memory:'), ':memory:');
+      next = prepare(openDb(':memory:'), ':memory:');
     }
     try {
       this.db.close();
@@ -345,7 +342,7 @@ export class UptimeStore {
   }
 }
 
-function readMeta(db: Database.Database): Map<string, string> {
+function readMeta(db: Db): Map<string, string> {
   const rows = db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[];
   return new Map(rows.map((r) => [r.key, r.value]));
 }

@@ -41,9 +41,10 @@ t.test('the last stage is the runtime image, and only the devnet stage copies an
   t.same(withAnvil, ['devnet']);
   t.match(
     stages.get('build')!.join('\n'),
-    /npm prune --omit=dev --omit=optional/,
-    'anvil (optional) is pruned from what the app stage copies',
+    /npm prune --omit=dev && rm -rf node_modules\/@foundry-rs /,
+    'anvil (optional) is removed from what the app stage copies, the OpenTelemetry SDK (optional) is kept',
   );
+  t.notMatch(stages.get('build')!.join('\n'), /python3|g\+\+|node-gyp/, 'no compiler in the build stage');
 });
 
 t.test('compose builds targets the Dockerfile has, and its config is valid', async (t) => {

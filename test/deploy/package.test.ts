@@ -1,14 +1,24 @@
 /**
  * The package installs and runs as an operator would install it (issue: a package that ships):
- * `npm pack` makes the tarball, `npm install -g` puts it in a clean prefix of the test's own (its
- * dependencies come from the npm registry or npm's cache, better-sqlite3 is built by its install
- * script), and the installed `switchyard` says its version with the commit, validates the shipped
- * devnet config and refuses the example without its variables, then serves a real anvil node.
+ * `npm pack` makes the tarball, `npm install -g` puts it in a clean prefix of the test's own with a
+ * PATH that holds only node, npm and sh (SPEC 9: installing needs no compiler; its dependencies come
+ * from the npm registry or npm's cache), and the installed `switchyard` says its version with the
+ * commit, validates the shipped devnet config and refuses the example without its variables, then
+ * serves a real anvil node with its uptime store in a file (node:sqlite, nothing compiled).
  * `npm pack --ignore-scripts`: `npm test` has just built dist/ (and `npm ci` stamped its commit);
  * letting pack's `prepare` rebuild it would rewrite files that other test files run meanwhile.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,12 +26,14 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import { startAnvil } from '../helpers/anvil.js';
 import { listeningPorts } from '../helpers/cli.js';
+import { TRACING_PACKAGES } from '../../src/parts.js';
 import { call } from '../helpers/rpc.js';
 import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const pkg = (await import('../../package.json', { with: { type: 'json' } })).default as {
+  name: string;
   version: string;
   private?: boolean;
   license: string;
@@ -44,24 +56,51 @@ t.test('npm pack, npm install -g into a clean prefix, and the installed switchya
     maxBuffer: 16 * 1024 * 1024,
   });
   const { filename, files } = (JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[])[0]!;
-  t.equal(filename, `switchyard-${pkg.version}.tgz`);
+  t.equal(filename, `${pkg.name}-${pkg.version}.tgz`);
   const paths = files.map((f) => f.path);
-  for (const p of ['LICENSE', 'CHANGELOG.md', 'README.md', 'dist/main.js', 'dist/build.json', 'config/example.yaml'])
+  for (const p of [
+    'LICENSE',
+    'CHANGELOG.md',
+    'README.md',
+    'dist/main.js',
+    'dist/build.json',
+    'dist/api.d.ts',
+    'config/example.yaml',
+    'config/switchyard.schema.json',
+  ])
     t.ok(paths.includes(p), `the tarball has ${p}`);
   t.notOk(
     paths.some((p) => p.startsWith('test/') || p.startsWith('src/') || p.startsWith('node_modules/')),
     'and no tests, sources or node_modules',
   );
 
+  // A PATH with no python3, make, g++ or cc: a dependency that falls back to node-gyp fails here.
+  const bare = join(dir, 'bare-bin');
+  mkdirSync(bare);
+  const npmCli = realpathSync((await run('sh', ['-c', 'command -v npm'])).stdout.trim());
+  symlinkSync(process.execPath, join(bare, 'node'));
+  symlinkSync(npmCli, join(bare, 'npm'));
+  symlinkSync('/bin/sh', join(bare, 'sh'));
+  const bareEnv = { ...npmEnv, PATH: bare };
+  for (const tool of ['python3', 'python', 'make', 'g++', 'gcc', 'cc'])
+    t.equal(
+      await run('/bin/sh', ['-c', `command -v ${tool}`], { env: bareEnv }).then(
+        () => 'found',
+        () => 'absent',
+      ),
+      'absent',
+      `no ${tool} on the install's PATH`,
+    );
   const prefix = join(dir, 'prefix');
-  await run('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', join(dir, filename)], {
+  const args = ['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit'];
+  await run('npm', [...args, join(dir, filename)], {
     cwd: dir,
-    env: npmEnv,
+    env: bareEnv,
     maxBuffer: 16 * 1024 * 1024,
     timeout: 600_000,
   });
   const bin = join(prefix, 'bin', 'switchyard');
-  const installed = join(prefix, 'lib', 'node_modules', 'switchyard');
+  const installed = join(prefix, 'lib', 'node_modules', pkg.name);
 
   const version = await run(bin, ['--version'], { cwd: dir });
   t.match(version.stdout, new RegExp(`^${pkg.version.replace(/\./g, '\\.')} \\(commit [0-9a-f]{7,}(-dirty)?\\)\\n$`));
@@ -101,4 +140,35 @@ t.test('npm pack, npm install -g into a clean prefix, and the installed switchya
   t.match(await call(`http://127.0.0.1:${http}`, 'eth_chainId'), { result: '0xba' }, 'serves eth_chainId');
   proc.kill('SIGTERM');
   t.equal(await exited, 0, 'SIGTERM: exit 0');
+
+  // A production install leaves the optional parts out (`npm install --omit=optional`; with -g and a
+  // tarball npm installs them anyway, npm/cli#8284): removed here as that install would lack them.
+  for (const pkg of [...TRACING_PACKAGES, '@foundry-rs/anvil-linux-amd64']) {
+    t.ok(existsSync(join(installed, 'node_modules', pkg)), `${pkg} was installed`);
+    rmSync(join(installed, 'node_modules', pkg), { recursive: true, force: true });
+  }
+  // Asking for a part that is not there: one line naming what to install, exit 2, before anything starts.
+  const tracing = join(dir, 'tracing.yaml');
+  writeFileSync(tracing, 'upstreams: [{ name: a, url: "http://127.0.0.1:1/" }]\ntracing: { enabled: true }\n');
+  for (const [what, cmd, why] of [
+    [
+      'tracing',
+      ['serve', '--config', tracing],
+      /^tracing\.enabled needs @opentelemetry\/exporter-trace-otlp-http, .*npm install @opentelemetry\//,
+    ],
+    [
+      'start',
+      ['start', '--config', join(installed, 'config', 'devnet.yaml')],
+      /^the devnet needs anvil: npm install @foundry-rs\/anvil-/,
+    ],
+    ['devnet', ['devnet'], /^the devnet needs anvil/],
+  ] as const) {
+    const r = await run(bin, [...cmd], { cwd: dir, env: bareEnv, timeout: 60_000 }).then(
+      () => ({ code: 0, stderr: '' }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    t.equal(r.code, 2, `${what} without its part: exit 2`);
+    t.match(r.stderr, why, `${what}: says what to install`);
+    t.equal(r.stderr.trim().split('\n').length, 1, `${what}: one line, no stack trace`);
+  }
 });

@@ -6,7 +6,7 @@
  * poisoned image is refused and counted (never loaded), and the prober publishes a good image
  * again, which the other loads.
  */
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { Redis } from 'ioredis';
 import t from 'tap';
 import { startAnvil } from '../helpers/anvil.js';
@@ -16,6 +16,7 @@ import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
 import { MAX_IMAGE_BYTES } from '../../src/uptime/store-image.js';
+import { imageOf } from '../../src/uptime/sqlite.js';
 
 const KEY = 'switchyard:186:uptime:';
 
@@ -47,12 +48,12 @@ t.test('poisoned uptime images in Redis are refused; the pages go on and heal', 
   };
   await waitFor('the incident on both pages', () => both((p) => p.incidents.length === 1));
 
-  const other = new Database(':memory:');
+  const other = new DatabaseSync(':memory:');
   other.exec('CREATE TABLE users (name TEXT)');
   const poisons: [string, Buffer][] = [
     ['garbage', Buffer.from('x'.repeat(4_096))],
     ['over the limit', Buffer.alloc(MAX_IMAGE_BYTES + 1, 1)],
-    ['another database', other.serialize()],
+    ['another database', imageOf(other)],
   ];
   other.close();
   for (const [name, value] of poisons) {

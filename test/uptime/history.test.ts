@@ -8,11 +8,12 @@ import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { dailyLines, DAYS, latencyReport } from '../../src/uptime/history.js';
 import { bucketOf, bucketTop, dailyTallies, LatencyHistory, quantile } from '../../src/uptime/history-store.js';
 import { fraction } from '../../src/uptime/report.js';
 import { DAY_MS, HOUR_MS, SCHEMA_VERSION, UptimeStore, type ProbeRow } from '../../src/uptime/store.js';
+import { pragma } from '../../src/uptime/sqlite.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -114,12 +115,12 @@ t.test('a store file of the previous schema version opens migrated, its rows kep
   s.openIncident('stalled', T0, 'x', T0);
   s.close(T0);
   // Back to the version before this one: its tables gone, its number set.
-  const db = new Database(file);
+  const db = new DatabaseSync(file);
   db.exec('DROP TABLE maintenance; DROP TABLE latency_hours;');
-  db.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+  db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
   db.close();
-  const old = new Database(file, { readonly: true });
-  t.equal(old.pragma('user_version', { simple: true }), SCHEMA_VERSION - 1, 'the previous version');
+  const old = new DatabaseSync(file, { readOnly: true });
+  t.equal(pragma(old, 'user_version'), SCHEMA_VERSION - 1, 'the previous version');
   old.close();
   const m = UptimeStore.open(file, T0 + 1_000);
   t.same(m.tally(T0), { probes: 1, ok: 1 }, 'probes kept');
@@ -129,7 +130,7 @@ t.test('a store file of the previous schema version opens migrated, its rows kep
   lh.flush(T0 + 1_000);
   t.equal(lh.hours(T0, 1)[0]!.probes, 1, 'the new latency table works');
   m.close(T0 + 1_000);
-  const raw = new Database(file, { readonly: true });
-  t.equal(raw.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+  const raw = new DatabaseSync(file, { readOnly: true });
+  t.equal(pragma(raw, 'user_version'), SCHEMA_VERSION);
   raw.close();
 });

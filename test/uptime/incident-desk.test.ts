@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { createLogger } from '../../src/log/logger.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { ARCHIVE_KEPT_MS, MAX_OPEN_BY_HAND, MAX_UPDATES } from '../../src/uptime/incident-store.js';
@@ -17,6 +17,7 @@ import type { IncidentEvent } from '../../src/uptime/incidents.js';
 import { Uptime } from '../../src/uptime/index.js';
 import { SCHEMA_VERSION, UptimeStore } from '../../src/uptime/store.js';
 import type { CallTiming } from '../../src/upstream/node.js';
+import { pragma } from '../../src/uptime/sqlite.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12);
 
@@ -123,7 +124,7 @@ t.test('a store file of the schema before updates: migrated, its incidents kept 
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-incidents-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'uptime.db');
-  const old = new Database(file);
+  const old = new DatabaseSync(file);
   old.exec(`CREATE TABLE probes (t INTEGER PRIMARY KEY, reachable INTEGER NOT NULL, advancing INTEGER NOT NULL);
    CREATE TABLE rollups (size INTEGER NOT NULL, t INTEGER NOT NULL, probes INTEGER NOT NULL, ok INTEGER NOT NULL,
      reachable INTEGER NOT NULL, advancing INTEGER NOT NULL, PRIMARY KEY (size, t)) WITHOUT ROWID;
@@ -133,17 +134,17 @@ t.test('a store file of the schema before updates: migrated, its incidents kept 
    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
    CREATE TABLE cordons (name TEXT PRIMARY KEY, value TEXT NOT NULL);
    INSERT INTO incidents (kind, started_at, ended_at, summary) VALUES ('stalled', ${T0}, ${T0 + 60_000}, 'old');`);
-  old.pragma('user_version = 2');
+  old.exec('PRAGMA user_version = 2');
   old.close();
   const store = UptimeStore.open(file, T0 + 120_000);
   t.teardown(() => store.close(T0 + 120_000));
   const [kept] = store.told.recent(0, 10);
   t.match(kept, { id: 1, kind: 'stalled', source: 'probe', summary: 'old', updates: [], postmortem: null });
   t.match(store.told.update(1, 'resolved', 'Explained.', T0 + 120_000), { updates: [{ status: 'resolved' }] });
-  const raw = new Database(file, { readonly: true });
+  const raw = new DatabaseSync(file, { readOnly: true });
   t.teardown(() => raw.close());
   t.ok(SCHEMA_VERSION >= 3, 'at the current schema');
-  t.equal(raw.pragma('user_version', { simple: true }), SCHEMA_VERSION);
+  t.equal(pragma(raw, 'user_version'), SCHEMA_VERSION);
 });
 
 t.test('closed incidents are kept a year (with their updates); open ones stay', async (t) => {

@@ -8,6 +8,7 @@ import t from 'tap';
 import { incidentLines } from '../../src/uptime/report.js';
 import { openImage } from '../../src/uptime/store-image.js';
 import { UptimeStore } from '../../src/uptime/store.js';
+import { imageOf } from '../../src/uptime/sqlite.js';
 
 const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 10, 1);
@@ -69,7 +70,7 @@ t.test("another replica's image is read anew, even where its ids and counts matc
   a.told.update(1, 'monitoring', 'Written at a.', T0 + 10);
   b.told.update(1, 'monitoring', 'Written at b.', T0 + 10);
   t.equal(incidentLines(a, T0 + 20)[0]!.updates[0]!.message, 'Written at a.');
-  const opened = openImage(b.tx(null, (db) => db.serialize()));
+  const opened = openImage(b.tx(null, imageOf));
   if (!('db' in opened)) throw new Error(opened.refused);
   a.adopt(opened.db);
   t.equal(incidentLines(a, T0 + 20)[0]!.updates[0]!.message, 'Written at b.', "b's image: b's update");

@@ -4,14 +4,15 @@
  * copy) is refused with a reason, never thrown.
  */
 import t from 'tap';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { MAX_IMAGE_BYTES, openImage } from '../../src/uptime/store-image.js';
 import { SCHEMA_VERSION, UptimeStore } from '../../src/uptime/store.js';
+import { imageOf as dbImage } from '../../src/uptime/sqlite.js';
 
 const T0 = Date.UTC(2026, 3, 1, 12);
 
 function imageOf(store: UptimeStore): Buffer {
-  return store.tx(null, (db) => db.serialize());
+  return store.tx(null, dbImage);
 }
 
 t.test('an image opens as the store it was, and a store adopts it', async (t) => {
@@ -35,20 +36,20 @@ t.test('an image opens as the store it was, and a store adopts it', async (t) =>
 t.test('what is not an image of a store is refused, never thrown', async (t) => {
   t.match(openImage(Buffer.from('not a database at all, just some bytes long enough')), { refused: /./ }, 'garbage');
   t.match(openImage(Buffer.alloc(0)), { refused: /./ }, 'empty');
-  const other = new Database(':memory:');
+  const other = new DatabaseSync(':memory:');
   other.exec('CREATE TABLE users (name TEXT)');
-  t.match(openImage(other.serialize()), { refused: /not those of the uptime store/ }, 'another database');
-  other.pragma('user_version = 99');
-  t.match(openImage(other.serialize()), { refused: /newer/ }, 'a newer schema');
+  t.match(openImage(dbImage(other)), { refused: /not those of the uptime store/ }, 'another database');
+  other.exec('PRAGMA user_version = 99');
+  t.match(openImage(dbImage(other)), { refused: /newer/ }, 'a newer schema');
   const store = UptimeStore.memory();
   const image = imageOf(store);
   const damaged = Buffer.from(image);
   damaged.fill(0xff, 100, Math.min(damaged.length, 4_000));
   t.match(openImage(damaged), { refused: /./ }, 'damaged');
   t.match(openImage(Buffer.alloc(MAX_IMAGE_BYTES + 1)), { refused: /over/ }, 'too large');
-  const sameName = new Database(':memory:');
+  const sameName = new DatabaseSync(':memory:');
   sameName.exec('CREATE TABLE probes (t INTEGER)');
-  sameName.pragma(`user_version = ${SCHEMA_VERSION}`);
-  t.match(openImage(sameName.serialize()), { refused: /not those of the uptime store/ }, 'our version, other tables');
+  sameName.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
+  t.match(openImage(dbImage(sameName)), { refused: /not those of the uptime store/ }, 'our version, other tables');
   store.close(T0);
 });

@@ -10,9 +10,10 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { fraction, uptimeWindows } from '../../src/uptime/report.js';
 import { DAY_MS, SCHEMA_VERSION, StoreError, UptimeStore } from '../../src/uptime/store.js';
+import { pragma } from '../../src/uptime/sqlite.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -30,9 +31,9 @@ t.test('a new file gets the current schema; an existing one keeps its rows acros
   a.add({ t: T0 + 5_000, reachable: false, advancing: true });
   const inc = a.openIncident('unreachable', T0 + 5_000, 'No node answered eth_chainId with 0xba', T0 + 5_000);
   a.close(T0 + 6_000);
-  const raw = new Database(file, { readonly: true });
-  t.equal(raw.pragma('user_version', { simple: true }), SCHEMA_VERSION, 'schema version recorded');
-  t.equal(raw.pragma('journal_mode', { simple: true }), 'wal', 'WAL journal');
+  const raw = new DatabaseSync(file, { readOnly: true });
+  t.equal(pragma(raw, 'user_version'), SCHEMA_VERSION, 'schema version recorded');
+  t.equal(pragma(raw, 'journal_mode'), 'wal', 'WAL journal');
   raw.close();
   const b = UptimeStore.open(file, T0 + 10_000);
   t.same(b.tally(T0), { probes: 2, ok: 1 }, 'probes survive');
@@ -50,8 +51,8 @@ t.test(
     t.ok(statSync(empty).size > 0, 'migrated in place');
 
     const newer = join(dir, 'newer.db');
-    const db = new Database(newer);
-    db.pragma('user_version = 99');
+    const db = new DatabaseSync(newer);
+    db.exec('PRAGMA user_version = 99');
     db.close();
     t.throws(() => UptimeStore.open(newer, T0), { name: 'StoreError', message: /schema version 99 is newer/ });
 
