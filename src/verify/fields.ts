@@ -16,9 +16,7 @@ const QUANTITY_DIGITS = /^[0-9a-fA-F]{1,64}$/;
 const EMPTY = new Uint8Array(0);
 
 function bytesOfDigits(digits: string): Uint8Array {
-  const out = new Uint8Array(digits.length >> 1);
-  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(digits.slice(2 * i, 2 * i + 2), 16);
-  return out;
+  return Buffer.from(digits, 'hex');
 }
 
 /** DATA: "0x" and an even number of hex digits, as its bytes; `size`: the length it must have. */

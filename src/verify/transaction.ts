@@ -6,7 +6,7 @@
  * `blockTimestamp`) are not in it, so they are not verified here.
  */
 import { RLP, type Input } from '@ethereumjs/rlp';
-import { keccak_256 } from '@noble/hashes/sha3';
+import { keccak } from './keccak.js';
 import { addressOrNull, data, list, Malformed, quantity, record } from './fields.js';
 
 type Tx = Record<string, unknown>;
@@ -59,7 +59,7 @@ export function transactionEncoding(tx: Tx): Uint8Array | null {
 /** keccak-256 of the encoding, or null for an unknown type. */
 export function transactionHash(tx: Tx): Uint8Array | null {
   const encoded = transactionEncoding(tx);
-  return encoded === null ? null : keccak_256(encoded);
+  return encoded === null ? null : keccak(encoded);
 }
 
 /** The type byte, then the RLP list: EIP-2718's typed envelope. */

@@ -6,13 +6,13 @@
  * database, one awaited put per item, about ten times the cost on a block of 200 transactions.
  */
 import { RLP, type Input } from '@ethereumjs/rlp';
-import { keccak_256 } from '@noble/hashes/sha3';
+import { keccak } from './keccak.js';
 
 type Node = Input[];
 
 /** The root of the trie of `values` keyed by RLP(index). */
 export function orderedTrieRoot(values: readonly Uint8Array[]): Uint8Array {
-  if (values.length === 0) return keccak_256(RLP.encode(new Uint8Array(0)));
+  if (values.length === 0) return keccak(RLP.encode(new Uint8Array(0)));
   const keys = values.map((_, i) => nibbles(RLP.encode(i)));
   // Ordered by key so the items under one branch slot lie side by side.
   const order = keys.map((_, i) => i).sort((a, b) => compare(keys[a]!, keys[b]!));
@@ -21,7 +21,7 @@ export function orderedTrieRoot(values: readonly Uint8Array[]): Uint8Array {
     order.map((i) => values[i]!),
     0,
   );
-  return keccak_256(RLP.encode(root));
+  return keccak(RLP.encode(root));
 }
 
 function build(keys: readonly Uint8Array[], values: readonly Uint8Array[], depth: number): Node {
@@ -52,7 +52,7 @@ function build(keys: readonly Uint8Array[], values: readonly Uint8Array[], depth
 /** A child as its parent holds it: inline when its encoding is under 32 bytes, else its hash. */
 function reference(node: Node): Input {
   const encoded = RLP.encode(node);
-  return encoded.length < 32 ? node : keccak_256(encoded);
+  return encoded.length < 32 ? node : keccak(encoded);
 }
 
 /** How many nibbles from `depth` every key shares. */
