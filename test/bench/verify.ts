@@ -143,7 +143,9 @@ async function perMiss(url: string, dir: string, stops: (() => Promise<void>)[])
       await wrk(sy.url, script, { connections: 32, seconds: 1 });
       const m = await measuredWrk(sy.url, sy.pid, script, { connections: 32, seconds: 4 });
       if (answersWrong(m.r))
-        throw new Error(`${sy.name}: wrong answers in round ${round + 1}: ${JSON.stringify(m.r)}\n${sy.output().slice(-3000)}`);
+        throw new Error(
+          `${sy.name}: wrong answers in round ${round + 1}: ${JSON.stringify(m.r)}\n${sy.output().slice(-3000)}`,
+        );
       us.get(sy.name)!.push(m.usPerReq);
     }
   }
