@@ -4,7 +4,8 @@
  * that it is asked first. Each forgery is proven real by recomputing what it commits to
  * (verify/answer.ts) before it is used. Asserted: what the client got (always the anvil's own),
  * what was counted (wrong answers per node and method, unverified answers), what was cached (an
- * unverified answer is asked of the nodes again), and that 3 wrong answers quarantine the liar.
+ * unverified answer is asked of the nodes again), that forged blocks answered in one batch exchange
+ * are caught alike, and that 3 wrong answers quarantine the liar until routing.verify.quarantineMs.
  */
 import t from 'tap';
 import { checkAnswer } from '../../src/verify/answer.js';
@@ -261,4 +262,76 @@ t.test('a header with an unknown member: served only when another node returns t
     // At least these four: the fleet's own feed of new blocks (subscriptions/chain.ts) is counted too.
     t.ok(counted >= 4, `each node answer counted (${counted})`);
   });
+});
+
+t.test('forged blocks in a batch (one exchange with the liar) are answered from the honest node', async (t) => {
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  await chain(anvil);
+  const blocks = ['0x2', '0x3', '0x4'];
+  // A batch is answered synchronously by the fake node: the forgeries are made beforehand.
+  const forged = new Map<string, Json>();
+  for (const n of blocks)
+    forged.set(n, { ...((await call(anvil.url, 'eth_getBlockByNumber', [n, false])).result as Json), gasLimit: '0x1' });
+  const fake = await startFakeNode(
+    t,
+    (method, params): FakeAnswer => {
+      const lie = method === 'eth_getBlockByNumber' ? forged.get(params[0] as string) : undefined;
+      if (lie !== undefined) return { result: lie };
+      return {
+        defer: async () => {
+          const r = await call(anvil.url, method, params);
+          return r.error ? { error: r.error } : { result: r.result };
+        },
+      };
+    },
+    { batches: true },
+  );
+  const sy = await stack(
+    t,
+    [
+      { name: 'anvil', url: anvil.url },
+      { name: 'liar', url: fake.url, weight: 1000 },
+    ],
+    { quarantineAfter: 1000 },
+  );
+  const body = blocks.map((n, id) => ({ jsonrpc: '2.0', id, method: 'eth_getBlockByNumber', params: [n, false] }));
+  const got = (await post(sy.url, body)).json() as Json[];
+  for (const [i, n] of blocks.entries())
+    t.same(
+      got[i]?.result,
+      (await call(anvil.url, 'eth_getBlockByNumber', [n, false])).result,
+      `block ${n}: the anvil's`,
+    );
+  t.ok(
+    fake.calls.some((c) => (c.batch ?? 1) > 1 && c.method === 'eth_getBlockByNumber'),
+    'the liar got them in one batch',
+  );
+  t.equal(await metric(sy, 'switchyard_upstream_wrong_answers_total', { upstream: 'liar' }), 3, 'each counted');
+});
+
+t.test('a quarantine for wrong answers ends after routing.verify.quarantineMs', async (t) => {
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  await chain(anvil);
+  const forge: { now: Forge | null } = {
+    now: (m, p, r) =>
+      m === 'eth_getBlockByNumber' && p[0] !== 'latest' && p[0] !== 'finalized' ? { ...r, gasLimit: '0x1' } : r,
+  };
+  const fake = await liar(t, anvil, forge);
+  const sy = await stack(
+    t,
+    [
+      { name: 'anvil', url: anvil.url },
+      { name: 'liar', url: fake.url, weight: 1000 },
+    ],
+    { quarantineMs: 1500 },
+  );
+  for (const n of ['0x2', '0x3', '0x4']) await ask(sy, 'eth_getBlockByNumber', [n, false]);
+  const liarState = async (): Promise<Json> =>
+    (await get(`${sy.adminUrl}/status`)).json().upstreams.find((u: Json) => u.name === 'liar');
+  t.equal((await liarState()).quarantine?.why, 'wrong answers', 'quarantined');
+  forge.now = null;
+  await waitFor('the quarantine ends', async () => (await liarState()).state === 'healthy', { timeoutMs: 20_000 });
+  t.equal((await liarState()).quarantine, null, '/status shows no quarantine any more');
 });
