@@ -194,6 +194,19 @@ export const configSchema = z
         /** Share of answered reads copied to each shadow upstream; copies in flight at most (more: skipped, counted). */
         shadowSampleRate: z.number().min(0).max(1).default(0.1),
         shadowMaxInFlight: positiveInt.max(10_000).default(64),
+        /**
+         * Verified answers (SPEC 4.9, docs/verification.md): blocks, transactions and block receipts
+         * checked against what they commit to before they are served or cached. A node with
+         * `quarantineAfter` wrong answers within `windowMs` is quarantined for `quarantineMs`.
+         */
+        verify: z
+          .strictObject({
+            enabled: z.boolean().default(true),
+            quarantineAfter: positiveInt.default(3),
+            windowMs: positiveInt.default(600_000),
+            quarantineMs: positiveInt.default(600_000),
+          })
+          .prefault({}),
         /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
         breaker: z
           .strictObject({

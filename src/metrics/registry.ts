@@ -20,6 +20,7 @@ import { ServiceMetrics, type BuildInfo } from './service.js';
 import { TracingMetrics } from './tracing.js';
 import { UpstreamMetrics } from './upstream.js';
 import { UptimeSharedMetrics } from './uptime-shared.js';
+import { VerifyMetrics } from './verify.js';
 import { WebhookMetrics } from './webhooks.js';
 
 export { CALL_OUTCOMES, CALL_REASONS, INVALID_METHOD, type CallOutcome, type CallReason } from './calls.js';
@@ -45,6 +46,7 @@ export class Metrics {
   private readonly directives = new DirectiveMetrics(this.registry);
   private readonly webhooks = new WebhookMetrics(this.registry);
   private readonly uptimeShared = new UptimeSharedMetrics(this.registry);
+  private readonly verify = new VerifyMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -81,6 +83,10 @@ export class Metrics {
   readonly setFleetHead = this.upstreams.setFleetHead.bind(this.upstreams);
   readonly setFleetFinalized = this.upstreams.setFleetFinalized.bind(this.upstreams);
   readonly setMaxLagBlocks = this.upstreams.setMaxLagBlocks.bind(this.upstreams);
+
+  // Verified answers (verify.ts)
+  readonly recordWrongAnswer = this.verify.recordWrongAnswer.bind(this.verify);
+  readonly recordUnverified = this.verify.recordUnverified.bind(this.verify);
 
   // The answer cache (cache.ts)
   readonly recordCacheLookup = this.cache.recordCacheLookup.bind(this.cache);

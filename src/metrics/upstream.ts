@@ -8,8 +8,11 @@ import { BREAKER_STATES, type BreakerStateLabel } from '../upstream/health.js';
 import { BoundCounter, BoundHistogram, Children } from './bound.js';
 import { LATENCY_BUCKETS } from './calls.js';
 
-/** `null_answer` is routing's own: a node answered null for a block another node may already have. */
-export const FAILOVER_LABELS = [...FAILOVER_REASONS, 'null_answer'] as const;
+/**
+ * `null_answer` and `unverified` are routing's own: a node answered null for a block another node
+ * may already have; a node's answer could not be verified and another node is asked for the same.
+ */
+export const FAILOVER_LABELS = [...FAILOVER_REASONS, 'null_answer', 'unverified'] as const;
 export type FailoverLabel = (typeof FAILOVER_LABELS)[number];
 
 /** A gauge per upstream, labelled `upstream` only. */
@@ -42,7 +45,7 @@ function eventSeries(registry: Registry) {
     }),
     quarantines: new Counter({
       name: 'switchyard_upstream_quarantined_total',
-      help: 'Times an upstream was quarantined for answering another chain id',
+      help: 'Times an upstream was quarantined, for answering another chain id or for wrong answers (routing.verify)',
       labelNames: ['upstream'],
       registers,
     }),
@@ -100,7 +103,7 @@ function upstreamGauges(registry: Registry) {
     quarantined: perUpstream(
       registry,
       'switchyard_upstream_quarantined',
-      '1 while the upstream is quarantined for answering another chain id',
+      '1 while the upstream is quarantined, for answering another chain id or for wrong answers (routing.verify)',
     ),
     heldOff: perUpstream(
       registry,

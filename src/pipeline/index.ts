@@ -158,7 +158,8 @@ export class Pipeline {
     for (let k = 0; k < plans.length; k++) {
       const plan = plans[k]!;
       const { outcome } = answers[k]!;
-      if (plan.cache !== null && outcome.result !== undefined)
+      // An answer no rule could verify is served (another node returned the same), never kept.
+      if (plan.cache !== null && outcome.result !== undefined && answers[k]!.unverified !== true)
         d.cache.store(plan.cache, outcome.result, plan.gen, d.fleet.finalized);
       const shared = this.afterAnswer(ctx, plan, answers[k]!);
       if (d.shadow !== undefined) sampleForShadows(ctx, d.shadow, plan, answers[k]!);

@@ -19,6 +19,7 @@ import { broadcast } from './broadcast.js';
 import {
   attempt,
   fresh,
+  goOn,
   interpretVerdict,
   noteAnswered,
   noteSent,
@@ -29,6 +30,7 @@ import {
 } from './failover.js';
 import { pinnedNode } from './pinned.js';
 import { choose, eligible, type Requirement } from './select.js';
+import { confirmed, judged } from './verified.js';
 
 export type { Attempted, DispatchContext, RoutingDeps, Sendable } from './failover.js';
 
@@ -157,13 +159,22 @@ function exchange(
       let later: Promise<void>[] | undefined;
       for (let i = 0; i < chunk.length; i++) {
         const k = chunk[i]!;
-        const verdict = verdicts[i]!;
-        if (verdict.kind === 'result') {
+        const verdict = judged(ctx.routing, sent[i]!, verdicts[i]!);
+        if (verdict.kind === 'result' && verdict.unverified === undefined && verdict.confirm === undefined) {
           answers[k] = { outcome: { result: verdict.result }, upstream: u };
           continue;
         }
         const progress = fresh();
         progress.tried.push(u);
+        if (verdict.kind === 'result' && verdict.confirm !== undefined) {
+          const left = Math.max(1, ctx.deadline - ctx.routing.fleet.now());
+          (later ??= []).push(
+            confirmed(ctx.routing, u, verdict, left)
+              .then((v) => goOn(ctx, sent[i]!, progress, u, v, ms))
+              .then((a) => void (answers[k] = a)),
+          );
+          continue;
+        }
         const answer = interpretVerdict(ctx, sent[i]!, progress, u, verdict, ms);
         if (answer !== null) {
           answers[k] = answer;

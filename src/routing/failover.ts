@@ -27,6 +27,7 @@ import { heldLaneFull, laneFull } from './lane.js';
 import { pinnedNode } from './pinned.js';
 import { choose, eligible, willing, type Ineligible, type Requirement } from './select.js';
 import type { MethodTimeouts } from './timeouts.js';
+import { confirmed, judged, sameJson } from './verified.js';
 
 /** What a call needs of the service to reach a node: the fleet, the metrics, and the routing settings. */
 export interface RoutingDeps {
@@ -38,6 +39,8 @@ export interface RoutingDeps {
   timeouts?: MethodTimeouts;
   /** eth_sendRawTransactionSync's per-attempt timeout; absent = upstreamTimeoutMs. */
   sendSyncTimeoutMs?: number;
+  /** routing.verify.enabled: node answers are verified (verified.ts); absent = on. */
+  verify?: boolean;
 }
 
 /** What the calls of one request share on their way: the settings they started with, the deadline, the head. */
@@ -78,6 +81,8 @@ export interface Attempted {
   outcome: Outcome;
   /** The upstream whose answer was returned, if any. */
   upstream?: Upstream;
+  /** The answer could not be verified, and another node returned the same: served, never cached. */
+  unverified?: true;
 }
 
 /** One call as routing sees it: what to send, where it may go, and how it must be sent. */
@@ -141,6 +146,8 @@ export interface Progress {
   overBudget?: Upstream[];
   /** Nodes passed over because their held lane was full (lane.ts); not attempts. */
   laneFull?: Upstream[];
+  /** The first answer that could not be verified (verified.ts): served only if another node's is the same. */
+  unverified?: string;
 }
 
 /** A call's way before its first attempt. */
@@ -232,6 +239,7 @@ export function interpretVerdict(
 ): Attempted | null {
   const { metrics } = ctx.routing;
   if (verdict.kind === 'result') {
+    if (verdict.unverified === true) return unverified(ctx, call, p, u, verdict.result);
     if (
       call.nullMayLag &&
       verdict.result === 'null' &&
@@ -274,6 +282,7 @@ export function interpretVerdict(
   }
   p.lastReason = verdict.reason;
   if (verdict.error !== undefined) p.lastNodeError = { error: verdict.error, upstream: u };
+  if (verdict.reason === 'wrong_answer') wrongAnswer(ctx, u, call, verdict.why);
   if (verdict.reason === 'node_method_missing') refused(ctx, u, call);
   metrics.recordFailover(verdict.reason);
   ctx.log?.debug(
@@ -281,6 +290,32 @@ export function interpretVerdict(
     'failover',
   );
   return null;
+}
+
+/**
+ * An answer that could not be verified: served when it is the same (as parsed JSON) as one another
+ * node returned before; else kept to compare and the call goes on to another node, whose answer
+ * wins if it verifies.
+ */
+function unverified(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, result: string): Attempted | null {
+  ctx.routing.metrics.recordUnverified(call.label);
+  if (p.unverified !== undefined && sameJson(p.unverified, result))
+    return { outcome: { result }, upstream: u, unverified: true };
+  p.unverified ??= result;
+  p.lastReason = 'unverified';
+  ctx.routing.metrics.recordFailover('unverified');
+  ctx.log?.debug({ method: call.label, upstream: u.name, reason: 'unverified', attempt: p.attempt + 1 }, 'failover');
+  return null;
+}
+
+/** `u`'s answer was wrong (verified.ts): counted, logged, and told to the fleet, which may quarantine it. */
+function wrongAnswer(ctx: DispatchContext, u: Upstream, call: Sendable, why: string | undefined): void {
+  ctx.routing.metrics.recordWrongAnswer(u.name, call.label);
+  ctx.log?.warn(
+    { upstream: u.name, method: call.label, why },
+    'wrong answer from upstream: not served, tried elsewhere',
+  );
+  ctx.routing.fleet.wrongAnswer(u);
 }
 
 /** `u` answered -32601 for the call's method: it is not sent it again until its next discovery (upstream/serving.ts). */
@@ -344,7 +379,8 @@ function send(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, re
   const span = call.trace?.attempt(u.name);
   const opts = span === undefined ? callOptions(call) : tracedOptions(call, span.traceparent);
   noteSent(ctx, 1);
-  return u.call(call.method, call.paramsJson, limit, opts).then(({ verdict, ms }) => {
+  return u.call(call.method, call.paramsJson, limit, opts).then(({ verdict: read, ms }) => {
+    const verdict = judged(r, call, read);
     span?.end(verdict);
     noteAnswered(ctx);
     r.metrics.recordUpstreamCall(
@@ -355,11 +391,27 @@ function send(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, re
     );
     const after = u.breaker.state;
     if (after !== before) ctx.log?.debug({ upstream: u.name, from: before, to: after }, 'breaker state changed');
-    const answer = interpretVerdict(ctx, call, p, u, verdict, ms);
-    if (answer !== null) return answer;
-    p.attempt++;
-    return attempt(ctx, call, p);
+    if (verdict.kind === 'result' && verdict.confirm !== undefined)
+      return confirmed(r, u, verdict, Math.max(1, ctx.deadline - r.fleet.now())).then((v) =>
+        goOn(ctx, call, p, u, v, ms),
+      );
+    return goOn(ctx, call, p, u, verdict, ms);
   });
+}
+
+/** After `u`'s verdict (verified): the answer, or the next attempt. */
+export function goOn(
+  ctx: DispatchContext,
+  call: Sendable,
+  p: Progress,
+  u: Upstream,
+  verdict: Verdict,
+  ms: number,
+): Attempted | Promise<Attempted> {
+  const answer = interpretVerdict(ctx, call, p, u, verdict, ms);
+  if (answer !== null) return answer;
+  p.attempt++;
+  return attempt(ctx, call, p);
 }
 
 /** The upstream client's options for a call: none for most, a shared object for a plain expensive or held one. */
@@ -379,6 +431,8 @@ function tracedOptions(call: Sendable, traceparent: string): CallOptions {
 function exhausted(p: Progress): Attempted {
   if (p.nullFrom) return { outcome: { result: 'null' }, upstream: p.nullFrom };
   if (p.lastNodeError) return { outcome: { nodeError: p.lastNodeError.error }, upstream: p.lastNodeError.upstream };
+  // An answer no other node confirmed and none verified is not served (SPEC 4.9).
+  if (p.unverified !== undefined) p.lastReason = 'unverified';
   return {
     outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: p.tried.length, last: p.lastReason } }) },
   };

@@ -98,6 +98,13 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       name: u.name,
       state: fleet.cordons.has(u.name) ? 'cordoned' : u.state,
       probeState: u.state,
+      quarantine:
+        u.quarantineWhy === null
+          ? null
+          : {
+              why: u.quarantineWhy,
+              until: u.quarantinedUntil === null ? null : new Date(u.quarantinedUntil).toISOString(),
+            },
       cordon: cordonLine(fleet.cordons.get(u.name)),
       routable: u.available && !fleet.cordons.has(u.name),
       // Gets copies of reads to compare and never a client's call (routing/shadow.ts); `routable` is for copies then.

@@ -121,6 +121,7 @@ function pipelineDeps(c: Config, parts: PathParts): PipelineDeps {
     cache: parts.cache,
     maxAttempts: c.routing.maxAttempts,
     upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
+    verify: c.routing.verify.enabled,
     logs: {
       maxBlockRange: c.routing.maxLogsBlockRange,
       split: c.routing.splitLogsRange,

@@ -44,6 +44,8 @@ export interface FeedSettings {
   reorgDepth: number;
   maxAttempts: number;
   upstreamTimeoutMs: number;
+  /** routing.verify.enabled: the blocks fetched for the feeds are verified as a client's are (docs/verification.md). */
+  verify: boolean;
 }
 
 export function feedSettings(c: Config): FeedSettings {
@@ -52,6 +54,7 @@ export function feedSettings(c: Config): FeedSettings {
     reorgDepth: c.subscriptions.reorgDepth,
     maxAttempts: c.routing.maxAttempts,
     upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
+    verify: c.routing.verify.enabled,
   };
 }
 
@@ -280,6 +283,7 @@ export class ChainFeed extends EventEmitter {
       metrics: this.metrics,
       maxAttempts: s.maxAttempts,
       upstreamTimeoutMs: s.upstreamTimeoutMs,
+      verify: s.verify,
     };
     const [answer] = await dispatch([{ method, label: method, paramsJson, requirement }], {
       routing,

@@ -9,8 +9,12 @@
 import type { JsonText } from '../jsonrpc/raw.js';
 
 export type Verdict =
-  /** A usable answer: `result` raw text (a large one as the bytes the node sent: jsonrpc/raw.ts). */
-  | { kind: 'result'; result: JsonText }
+  /**
+   * A usable answer: `result` raw text (a large one as the bytes the node sent: jsonrpc/raw.ts). `unverified`: it holds what the verification rules do not
+   * know (routing/verified.ts): served only when another node returns the same. `confirm`: block
+   * receipts, verified once that block's header holds their root.
+   */
+  | { kind: 'result'; result: JsonText; unverified?: true; confirm?: { blockHash: string; receiptsRoot: string } }
   /** A node error that is the answer (execution reverted, nonce too low, invalid params...). */
   | { kind: 'node-error'; error: string; code: number; message: string }
   /**
@@ -25,6 +29,8 @@ export type Verdict =
       reason: RetryReason;
       health: boolean;
       error?: string;
+      /** A wrong answer's fault (verify/answer.ts), for the log. */
+      why?: string;
       unsent?: true;
       final?: true;
       holdOff?: true;
@@ -45,6 +51,12 @@ export const FAILOVER_REASONS = [
   'node_limit',
   'node_method_missing',
   'node_missing_block',
+  /**
+   * The answer is not what was asked, or contradicts what it commits to (SPEC 4.9): never served
+   * nor cached, counted against the node (routing/verified.ts). No health failure: the node answers,
+   * wrongly, and 3 in 10 minutes quarantine it (fleet.ts).
+   */
+  'wrong_answer',
 ] as const;
 
 export type RetryReason =

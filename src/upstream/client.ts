@@ -134,7 +134,7 @@ interface Pending {
 const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
 const TIMED_OUT: Verdict = { kind: 'retry', reason: 'timeout', health: true };
 /** An answer that is not about what was asked (another block, another hash): the node's bad answer. */
-const WRONG_ANSWER: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
+const WRONG_ANSWER: Verdict = { kind: 'retry', reason: 'wrong_answer', health: false, why: 'not what was asked' };
 
 /** A result that does not carry what was asked is a bad answer from that node, tried elsewhere. */
 function checked(identity: Identity | null, verdict: Verdict): Verdict {

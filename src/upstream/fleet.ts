@@ -10,6 +10,7 @@
  *   markUp(u) / markDown(u)       a probe reached the node on the right chain / could not
  *   markLate(u)                   a poll timed out: not routed until a poll answers (probe.ts)
  *   quarantine(u, got)            the node answers another chain id
+ *   wrongAnswer(u)                an answer from u failed verification (routing/verified.ts)
  *   observeHeader(u, h, askedAt)  a `latest` header from a poll or a newHeads subscription
  *   proveBlock(u, n)              an answer from u proved it has block n (its head is at least n)
  *   takeShared(u, n)              another replica saw u at n (Redis): taken only within reach
@@ -44,6 +45,9 @@ import {
 } from './membership.js';
 
 export { fleetOptions, type FleetOptions } from './membership.js';
+
+/** routing.verify's defaults, for a fleet built without them. */
+const WRONG_ANSWERS = { quarantineAfter: 3, windowMs: 600_000, quarantineMs: 600_000 };
 
 export class Fleet extends EventEmitter {
   upstreams: Upstream[] = [];
@@ -234,6 +238,9 @@ export class Fleet extends EventEmitter {
   /** A probe reached the node and it is on the configured chain. */
   markUp(u: Upstream): void {
     const s = this.s(u);
+    // A quarantine for wrong answers lasts its time whatever the probes say.
+    if (s.state === 'quarantined' && s.quarantinedUntil > this.now()) return;
+    s.quarantinedUntil = 0;
     if (s.late && s.state === 'healthy') {
       s.late = false;
       this.log.info({ upstream: u.name }, 'upstream answers its polls again');
@@ -260,6 +267,7 @@ export class Fleet extends EventEmitter {
 
   /** The node answers another chain id (`got`, or null when unreadable): never routed until it is right. */
   quarantine(u: Upstream, got: number | null): void {
+    this.s(u).quarantineWhy = 'another chain id';
     if (this.s(u).state !== 'quarantined') {
       this.metrics.recordQuarantine(u.name);
       this.log.error(
@@ -268,6 +276,30 @@ export class Fleet extends EventEmitter {
       );
     }
     this.setState(u, 'quarantined');
+  }
+
+  /**
+   * An answer from `u` failed verification: `quarantineAfter` of them within `windowMs` quarantine
+   * it for `quarantineMs`, as a node on another chain is (SPEC 4.9); the probe that finds it right
+   * after that time lifts it.
+   */
+  wrongAnswer(u: Upstream): void {
+    const s = this.s(u);
+    const { quarantineAfter, windowMs, quarantineMs } = this.opts.wrongAnswers ?? WRONG_ANSWERS;
+    const now = this.now();
+    s.wrongAt.push(now);
+    while (s.wrongAt.length > 0 && (s.wrongAt.length > quarantineAfter || s.wrongAt[0]! <= now - windowMs))
+      s.wrongAt.shift();
+    if (s.wrongAt.length < quarantineAfter || s.state === 'quarantined') return;
+    s.wrongAt = [];
+    s.quarantineWhy = 'wrong answers';
+    s.quarantinedUntil = now + quarantineMs;
+    this.metrics.recordQuarantine(u.name);
+    this.log.error(
+      { upstream: u.name, wrongAnswers: quarantineAfter, withinMs: windowMs, forMs: quarantineMs },
+      'upstream gave wrong answers: quarantined',
+    );
+    this.setState(u, 'quarantined', 'wrong answers');
   }
 
   /** The node's own `finalized` block. */

@@ -28,6 +28,8 @@ export interface FleetOptions {
   breaker?: { threshold: number; cooldownMs: number };
   /** routing.holdOffMaxMs: the longest a node that said "too many requests" is held off (holdoff.ts). */
   holdOffMaxMs?: number;
+  /** routing.verify: so many wrong answers within windowMs quarantine a node for quarantineMs; absent = 3, 10 min, 10 min. */
+  wrongAnswers?: { quarantineAfter: number; windowMs: number; quarantineMs: number };
 }
 
 export function fleetOptions(cfg: Config): FleetOptions {
@@ -41,6 +43,11 @@ export function fleetOptions(cfg: Config): FleetOptions {
     headSlackBlocks: cfg.routing.headSlackBlocks,
     breaker: { threshold: cfg.routing.breaker.failureThreshold, cooldownMs: cfg.routing.breaker.cooldownMs },
     holdOffMaxMs: cfg.routing.holdOffMaxMs,
+    wrongAnswers: {
+      quarantineAfter: cfg.routing.verify.quarantineAfter,
+      windowMs: cfg.routing.verify.windowMs,
+      quarantineMs: cfg.routing.verify.quarantineMs,
+    },
   };
 }
 

@@ -33,6 +33,12 @@ export interface NodeStatus {
    * polls keep timing out (probe.ts): a node busy with one heavy call answers everything late.
    */
   late: boolean;
+  /** Why it is quarantined (`another chain id`, `wrong answers`), or null. */
+  quarantineWhy: string | null;
+  /** A quarantine for wrong answers lasts until then (the fleet's clock); 0: none. */
+  quarantinedUntil: number;
+  /** When its recent wrong answers came (routing/verified.ts), oldest first, at most routing.verify.quarantineAfter. */
+  wrongAt: number[];
 }
 
 export function freshStatus(): NodeStatus {
@@ -46,6 +52,9 @@ export function freshStatus(): NodeStatus {
     implausible: false,
     retiring: false,
     late: false,
+    quarantineWhy: null,
+    quarantinedUntil: 0,
+    wrongAt: [],
   };
 }
 
@@ -119,6 +128,16 @@ export class Upstream {
   }
   get late(): boolean {
     return this.status.late;
+  }
+  /** Why it is quarantined, or null. */
+  get quarantineWhy(): string | null {
+    return this.status.state === 'quarantined' ? this.status.quarantineWhy : null;
+  }
+  /** When a quarantine for wrong answers ends (the fleet's clock), or null. */
+  get quarantinedUntil(): number | null {
+    return this.status.state === 'quarantined' && this.status.quarantinedUntil > 0
+      ? this.status.quarantinedUntil
+      : null;
   }
   get breaker(): Breaker {
     return this.client.breaker;

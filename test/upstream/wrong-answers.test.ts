@@ -4,7 +4,7 @@
  * answered with another block, a block by hash, a transaction and a receipt answered with another
  * hash. The fake node is weighted to get nearly every call; it forwards everything else to the
  * anvil. Asserted: every answer a client gets is the anvil's own; the fake node was asked (so the
- * test can fail) and its wrong answers counted as bad bodies; once the fake node answers right
+ * test can fail) and its wrong answers counted as wrong answers; once the fake node answers right
  * again the same calls (cached by then) are still the anvil's answers.
  */
 import t from 'tap';
@@ -75,7 +75,12 @@ t.test('a node answering with another id, another block or another hash is never
       // Heavily weighted: power of two choices sends it nearly every call it may take.
       { name: 'fake', url: fake.url, weight: 1000 },
     ],
-    routing: { headPollMs: 100, breaker: { failureThreshold: 1000, cooldownMs: 1000 } },
+    // Quarantine after wrong answers is test/routing/verified.test.ts's: here the node must stay asked.
+    routing: {
+      headPollMs: 100,
+      breaker: { failureThreshold: 1000, cooldownMs: 1000 },
+      verify: { quarantineAfter: 1000 },
+    },
   });
   await waitFor('both upstreams healthy', async () =>
     (await get(`${sy.adminUrl}/status`)).json().upstreams.every((u: { state: string }) => u.state === 'healthy'),
@@ -112,7 +117,7 @@ t.test('a node answering with another id, another block or another hash is never
   );
   t.same(problems.slice(0, 5), [], `every answer is the anvil's (${problems.length} not)`);
   const metrics = (await get(`${sy.adminUrl}/metrics`)).text;
-  t.match(metrics, /switchyard_failovers_total\{reason="bad_body"\} [1-9]/, 'wrong answers counted as bad bodies');
+  t.match(metrics, /switchyard_failovers_total\{reason="wrong_answer"\} [1-9]/, 'wrong answers counted as such');
 
   wrong = false;
   t.same(

@@ -1,0 +1,177 @@
+/**
+ * What verification costs (SPEC 4.9): `node --import tsx test/bench/verify.ts` (not part of
+ * `npm run bench` or `npm test`; needs a build and wrk).
+ *   1. Per block: the CPU microseconds verify/answer.ts takes on real anvil blocks: a header (a block
+ *      with transaction hashes), blocks with 1, 50 and 200 full transactions, and the receipts of
+ *      the 200 (their root; the header asked for it is one more header check).
+ *   2. Per miss: two Switchyards in front of one anvil, routing.verify on and off, the cache off so
+ *      every call is a miss, in alternating wrk rounds (as ab.ts) of eth_getBlockByNumber over 256
+ *      blocks; CPU microseconds per request of each, and their ratio (the target: within 1.10).
+ *   VERIFY_ROUNDS  5 rounds of a 1 s warm-up and a 4 s measured run each.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { checkAnswer } from '../../src/verify/answer.js';
+import { keccakReady } from '../../src/verify/keccak.js';
+import {
+  answersWrong,
+  measuredWrk,
+  median,
+  rpc,
+  startQuietAnvil,
+  startSwitchyardBuild,
+  switchyardConfig,
+  wrk,
+  writeScript,
+} from './tools.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ROUNDS = Number(process.env.VERIFY_ROUNDS ?? 5);
+const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
+
+async function call(url: string, method: string, params: unknown[]): Promise<any> {
+  return (JSON.parse(await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }))) as { result: unknown })
+    .result;
+}
+
+/**
+ * CPU microseconds per call of `f` (this process's user + system time, so that other processes
+ * on a busy host do not count), over about half a second after a warm-up.
+ */
+function usPer(f: () => unknown): number {
+  for (let i = 0; i < 50; i++) f();
+  let n = 0;
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  while (performance.now() - started < 500) {
+    f();
+    n++;
+  }
+  const used = process.cpuUsage(cpu);
+  return (used.user + used.system) / n;
+}
+
+async function perBlock(url: string): Promise<void> {
+  await keccakReady();
+  await call(url, 'evm_setIntervalMining', [0]);
+  await call(url, 'evm_setAutomine', [false]);
+  const blocks: { label: string; method: string; params: string; text: string }[] = [];
+  for (const n of [1, 50, 200]) {
+    for (let i = 0; i < n; i++)
+      await call(url, 'eth_sendTransaction', [{ from: DEV, to: `0x${'33'.repeat(20)}`, value: '0x1' }]);
+    await call(url, 'evm_mine', []);
+    const number = (await call(url, 'eth_blockNumber', [])) as string;
+    const full = await call(url, 'eth_getBlockByNumber', [number, true]);
+    if (full.transactions.length !== n)
+      throw new Error(`block ${number}: ${full.transactions.length} transactions, not ${n}`);
+    if (n === 1)
+      blocks.push({
+        label: 'header',
+        method: 'eth_getBlockByNumber',
+        params: `["${number}",false]`,
+        text: JSON.stringify(await call(url, 'eth_getBlockByNumber', [number, false])),
+      });
+    blocks.push({
+      label: `${n} transactions`,
+      method: 'eth_getBlockByNumber',
+      params: `["${number}",true]`,
+      text: JSON.stringify(full),
+    });
+    if (n === 200)
+      blocks.push({
+        label: `${n} receipts`,
+        method: 'eth_getBlockReceipts',
+        params: `["${number}"]`,
+        text: JSON.stringify(await call(url, 'eth_getBlockReceipts', [number])),
+      });
+  }
+  await call(url, 'evm_setAutomine', [true]);
+  await call(url, 'evm_setIntervalMining', [2]);
+  for (const b of blocks) {
+    const check = checkAnswer(b.method, b.params, b.text);
+    if (check.is === 'wrong' || check.is === 'unverified') throw new Error(`${b.label}: ${JSON.stringify(check)}`);
+    const parse = usPer(() => JSON.parse(b.text));
+    const us = usPer(() => checkAnswer(b.method, b.params, b.text));
+    process.stdout.write(
+      `per block  ${b.label.padEnd(18)} ${us.toFixed(1).padStart(8)} us verified (of which JSON.parse ${parse.toFixed(1)} us), ${b.text.length} bytes\n`,
+    );
+  }
+}
+
+const MISS_SCRIPT = `local headers = { ["Content-Type"] = "application/json" }
+local counter = 0
+function request()
+  counter = counter + 1
+  return wrk.format("POST", "/", headers, string.format('{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockByNumber","params":["0x%x",false]}', counter, counter % 256 + 1))
+end
+bad = 0
+checked = 0
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function response(status, headers, body)
+  checked = checked + 1
+  if status ~= 200 or not string.find(body, '"stateRoot"', 1, true) then bad = bad + 1 end
+end
+function done(summary, latency, requests)
+  local b, c = 0, 0
+  for _, t in ipairs(threads) do
+    b = b + (tonumber(t:get("bad")) or 0)
+    c = c + (tonumber(t:get("checked")) or 0)
+  end
+  io.write(string.format("CHECKED %d BAD %d\\n", c, b))
+end
+`;
+
+async function perMiss(url: string, dir: string, stops: (() => Promise<void>)[]): Promise<void> {
+  await call(url, 'anvil_mine', ['0x100']);
+  const sys = [];
+  for (const [name, enabled] of [
+    ['verified', true],
+    ['unverified', false],
+  ] as const) {
+    const config = switchyardConfig(url, { cache: { maxBytes: 0 }, routing: { verify: { enabled } } });
+    const sy = await startSwitchyardBuild(resolve(ROOT, '.'), dir, name, config);
+    stops.push(() => sy.stop());
+    sys.push(sy);
+  }
+  const script = writeScript(dir, 'blocks', MISS_SCRIPT);
+  const us = new Map<string, number[]>(sys.map((x) => [x.name, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const sy of round % 2 === 0 ? sys : [...sys].reverse()) {
+      await wrk(sy.url, script, { connections: 32, seconds: 1 });
+      const m = await measuredWrk(sy.url, sy.pid, script, { connections: 32, seconds: 4 });
+      if (answersWrong(m.r))
+        throw new Error(
+          `${sy.name}: wrong answers in round ${round + 1}: ${JSON.stringify(m.r)}\n${sy.output().slice(-3000)}`,
+        );
+      us.get(sy.name)!.push(m.usPerReq);
+    }
+  }
+  for (const [name, xs] of us)
+    process.stdout.write(
+      `per miss   ${name.padEnd(12)} median ${median(xs).toFixed(1).padStart(6)} us/req  [${xs.map((x) => x.toFixed(1)).join(' ')}]\n`,
+    );
+  const ratio = median(us.get('verified')!) / median(us.get('unverified')!);
+  process.stdout.write(`per miss   verified / unverified: ${ratio.toFixed(3)} (target: at most 1.10)\n`);
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-verify-'));
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    const anvil = await startQuietAnvil();
+    stops.push(() => anvil.stop());
+    await perBlock(anvil.url);
+    await perMiss(anvil.url, dir, stops);
+  } finally {
+    for (const stop of stops.reverse()) await stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`verify bench failed: ${(err as Error).message}\n`);
+  process.exit(1);
+});
