@@ -14,6 +14,7 @@ import { keccak_256 } from '@noble/hashes/sha3';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils';
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
+import { textOf } from '../jsonrpc/raw.js';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import type { Fleet } from '../upstream/fleet.js';
@@ -239,7 +240,7 @@ export function interpretVerdict(
 ): Attempted | null {
   const { metrics } = ctx.routing;
   if (verdict.kind === 'result') {
-    if (verdict.unverified === true) return unverified(ctx, call, p, u, verdict.result);
+    if (verdict.unverified === true) return unverified(ctx, call, p, u, textOf(verdict.result));
     if (
       call.nullMayLag &&
       verdict.result === 'null' &&

@@ -8,6 +8,7 @@
  * is the block's own, whoever sends it).
  * Refuses: what a wrong answer means for the node (fleet.ts) and for the call (failover.ts).
  */
+import { textOf } from '../jsonrpc/raw.js';
 import { checkAnswer, isVerified } from '../verify/answer.js';
 import type { Verdict } from '../upstream/classify.js';
 import type { Upstream } from '../upstream/node.js';
@@ -18,7 +19,7 @@ type Result = Extract<Verdict, { kind: 'result' }>;
 /** The verdict on a node's answer to `call`, once what it commits to is checked. */
 export function judged(r: RoutingDeps, call: Sendable, verdict: Verdict): Verdict {
   if (verdict.kind !== 'result' || r.verify === false || !isVerified(call.method)) return verdict;
-  const check = checkAnswer(call.method, call.paramsJson, verdict.result);
+  const check = checkAnswer(call.method, call.paramsJson, textOf(verdict.result));
   switch (check.is) {
     case 'verified':
       return verdict;
@@ -54,7 +55,7 @@ export function confirmed(r: RoutingDeps, u: Upstream, v: Result, timeoutMs: num
     if (h.kind === 'retry' && h.reason === 'wrong_answer') return h;
     if (h.kind !== 'result' || h.unverified === true || h.result === 'null')
       return { kind: 'result', result: v.result, unverified: true };
-    const root = (JSON.parse(h.result) as { receiptsRoot?: unknown }).receiptsRoot;
+    const root = (JSON.parse(textOf(h.result)) as { receiptsRoot?: unknown }).receiptsRoot;
     return typeof root === 'string' && root.toLowerCase() === receiptsRoot
       ? { kind: 'result', result: v.result }
       : { kind: 'retry', reason: 'wrong_answer', health: false, why: 'receiptsRoot' };
