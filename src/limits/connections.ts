@@ -13,10 +13,6 @@ import type { Metrics } from '../metrics/registry.js';
 import { limitKey } from './cidrs.js';
 import { KeyCounts } from './key-counts.js';
 
-/** Which cap refused a connection: `total` (server.maxConnections) or `ip` (server.maxConnectionsPerIp). */
-export const CONNECTION_REFUSALS = ['total', 'ip'] as const;
-export type ConnectionRefusal = (typeof CONNECTION_REFUSALS)[number];
-
 export interface ConnectionLimits {
   maxConnections: number;
   maxConnectionsPerIp: number;

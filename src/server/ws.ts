@@ -55,9 +55,6 @@ export interface WsDeps {
 
 /** A slow reader's socket gets this long to take the close frame before it is cut. */
 const CLOSE_GRACE_MS = 5_000;
-/** Why Switchyard closed a WebSocket (switchyard_ws_closes_total's `reason`). */
-export const WS_CLOSE_REASONS = ['slow_reader', 'too_large', 'dead_peer', 'shutdown'] as const;
-export type WsCloseReason = (typeof WS_CLOSE_REASONS)[number];
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 interface Client {

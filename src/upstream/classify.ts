@@ -6,6 +6,7 @@
  * Refuses: reading the answer body (upstream/answers.ts), retry policy itself (routing/failover.ts)
  * and breaker bookkeeping (upstream/health.ts).
  */
+import type { FAILOVER_REASONS } from '../metrics/labels.js';
 
 export type Verdict =
   /** A usable answer: `result` raw text. */
@@ -30,22 +31,10 @@ export type Verdict =
     };
 
 /**
- * Retry reasons after which a call moves on to another node (switchyard_failovers_total's `reason`).
- * The other two end the call at once: every node would send the same oversized answer, and another
- * node's large answer would find the pool as full.
+ * Retry reasons: those after which a call moves on to another node (switchyard_failovers_total's
+ * `reason`, metrics/labels.ts FAILOVER_REASONS), and two that end the call at once: every node
+ * would send the same oversized answer, and another node's large answer would find the pool as full.
  */
-export const FAILOVER_REASONS = [
-  'transport',
-  'timeout',
-  'http_5xx',
-  'http_429',
-  'http_other',
-  'bad_body',
-  'node_limit',
-  'node_method_missing',
-  'node_missing_block',
-] as const;
-
 export type RetryReason =
   | 'response_too_large'
   /** The process's pool of large answers being received was full (upstream/answer-bytes.ts). */

@@ -6,12 +6,9 @@
  * is none (classify.ts expensiveVerdict), nor a "too many requests" answer (it holds the node off:
  * holdoff.ts), and never a revert.
  */
+import type { BreakerStateLabel } from '../metrics/labels.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
-
-/** The states as switchyard_upstream_breaker_state's `state` label spells them (Breaker.label). */
-export const BREAKER_STATES = ['closed', 'half_open', 'open'] as const;
-export type BreakerStateLabel = (typeof BREAKER_STATES)[number];
 
 export interface BreakerOptions {
   threshold?: number;
