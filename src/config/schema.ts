@@ -5,7 +5,7 @@
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
 import { heightOf } from '../jsonrpc/hex.js';
-import { parseCidr } from '../limits/cidrs.js';
+import { parseCidr } from '../net/cidrs.js';
 import { portClashes, redisUrl, shadowsOnly } from './checks.js';
 import { maintenanceSchema } from './maintenance-schema.js';
 import { tracingSchema } from './tracing.js';

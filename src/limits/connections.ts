@@ -10,7 +10,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Metrics } from '../metrics/registry.js';
-import { limitKey } from './cidrs.js';
+import { limitKey } from '../net/cidrs.js';
 import { KeyCounts } from './key-counts.js';
 
 export interface ConnectionLimits {

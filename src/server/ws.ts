@@ -14,7 +14,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, WebSocket } from 'ws';
 import { RpcError } from '../jsonrpc/errors.js';
-import { limitKey } from '../limits/cidrs.js';
+import { limitKey } from '../net/cidrs.js';
 import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
