@@ -11,7 +11,7 @@ import { maintenanceSchema } from './maintenance-schema.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
 import { publicUrlSchema, webhooksSchema } from './uptime-schema.js';
-import { MAX_SUPPORT, supportLink } from '../uptime/support.js';
+import { MAX_SUPPORT, supportLink } from './support.js';
 import { z } from 'zod';
 
 export { upstreamSchema };
