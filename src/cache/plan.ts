@@ -9,9 +9,7 @@
 import type { MethodSpec } from '../methods/table.js';
 import { heightOf, isHash, isHexText } from '../jsonrpc/hex.js';
 import { identityOf, type Identity } from '../methods/identity.js';
-
-export const CACHE_CLASSES = ['immutable', 'head', 'tx'] as const;
-export type CacheClass = (typeof CACHE_CLASSES)[number];
+import type { CacheClass } from '../metrics/labels.js';
 
 export interface CachePlan {
   /** The entry's key: method and canonical params. A head-scoped entry is served only for `head` (store.ts). */

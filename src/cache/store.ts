@@ -12,7 +12,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { own } from '../jsonrpc/own.js';
-import type { CacheClass } from './plan.js';
+import type { CacheClass } from '../metrics/labels.js';
 
 /**
  * Per-entry heap not in the strings' characters: the entry object, the LRU's map slot and index

@@ -5,13 +5,13 @@
  * Unknown keys are errors everywhere (strict objects), so a typo never silently becomes a default.
  */
 import { heightOf } from '../jsonrpc/hex.js';
-import { parseCidr } from '../limits/cidrs.js';
+import { parseCidr } from '../net/cidrs.js';
 import { portClashes, redisUrl, shadowsOnly } from './checks.js';
 import { maintenanceSchema } from './maintenance-schema.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
 import { publicUrlSchema, webhooksSchema } from './uptime-schema.js';
-import { MAX_SUPPORT, supportLink } from '../uptime/support.js';
+import { MAX_SUPPORT, supportLink } from './support.js';
 import { z } from 'zod';
 
 export { upstreamSchema };

@@ -6,10 +6,6 @@
 /** 'ok': the slots are taken; otherwise the bound that refused them. */
 export type SlotGrant = 'ok' | 'overloaded' | 'ip';
 
-/** Why a limit refused calls (switchyard_rate_limited_calls_total): `rate` by rate.ts, the others by these guards. */
-export const LIMIT_REFUSALS = ['rate', 'ip_concurrency', 'overloaded'] as const;
-export type LimitRefusal = (typeof LIMIT_REFUSALS)[number];
-
 export class Concurrency {
   private total = 0;
   private readonly perIp = new Map<string, number>();

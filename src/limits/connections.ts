@@ -18,12 +18,9 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Metrics } from '../metrics/registry.js';
-import { limitKey } from './cidrs.js';
+import type { ConnectionRefusal } from '../metrics/labels.js';
+import { limitKey } from '../net/cidrs.js';
 import { IdleList, Link } from './idle-list.js';
-
-/** Which cap refused a connection: `total` (server.maxConnections) or `ip` (server.maxConnectionsPerIp). */
-export const CONNECTION_REFUSALS = ['total', 'ip'] as const;
-export type ConnectionRefusal = (typeof CONNECTION_REFUSALS)[number];
 
 /**
  * Idle-listed connections still writing an answer (a reader slower than its answer) passed over

@@ -29,7 +29,7 @@ import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Metrics } from '../metrics/registry.js';
 import { RedisConnections, type RedisLink } from '../redis/connections.js';
-import { cidrList, inList, limitKey } from './cidrs.js';
+import { cidrList, inList, limitKey } from '../net/cidrs.js';
 
 export interface Rate {
   ratePerSec: number;

@@ -3,7 +3,7 @@
  * reads 0 from the start, so a rate or an alert has a series before the first knock.
  */
 import { Counter, type Registry } from 'prom-client';
-import { WRITE_REFUSALS, type WriteRefusalReason } from '../server/admin-writes.js';
+import { WRITE_REFUSALS, type WriteRefusalReason } from './labels.js';
 
 export class AdminMetrics {
   private readonly refused: Counter;

@@ -1,7 +1,7 @@
 /** The answer cache: lookups by class, the memory level's size and evictions, coalesced calls, the Redis level. */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { CACHE_CLASSES, type CacheClass } from '../cache/plan.js';
 import { BoundCounter, Children } from './bound.js';
+import { CACHE_CLASSES, type CacheClass } from './labels.js';
 
 export const LOOKUP_RESULTS = ['hit', 'miss'] as const;
 

@@ -4,8 +4,8 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { CATALOGUE, blameOf, type ErrorName } from '../jsonrpc/errors.js';
-import { LIMIT_REFUSALS, type LimitRefusal } from '../limits/concurrency.js';
 import { BoundCounter, BoundHistogram, Children } from './bound.js';
+import { LIMIT_REFUSALS, type LimitRefusal } from './labels.js';
 
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

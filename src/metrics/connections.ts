@@ -4,10 +4,15 @@
  * subscriptions, notifications and closes.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { CONNECTION_REFUSALS, type ConnectionRefusal } from '../limits/connections.js';
-import type { ProxyRefusal } from '../server/proxy-protocol.js';
-import { WS_CLOSE_REASONS, type WsCloseReason } from '../server/ws.js';
-import { SUBSCRIPTION_KINDS, type Kind } from '../subscriptions/session.js';
+import {
+  CONNECTION_REFUSALS,
+  SUBSCRIPTION_KINDS,
+  WS_CLOSE_REASONS,
+  type ConnectionRefusal,
+  type ProxyRefusal,
+  type SubscriptionKind as Kind,
+  type WsCloseReason,
+} from './labels.js';
 
 export class ConnectionMetrics {
   private readonly proxyRefused: Counter;

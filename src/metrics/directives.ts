@@ -4,7 +4,7 @@
  * exists from the start (at 0), so an alert can read it.
  */
 import { Counter, type Registry } from 'prom-client';
-import { DIRECTIVES, type Directive } from '../server/directives.js';
+import { DIRECTIVES, type Directive } from './labels.js';
 
 export class DirectiveMetrics {
   private readonly ignored: Counter;

@@ -3,8 +3,9 @@
  * and the verbs call sites use: record* counts an event, set* states a level, declare* and forget*
  * create and drop the series of a configured thing (an upstream, shared heads). No metric object leaves this room.
  * Labels are bounded: method names come through MethodPolicy.label (unknown -> `other`), upstreams
- * by configured name, every other label from a closed `as const` list exported by the code that
- * produces its values; the series that read 0 from the start are made from those same lists.
+ * by configured name, every other label from a closed `as const` list (metrics/labels.ts when another
+ * room produces its values, which takes its type from there); the series that read 0 from the start
+ * are made from those same lists.
  * No URL ever.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';

@@ -1,7 +1,7 @@
 /** The process as a whole: what is running, its configuration reloads, and the public uptime page. */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { INCIDENT_KINDS, type IncidentKind } from '../uptime/store.js';
 import { toQuantity } from '../jsonrpc/hex.js';
+import { INCIDENT_KINDS, type IncidentKind } from './labels.js';
 
 export const RELOAD_RESULTS = ['success', 'failure'] as const;
 /** The uptime probe's two checks, each counted ok or fail. */

@@ -3,10 +3,9 @@
  * load and breaker; the fleet's head. Upstreams are labelled by configured name, never by URL.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { FAILOVER_REASONS } from '../upstream/classify.js';
-import { BREAKER_STATES, type BreakerStateLabel } from '../upstream/health.js';
 import { BoundCounter, BoundHistogram, Children } from './bound.js';
 import { LATENCY_BUCKETS } from './calls.js';
+import { BREAKER_STATES, FAILOVER_REASONS, type BreakerStateLabel } from './labels.js';
 
 /**
  * `null_answer` and `unverified` are routing's own: a node answered null for a block another node

@@ -1,6 +1,6 @@
 /** The uptime page's webhooks (uptime/webhooks.ts): each delivery's outcome, never a webhook's URL or name. */
 import { Counter, type Registry } from 'prom-client';
-import { WEBHOOK_OUTCOMES, type WebhookOutcome } from '../uptime/webhooks.js';
+import { WEBHOOK_OUTCOMES, type WebhookOutcome } from './labels.js';
 
 export class WebhookMetrics {
   private readonly webhooks: Counter;

@@ -10,40 +10,24 @@ import type { Logger } from 'pino';
 import type { Call } from '../jsonrpc/parse.js';
 import { RpcError, blameOf, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
-import type { MethodPolicy } from '../methods/policy.js';
 import type { MethodSpec } from '../methods/table.js';
 import type { CallOutcome } from '../metrics/registry.js';
-import type { Attempted, RoutingDeps } from '../routing/dispatch.js';
+import type { Attempted } from '../routing/dispatch.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
-import { planCache, type CachePlan, type ResponseCache } from '../cache/index.js';
+import { planCache, type CachePlan } from '../cache/index.js';
 import type { Shared } from '../cache/coalesce.js';
 import { heightInText, heightOf } from '../jsonrpc/hex.js';
 import { type JsonText, textOf } from '../jsonrpc/raw.js';
 import { resolveBlocks, type Resolution } from './blocks.js';
 import { answerLocally } from './local.js';
-import { splitLogsRange, type LogsRange } from './logs.js';
+import { splitLogsRange } from './logs.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
-import type { RequestContext, SubscriptionSession } from './context.js';
+import type { PipelineDeps, RequestContext, SubscriptionSession } from './context.js';
 import { paramsText, shareKey, type Decision, type Plan } from './plan.js';
-import { sampleForShadows, type ShadowDeps } from './shadow.js';
+import { sampleForShadows } from './shadow.js';
 
 export type { Decision, Plan, Split } from './plan.js';
-export type { RequestContext, SubscriptionSession } from './context.js';
-
-export interface PipelineDeps extends RoutingDeps {
-  policy: MethodPolicy;
-  chainId: number;
-  maxLagBlocks: number;
-  recentBlocks: number;
-  broadcastTransactions: boolean;
-  cache: ResponseCache;
-  /** eth_getLogs range cap (pipeline/logs.ts); absent = no cap. */
-  logs?: LogsRange;
-  /** The results of one request's calls together (server.maxResponseBytes); absent = no bound. */
-  maxResponseBytes?: number;
-  /** Shadow upstreams' copies (routing/shadow.ts); absent when no upstream is a shadow or the rate is 0. */
-  shadow?: ShadowDeps;
-}
+export type { PipelineDeps, RequestContext, SubscriptionSession } from './context.js';
 
 export class Pipeline {
   constructor(private readonly deps: PipelineDeps) {}

@@ -11,43 +11,13 @@
 import { blockNumberOf, heightInText, isHash } from '../jsonrpc/hex.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { Attempted } from '../routing/dispatch.js';
-import type { Requirement } from '../routing/select.js';
-import type { ShadowReads } from '../routing/shadow.js';
+import type { ShadowCopy } from '../routing/shadow.js';
 import type { Upstream } from '../upstream/node.js';
-import type { RequestContext } from './index.js';
+import type { RequestContext, ShadowDeps, ShadowSampling } from './context.js';
 import type { Plan } from './plan.js';
 
 /** A client's result longer than this is not copied: it is held until the shadow answers. */
 export const SHADOW_MAX_RESULT_CHARS = 1024 * 1024;
-
-/** One read to copy, with the result the client got. */
-export interface ShadowCopy {
-  readonly method: string;
-  /** The method's metric label. */
-  readonly label: string;
-  /** The params as the regular node got them (`latest` pinned to a number). */
-  readonly paramsJson: string;
-  readonly result: string;
-  /** The block the read is pinned to (a shadow below it gets no copy), or null when only its hash is known. */
-  readonly block: number | null;
-  /** What a regular node needed for the read (a state older than a pruned shadow keeps, debug): a shadow without it gets no copy. */
-  readonly needs: Pick<Requirement, 'stateAt' | 'capability'>;
-  readonly expensive: boolean;
-  /** methods/table.ts `held`: the copy goes on the shadow's held lane, or is skipped when that is full. */
-  readonly held: boolean;
-  readonly timeoutMs: number;
-}
-
-export interface ShadowSampling {
-  sampleRate: number;
-  random?: () => number;
-}
-
-/** The request path's shadow settings (PipelineDeps.shadow), over the long-lived sender. */
-export interface ShadowDeps extends ShadowSampling {
-  reads: ShadowReads;
-  maxInFlight: number;
-}
 
 /** A read a regular node answered, kept on the request for the shadows when sampled (Pipeline.finish). */
 export function sampleForShadows(ctx: RequestContext, shadow: ShadowDeps, plan: Plan, answer: Attempted): void {

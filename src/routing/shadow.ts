@@ -15,14 +15,32 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import type { ShadowOutcome } from '../metrics/shadow.js';
-import type { ShadowCopy } from '../pipeline/shadow.js';
 import type { Fleet } from '../upstream/fleet.js';
 import type { CallOptions } from '../upstream/client.js';
 import type { Upstream } from '../upstream/node.js';
 import { laneFull } from './lane.js';
+import type { Requirement } from './select.js';
 
 /** Mismatch lines written per second, all shadows together; the rest are counted only. */
 export const SHADOW_LOG_LINES_PER_SECOND = 10;
+
+/** One read to copy (pipeline/shadow.ts chooses them), with the result the client got. */
+export interface ShadowCopy {
+  readonly method: string;
+  /** The method's metric label. */
+  readonly label: string;
+  /** The params as the regular node got them (`latest` pinned to a number). */
+  readonly paramsJson: string;
+  readonly result: string;
+  /** The block the read is pinned to (a shadow below it gets no copy), or null when only its hash is known. */
+  readonly block: number | null;
+  /** What a regular node needed for the read (a state older than a pruned shadow keeps, debug): a shadow without it gets no copy. */
+  readonly needs: Pick<Requirement, 'stateAt' | 'capability'>;
+  readonly expensive: boolean;
+  /** methods/table.ts `held`: the copy goes on the shadow's held lane, or is skipped when that is full. */
+  readonly held: boolean;
+  readonly timeoutMs: number;
+}
 
 export class ShadowReads {
   private inFlight = 0;

@@ -12,12 +12,22 @@ import { textOf } from '../jsonrpc/raw.js';
 import { checkAnswer, isVerified } from '../verify/answer.js';
 import type { Verdict } from '../upstream/classify.js';
 import type { Upstream } from '../upstream/node.js';
-import type { RoutingDeps, Sendable } from './failover.js';
 
 type Result = Extract<Verdict, { kind: 'result' }>;
 
+/** What verification reads of the routing settings (failover.ts RoutingDeps). */
+interface VerifySetting {
+  verify?: boolean;
+}
+
+/** What verification reads of a call (failover.ts Sendable). */
+interface AskedCall {
+  method: string;
+  paramsJson: string;
+}
+
 /** The verdict on a node's answer to `call`, once what it commits to is checked. */
-export function judged(r: RoutingDeps, call: Sendable, verdict: Verdict): Verdict {
+export function judged(r: VerifySetting, call: AskedCall, verdict: Verdict): Verdict {
   if (verdict.kind !== 'result' || r.verify === false || !isVerified(call.method)) return verdict;
   const check = checkAnswer(call.method, call.paramsJson, textOf(verdict.result));
   switch (check.is) {
@@ -41,15 +51,10 @@ export function judged(r: RoutingDeps, call: Sendable, verdict: Verdict): Verdic
  * A header that does not come (the node fails, or has no such block) leaves the receipts unverified;
  * a header that is not the block's, or holds another root, makes them a wrong answer.
  */
-export function confirmed(r: RoutingDeps, u: Upstream, v: Result, timeoutMs: number): Promise<Verdict> {
+export function confirmed(r: VerifySetting, u: Upstream, v: Result, timeoutMs: number): Promise<Verdict> {
   const { blockHash, receiptsRoot } = v.confirm!;
   const params = `[${JSON.stringify(blockHash)},false]`;
-  const header: Sendable = {
-    method: 'eth_getBlockByHash',
-    label: 'eth_getBlockByHash',
-    paramsJson: params,
-    requirement: {},
-  };
+  const header: AskedCall = { method: 'eth_getBlockByHash', paramsJson: params };
   return u.call(header.method, params, timeoutMs).then(({ verdict }) => {
     const h = judged(r, header, verdict);
     if (h.kind === 'retry' && h.reason === 'wrong_answer') return h;

@@ -13,6 +13,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BlockList } from 'node:net';
 import type { Logger } from '../log/logger.js';
+import type { WriteRefusalReason } from '../metrics/labels.js';
 import type { Metrics } from '../metrics/registry.js';
 import { sendJson } from './json-reply.js';
 
@@ -46,10 +47,6 @@ export function bearerMatches(header: string | undefined, token: string): boolea
   const m = /^bearer +(\S+) *$/i.exec(header ?? '');
   return m !== null && timingSafeEqual(digest(m[1]!), digest(token));
 }
-
-/** Why a write was refused: the `reason` label of switchyard_admin_writes_refused_total. */
-export const WRITE_REFUSALS = ['no_token', 'wrong_token', 'not_loopback'] as const;
-export type WriteRefusalReason = (typeof WRITE_REFUSALS)[number];
 
 export type WriteRefusal = { status: 401 | 403; reason: WriteRefusalReason; error: string };
 

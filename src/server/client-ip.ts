@@ -4,7 +4,7 @@
  * client. The left-most entry is never trusted on its own: any client can write it.
  */
 import { type BlockList, isIP } from 'node:net';
-import { cidrList, inList } from '../limits/cidrs.js';
+import { cidrList, inList } from '../net/cidrs.js';
 
 export class ClientIp {
   private readonly trusted: BlockList;

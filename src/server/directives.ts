@@ -13,13 +13,10 @@
  * frames carry no headers. Read once per request: three header lookups, nothing made when none
  * is there. Refuses: what a pinned call may be sent to (routing/pinned.ts), sampling (tracing/).
  */
+import type { Directive } from '../metrics/labels.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { RequestContext } from '../pipeline/index.js';
 import type { RequestTrace } from '../tracing/index.js';
-
-/** switchyard_directives_ignored_total's `directive` label. */
-export const DIRECTIVES = ['use_upstream', 'skip_cache', 'trace'] as const;
-export type Directive = (typeof DIRECTIVES)[number];
 
 /** A request's headers as Node gives them (IncomingHttpHeaders). */
 export type DirectiveHeaders = Readonly<Record<string, string | string[] | undefined>>;

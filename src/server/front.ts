@@ -11,7 +11,7 @@ import { parseBody, type Call, type Slot } from '../jsonrpc/parse.js';
 import { errorText, responseText, writeBody, type Outcome } from '../jsonrpc/response.js';
 import type { JsonText } from '../jsonrpc/raw.js';
 import type { Concurrency, SlotGrant } from '../limits/concurrency.js';
-import { limitKey } from '../limits/cidrs.js';
+import { limitKey } from '../net/cidrs.js';
 import type { Admission, Payer, RateLimits } from '../limits/rate.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
 import type { Pipeline, Plan, RequestContext, Split, SubscriptionSession } from '../pipeline/index.js';

@@ -4,7 +4,12 @@
  */
 import { type IncomingMessage, type Server, ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { PlainRequest } from './http-lane.js';
+
+/** The request an answer belongs to, as node's ServerResponse reads it (http-lane.ts PlainRequest has these). */
+type AnsweredRequest = Pick<
+  IncomingMessage,
+  'method' | 'url' | 'headers' | 'socket' | 'httpVersionMajor' | 'httpVersionMinor'
+>;
 
 /** What an answer needs of its connection: it writes the answers that are ready, in order. */
 export interface ReplyConnection {
@@ -35,7 +40,7 @@ export class LaneReply {
 
   constructor(
     private readonly conn: ReplyConnection,
-    private readonly req: PlainRequest,
+    private readonly req: AnsweredRequest,
   ) {}
 
   /** The only header set apart from an answer's own: the drain's Connection: close. */

@@ -16,6 +16,7 @@
 import type { Server } from 'node:http';
 import { isIP, type Socket } from 'node:net';
 import pp from 'proxy-protocol-js';
+import type { ProxyRefusal } from '../metrics/labels.js';
 import { gateConnections } from './connection-gate.js';
 
 const V2_SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
@@ -26,9 +27,6 @@ const V1_MAX_BYTES = 107;
 const V2_FIXED_BYTES = 16;
 /** v2 addresses and TLVs: more than any balancer sends. */
 const V2_MAX_BYTES = V2_FIXED_BYTES + 1_024;
-
-export const PROXY_REFUSALS = ['untrusted_header', 'bad_header', 'timeout'] as const;
-export type ProxyRefusal = (typeof PROXY_REFUSALS)[number];
 
 export interface ProxyProtocolOptions {
   /** Whether a peer may send a header (server.trustedProxies, read on every connection: reloads apply). */

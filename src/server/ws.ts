@@ -14,7 +14,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, WebSocket } from 'ws';
 import { RpcError } from '../jsonrpc/errors.js';
-import { limitKey } from '../limits/cidrs.js';
+import { limitKey } from '../net/cidrs.js';
 import type { Admission } from '../limits/rate.js';
 import { textOf } from '../jsonrpc/raw.js';
 import { errorText } from '../jsonrpc/response.js';
@@ -56,9 +56,6 @@ export interface WsDeps {
 
 /** A slow reader's socket gets this long to take the close frame before it is cut. */
 const CLOSE_GRACE_MS = 5_000;
-/** Why Switchyard closed a WebSocket (switchyard_ws_closes_total's `reason`). */
-export const WS_CLOSE_REASONS = ['slow_reader', 'too_large', 'dead_peer', 'shutdown'] as const;
-export type WsCloseReason = (typeof WS_CLOSE_REASONS)[number];
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 interface Client {

@@ -19,25 +19,10 @@ import type { Metrics } from '../metrics/registry.js';
 import { dispatch } from '../routing/dispatch.js';
 import type { Requirement } from '../routing/select.js';
 import type { Fleet } from '../upstream/fleet.js';
-import { LogsFanout } from './logs-fanout.js';
+import type { LogEntry } from './log-filter.js';
+import { LogsFanout, type FeedBlock } from './logs-fanout.js';
 
-export interface LogEntry {
-  address: string;
-  topics: string[];
-  [k: string]: unknown;
-}
-
-export interface FeedBlock {
-  number: number;
-  hash: string;
-  parentHash: string;
-  /** The header as geth sends it in a newHeads notification (JSON text). */
-  header: string;
-  /** The block's logs, fetched by hash while any logs subscription exists. */
-  logs?: LogEntry[];
-  /** Increases with every block the feed publishes: subscriptions compare it with when they started. */
-  seq: number;
-}
+export type { FeedBlock } from './logs-fanout.js';
 
 export interface FeedSettings {
   backfillBlocks: number;

@@ -6,7 +6,13 @@
  */
 import { type RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import { isAddress, isHash } from '../jsonrpc/hex.js';
-import type { LogEntry } from './chain.js';
+
+/** One log of a block, as the node sent it (chain.ts fetches them). */
+export interface LogEntry {
+  address: string;
+  topics: string[];
+  [k: string]: unknown;
+}
 
 export interface LogFilter {
   addresses: Set<string> | null;

@@ -19,8 +19,20 @@ import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
-import type { FeedBlock } from './chain.js';
-import { logKeys, matches, type LogFilter } from './log-filter.js';
+import { logKeys, matches, type LogEntry, type LogFilter } from './log-filter.js';
+
+/** One block as the chain feed (chain.ts) publishes it. */
+export interface FeedBlock {
+  number: number;
+  hash: string;
+  parentHash: string;
+  /** The header as geth sends it in a newHeads notification (JSON text). */
+  header: string;
+  /** The block's logs, fetched by hash while any logs subscription exists. */
+  logs?: LogEntry[];
+  /** Increases with every block the feed publishes: subscriptions compare it with when they started. */
+  seq: number;
+}
 
 /** ready: may be written to now; full: holds half its unsent-bytes cap or more; closed: takes nothing more. */
 export type Room = 'ready' | 'full' | 'closed';

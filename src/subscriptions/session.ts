@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { Call } from '../jsonrpc/parse.js';
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
+import type { SubscriptionKind } from '../metrics/labels.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { SubscriptionSession } from '../pipeline/index.js';
 import type { ChainFeed, FeedBlock } from './chain.js';
@@ -18,8 +19,7 @@ import { parseFilter, type LogFilter } from './log-filter.js';
 import type { LogsClient, LogsSubscription, Room } from './logs-fanout.js';
 import type { PendingFeed } from './pending.js';
 
-export const SUBSCRIPTION_KINDS = ['newHeads', 'logs', 'newPendingTransactions'] as const;
-export type Kind = (typeof SUBSCRIPTION_KINDS)[number];
+export type Kind = SubscriptionKind;
 
 interface Sub {
   id: string;

@@ -7,6 +7,7 @@
  * and breaker bookkeeping (upstream/health.ts).
  */
 import type { JsonText } from '../jsonrpc/raw.js';
+import type { FAILOVER_REASONS } from '../metrics/labels.js';
 
 export type Verdict =
   /**
@@ -37,28 +38,10 @@ export type Verdict =
     };
 
 /**
- * Retry reasons after which a call moves on to another node (switchyard_failovers_total's `reason`).
- * The other two end the call at once: every node would send the same oversized answer, and another
- * node's large answer would find the pool as full.
+ * Retry reasons: those after which a call moves on to another node (switchyard_failovers_total's
+ * `reason`, metrics/labels.ts FAILOVER_REASONS), and two that end the call at once: every node
+ * would send the same oversized answer, and another node's large answer would find the pool as full.
  */
-export const FAILOVER_REASONS = [
-  'transport',
-  'timeout',
-  'http_5xx',
-  'http_429',
-  'http_other',
-  'bad_body',
-  'node_limit',
-  'node_method_missing',
-  'node_missing_block',
-  /**
-   * The answer is not what was asked, or contradicts what it commits to (SPEC 4.9): never served
-   * nor cached, counted against the node (routing/verified.ts). No health failure: the node answers,
-   * wrongly, and 3 in 10 minutes quarantine it (fleet.ts).
-   */
-  'wrong_answer',
-] as const;
-
 export type RetryReason =
   | 'response_too_large'
   /** The process's pool of large answers being received was full (upstream/answer-bytes.ts). */

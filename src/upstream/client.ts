@@ -35,8 +35,10 @@ import { classifyTransport, expensiveVerdict, heldVerdict, type Verdict } from '
 import { firstTraceparent, postJson, tracedTarget } from './exchange.js';
 import { Breaker } from './health.js';
 import { HoldOff } from './holdoff.js';
-import { batchText, requestText } from './request-text.js';
+import { batchText, requestText, type OutgoingCall } from './request-text.js';
 import { answerCarries, identityOfText, type Identity } from '../methods/identity.js';
+
+export type { OutgoingCall } from './request-text.js';
 
 export interface CallTiming {
   verdict: Verdict;
@@ -88,11 +90,6 @@ export interface CallOptions {
   budget?: BytePool;
   /** W3C traceparent for the exchange (tracing/): the attempt's CLIENT span, so the node's trace joins. */
   traceparent?: string;
-}
-
-export interface OutgoingCall {
-  method: string;
-  paramsJson: string;
 }
 
 export interface ManyTiming {

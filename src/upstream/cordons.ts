@@ -11,7 +11,6 @@
  */
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
-import type { Fleet } from './fleet.js';
 
 export interface Cordon {
   /** What the operator said, or null. */
@@ -93,12 +92,18 @@ export class MemoryCordons implements CordonKeeper {
   async close(): Promise<void> {}
 }
 
+/** What Cordons reads and sets of the fleet (fleet.ts): its set in force and the upstreams configured now. */
+export interface CordonedFleet {
+  readonly cordons: CordonSet;
+  readonly upstreams: readonly { readonly name: string }[];
+}
+
 /** The set in force, kept by a keeper: what the admin routes change and read. */
 export class Cordons {
   private current = new Map<string, Cordon>();
 
   constructor(
-    private readonly fleet: Fleet,
+    private readonly fleet: CordonedFleet,
     readonly keeper: CordonKeeper,
     private readonly metrics: Metrics,
     private readonly log: Logger,

@@ -7,12 +7,9 @@
  * eth_sendRawTransactionSync or a trace does what it was asked), nor a "too many requests" answer
  * (it holds the node off: holdoff.ts), and never a revert.
  */
+import type { BreakerStateLabel } from '../metrics/labels.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
-
-/** The states as switchyard_upstream_breaker_state's `state` label spells them (Breaker.label). */
-export const BREAKER_STATES = ['closed', 'half_open', 'open'] as const;
-export type BreakerStateLabel = (typeof BREAKER_STATES)[number];
 
 export interface BreakerOptions {
   threshold?: number;

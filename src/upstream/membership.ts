@@ -8,7 +8,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Config, UpstreamConfig } from '../config/schema.js';
 import type { Logger } from 'pino';
-import type { Fleet } from './fleet.js';
+import type { Header } from './heads.js';
 import type { Upstream } from './node.js';
 import type { ProbeSink } from './probe.js';
 
@@ -98,8 +98,19 @@ export function changeMembers(
   return change;
 }
 
+/** The fleet's transitions a probe's observations drive (Fleet, fleet.ts). */
+export interface FleetTransitions {
+  markUp(u: Upstream): void;
+  markDown(u: Upstream, why?: string): void;
+  markLate(u: Upstream, why: string): void;
+  observeHeader(u: Upstream, header: Header, observedAt?: number): void;
+  observeFinalized(u: Upstream, n: number): void;
+  finalizedUnsupported(u: Upstream): void;
+  quarantine(u: Upstream, got: number | null): void;
+}
+
 /** A member's probe reports each observation to the fleet's transition for it (fleet.ts). */
-export function reportTo(fleet: Fleet, u: Upstream, log: Logger): ProbeSink {
+export function reportTo(fleet: FleetTransitions, u: Upstream, log: Logger): ProbeSink {
   return {
     up: () => {
       log.debug({ upstream: u.name, state: 'healthy' }, 'probe: state');

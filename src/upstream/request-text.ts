@@ -2,7 +2,12 @@
  * The JSON-RPC text of what is sent to a node: one request, or a batch whose k-th request carries
  * the id the exchange gave it. The params are the caller's text as it is (never parsed again).
  */
-import type { OutgoingCall } from './client.js';
+
+/** One call to send: the method and the caller's params text. */
+export interface OutgoingCall {
+  method: string;
+  paramsJson: string;
+}
 
 /** The text between a request's id and its params: made once per run of calls of one method in a batch. */
 function methodPart(method: string): string {

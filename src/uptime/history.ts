@@ -4,9 +4,9 @@
  * and its incidents) and the probe latency of the last 24 hours (p50 and p95 per hour).
  * Owns: turning stored sums into report lines. Refuses: storing them (history-store.ts, store.ts).
  */
-import { dailyTallies, type HourLatency, type LatencyHistory } from './history-store.js';
+import { dailyTallies, type LatencyHistory } from './history-store.js';
 import type { MaintenanceWindow } from './maintenance.js';
-import { fraction, iso, type UptimeReport } from './report.js';
+import { fraction, iso, type DayLine, type LatencyReport, type UptimeReport } from './report.js';
 import { DAY_MS, HOUR_MS, floorTo, type Incident, type UptimeStore } from './store.js';
 
 /** Daily bars: today (UTC, still filling) and the 89 days before it. */
@@ -17,23 +17,6 @@ export const INCIDENTS_PER_DAY = 10;
 export const INCIDENTS_READ = 500;
 /** Hours of the latency chart: the current one (still filling) and the 23 before it. */
 export const LATENCY_HOURS = 24;
-
-export interface DayLine {
-  /** The UTC day, YYYY-MM-DD. */
-  date: string;
-  uptime: number | null;
-  observedSeconds: number;
-  /** A maintenance window overlapped the day: its failed probes are no data. */
-  maintenance: boolean;
-  incidentCount: number;
-  incidents: { id: number; kind: string; startedAt: string; endedAt: string | null }[];
-}
-
-export interface LatencyReport {
-  from: string;
-  hourSeconds: number;
-  hours: HourLatency[];
-}
 
 export function dailyLines(
   store: UptimeStore,

@@ -11,8 +11,16 @@
  * incidents are kept ARCHIVE_KEPT_MS and at most ARCHIVE_MAX of them (the oldest go first).
  */
 import type { Db } from './sqlite.js';
-// store.ts imports this file: only functions may read its values (INCIDENT_KINDS), never top-level code.
-import { INCIDENT_KINDS, type Incident, type IncidentKind } from './store.js';
+import { INCIDENT_KINDS, type IncidentKind } from '../metrics/labels.js';
+
+export interface Incident {
+  id: number;
+  /** A probe's kind, or `operator` for one opened by hand. */
+  kind: IncidentKind | 'operator';
+  startedAt: number;
+  endedAt: number | null;
+  summary: string;
+}
 
 export const UPDATE_STATUSES = ['investigating', 'identified', 'monitoring', 'resolved'] as const;
 export type UpdateStatus = (typeof UPDATE_STATUSES)[number];

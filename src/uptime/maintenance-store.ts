@@ -4,8 +4,15 @@
  * configuration is their home. Rows are input like any file: one that is not a window is left out.
  */
 import type { Db } from './sqlite.js';
-import type { WindowKeeper } from './maintenance.js';
 import { RETAIN_MS, type UptimeStore } from './store.js';
+
+/** Where admin-made windows are kept; undefined: the store could not (the caller answers 503). */
+export interface WindowKeeper {
+  load(): { id: number; title: string; start: number; end: number }[];
+  insert(w: { title: string; start: number; end: number }): number | undefined;
+  /** end null: removed. */
+  change(id: number, end: number | null): boolean;
+}
 
 export interface StoredWindow {
   id: number;
@@ -70,7 +77,7 @@ function forget(db: Db, now: number): void {
 }
 
 /**
- * The WindowKeeper of maintenance.ts on this store. `write` runs a store operation, moving the
+ * The WindowKeeper (maintenance.ts reads it) on this store. `write` runs a store operation, moving the
  * store to memory if its file fails (index.ts); undefined: it failed even there.
  */
 export function storeWindows(

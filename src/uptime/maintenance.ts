@@ -13,7 +13,9 @@
  */
 import { createHash } from 'node:crypto';
 import { MAX_WINDOW_TITLE, parseInstant, type MaintenanceConfig } from '../config/maintenance-schema.js';
-import { MAX_KEPT_WINDOWS } from './maintenance-store.js';
+import { MAX_KEPT_WINDOWS, type WindowKeeper } from './maintenance-store.js';
+
+export type { WindowKeeper } from './maintenance-store.js';
 
 /** Admin-made windows not yet over, at most: past it a POST is refused (409). */
 export const MAX_ADMIN_WINDOWS = 50;
@@ -45,14 +47,6 @@ export interface MaintenanceChange {
 }
 
 export type MaintenanceListener = (change: MaintenanceChange) => void;
-
-/** Where admin-made windows are kept; undefined: the store could not (the caller answers 503). */
-export interface WindowKeeper {
-  load(): { id: number; title: string; start: number; end: number }[];
-  insert(w: { title: string; start: number; end: number }): number | undefined;
-  /** end null: removed. */
-  change(id: number, end: number | null): boolean;
-}
 
 export type Refused = { status: 400 | 404 | 409 | 503; error: string };
 

@@ -5,13 +5,30 @@
  */
 import { toQuantity } from '../jsonrpc/hex.js';
 import type { FleetView } from './checks.js';
-import type { DayLine, LatencyReport } from './history.js';
+import type { HourLatency } from './history-store.js';
 import type { IncidentRecord, IncidentSource, UpdateStatus } from './incident-store.js';
 import type { MaintenanceLine } from './maintenance.js';
 import { DAY_MS, floorTo, type Tally, type UptimeStore } from './store.js';
 import { overallState, type OverallState } from './tracker.js';
 import type { LastProbe } from './last-probe.js';
-import type { UptimeSettings } from './index.js';
+
+/** One daily bar of the history (history.ts dailyLines). */
+export interface DayLine {
+  /** The UTC day, YYYY-MM-DD. */
+  date: string;
+  uptime: number | null;
+  observedSeconds: number;
+  /** A maintenance window overlapped the day: its failed probes are no data. */
+  maintenance: boolean;
+  incidentCount: number;
+  incidents: { id: number; kind: string; startedAt: string; endedAt: string | null }[];
+}
+
+export interface LatencyReport {
+  from: string;
+  hourSeconds: number;
+  hours: HourLatency[];
+}
 
 export const WINDOWS = { '24h': DAY_MS, '7d': 7 * DAY_MS, '30d': 30 * DAY_MS } as const;
 export type WindowName = keyof typeof WINDOWS;
@@ -178,9 +195,17 @@ export interface ReportParts {
   maintenance: MaintenanceLine[];
 }
 
+/** The settings a report reads (UptimeSettings, index.ts, has them). */
+export interface ReportSettings {
+  title: string;
+  probeIntervalMs: number;
+  stallAfterSeconds: number;
+  showUpstreams: boolean;
+}
+
 /** The report of SPEC 12 (index.ts report()). */
 export function buildReport(
-  s: Pick<UptimeSettings, 'title' | 'probeIntervalMs' | 'stallAfterSeconds' | 'showUpstreams'>,
+  s: ReportSettings,
   chainId: number,
   { last, summary, judged, maintenance }: ReportParts,
   fleet: FleetView,

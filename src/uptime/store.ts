@@ -18,7 +18,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { IncidentLog, isProbeIncident, pruneIncidents } from './incident-store.js';
+import type { IncidentKind } from '../metrics/labels.js';
+import { IncidentLog, isProbeIncident, pruneIncidents, type Incident } from './incident-store.js';
 import { type Db, memoryCopyOf, openDb, transaction } from './sqlite.js';
 import { prepare } from './store-schema.js';
 import { StoreError } from './store-error.js';
@@ -26,23 +27,14 @@ import { StoreError } from './store-error.js';
 export { StoreError };
 export { SCHEMA_VERSION } from './store-schema.js';
 
-export const INCIDENT_KINDS = ['unreachable', 'stalled'] as const;
-export type IncidentKind = (typeof INCIDENT_KINDS)[number];
+export { INCIDENT_KINDS, type IncidentKind } from '../metrics/labels.js';
+export type { Incident } from './incident-store.js';
 
 export interface ProbeRow {
   /** ms since the epoch */
   t: number;
   reachable: boolean;
   advancing: boolean;
-}
-
-export interface Incident {
-  id: number;
-  /** A probe's kind, or `operator` for one opened by hand (incident-store.ts). */
-  kind: IncidentKind | 'operator';
-  startedAt: number;
-  endedAt: number | null;
-  summary: string;
 }
 
 /** Probes and how many of them had both checks ok. */

@@ -8,7 +8,7 @@
 import t, { type Test } from 'tap';
 import { ConfigError, validateConfig } from '../../src/config/load.js';
 import { ClientIp } from '../../src/server/client-ip.js';
-import { limitKey } from '../../src/limits/cidrs.js';
+import { limitKey } from '../../src/net/cidrs.js';
 import { startAnvil } from '../helpers/anvil.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
 import { Client, isRateLimited, memoryLogger, ONE_CALL, rpc, type Reply } from './fixtures/tools.js';

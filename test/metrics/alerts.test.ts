@@ -11,11 +11,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
+import { BREAKER_STATES, INCIDENT_KINDS } from '../../src/metrics/labels.js';
 import { CALL_OUTCOMES, CALL_REASONS, Metrics } from '../../src/metrics/registry.js';
 import { REDIS_UP } from '../../src/metrics/redis.js';
 import { RELOAD_RESULTS } from '../../src/metrics/service.js';
-import { BREAKER_STATES } from '../../src/upstream/health.js';
-import { INCIDENT_KINDS } from '../../src/uptime/store.js';
 import { MethodPolicy } from '../../src/methods/policy.js';
 import { validateConfig } from '../../src/config/load.js';
 

@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import { CALL_OUTCOMES, CALL_REASONS } from '../../src/metrics/registry.js';
-import { BREAKER_STATES } from '../../src/upstream/health.js';
+import { BREAKER_STATES } from '../../src/metrics/labels.js';
 import { startAnvil } from '../helpers/anvil.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { get, post } from '../helpers/rpc.js';

@@ -1,20 +1,23 @@
 // The registry as a dashboard first sees it: every series that reads 0 from the start is made from
-// the closed label list of the code that produces the values (a value added there gets its series
-// here), and the series that mean something only while a Redis is in use exist only then.
+// the closed label list the producing code takes its type from (metrics/labels.ts: a value added
+// there gets its series here), and the series that mean something only while a Redis is in use
+// exist only then.
 
 import t from 'tap';
-import { CACHE_CLASSES } from '../../src/cache/plan.js';
-import { LIMIT_REFUSALS } from '../../src/limits/concurrency.js';
-import { CONNECTION_REFUSALS } from '../../src/limits/connections.js';
+import {
+  CACHE_CLASSES,
+  CONNECTION_REFUSALS,
+  FAILOVER_REASONS,
+  INCIDENT_KINDS,
+  LIMIT_REFUSALS,
+  SUBSCRIPTION_KINDS,
+  WEBHOOK_OUTCOMES,
+  WS_CLOSE_REASONS,
+} from '../../src/metrics/labels.js';
 import { REDIS_UP } from '../../src/metrics/redis.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { PROBE_CHECKS, PROBE_RESULTS, RELOAD_RESULTS } from '../../src/metrics/service.js';
 import { FAILOVER_LABELS } from '../../src/metrics/upstream.js';
-import { WS_CLOSE_REASONS } from '../../src/server/ws.js';
-import { SUBSCRIPTION_KINDS } from '../../src/subscriptions/session.js';
-import { FAILOVER_REASONS } from '../../src/upstream/classify.js';
-import { INCIDENT_KINDS } from '../../src/uptime/store.js';
-import { WEBHOOK_OUTCOMES } from '../../src/uptime/webhooks.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 
 /** The values of `label` on the series of `name`, sorted, and whether every one of them reads 0. */

@@ -2,7 +2,8 @@
  * CIDR entries (trusted proxies, rate-limit exemptions): the one reading of "an IP or CIDR", used
  * by the config schema to judge an entry and here to build a node:net BlockList. Checked when
  * built, with the option's name, so a bad entry reads "expected an IP or CIDR" rather than a
- * RangeError.
+ * RangeError. The ground floor (net/): config, limits and server all read addresses through it,
+ * so it imports none of them.
  */
 import { BlockList, isIP } from 'node:net';
 

@@ -1,9 +1,9 @@
 /**
- * The one reading of "an IP or CIDR" (src/limits/cidrs.ts), which the config schema and the
+ * The one reading of "an IP or CIDR" (src/net/cidrs.ts), which the config schema and the
  * trusted-proxy and exemption lists share: a table of entries, and membership in a built list.
  */
 import t from 'tap';
-import { cidrList, inList, parseCidr } from '../../src/limits/cidrs.js';
+import { cidrList, inList, parseCidr } from '../../src/net/cidrs.js';
 
 const ENTRIES: [string, ReturnType<typeof parseCidr>][] = [
   ['10.0.0.1', { addr: '10.0.0.1', family: 'ipv4', prefix: null }],
