@@ -17,6 +17,8 @@ export interface PlainHead {
   headers: Record<string, string>;
   bodyStart: number;
   bodyEnd: number;
+  /** Its Content-Length is over maxBodyBytes: the body is not read (bodyEnd is bodyStart), the answer is a 413. */
+  tooLarge: boolean;
 }
 
 /** node:http's limit on a request head (--max-http-header-size's default): a larger one is node's to refuse. */
@@ -91,9 +93,11 @@ function holdsAt(buf: Buffer, at: number, bytes: Buffer, limit: number): boolean
   return true;
 }
 
-/** A plain request's head and where its body lies in `buf`, or null: not plain (yet), node:http's. */
-export function readPlain(buf: Buffer, maxBodyBytes: number): PlainHead | null {
-  const end = buf.indexOf(HEAD_END);
+/**
+ * A plain request's head and where its body lies in `buf`, or null: not plain (yet), node:http's.
+ * `end`: where the head ends (HEAD_END's place), when the caller found it already.
+ */
+export function readPlain(buf: Buffer, maxBodyBytes: number, end = buf.indexOf(HEAD_END)): PlainHead | null {
   if (end < 0 || end > MAX_HEAD_BYTES || !holdsAt(buf, 0, REQUEST_START, end + 2)) return null;
   // The request line: `POST /<path> HTTP/1.1`, the path printable ASCII without spaces.
   let i = REQUEST_START.length;
@@ -110,9 +114,10 @@ export function readPlain(buf: Buffer, maxBodyBytes: number): PlainHead | null {
   const length = headers['content-length'];
   if (headers.host === undefined || length === undefined || !DIGITS.test(length)) return null;
   if (headers.connection !== undefined && headers.connection.toLowerCase() !== 'keep-alive') return null;
+  if (Number(length) > maxBodyBytes) return { url, headers, bodyStart: end + 4, bodyEnd: end + 4, tooLarge: true };
   const bodyEnd = end + 4 + Number(length);
-  if (Number(length) > maxBodyBytes || bodyEnd > buf.length) return null;
-  return { url, headers, bodyStart: end + 4, bodyEnd };
+  if (bodyEnd > buf.length) return null;
+  return { url, headers, bodyStart: end + 4, bodyEnd, tooLarge: false };
 }
 
 /**

@@ -31,6 +31,7 @@ import { type BodyResult, decodeBody } from './body.js';
 import { gateConnections, type HandOn } from './connection-gate.js';
 import { HEAD_END, readPlain } from './http-head.js';
 import { LaneReply, type ReplyConnection } from './http-lane-reply.js';
+import type { Lingering } from './linger.js';
 
 /** A request the lane read: what the HTTP front reads of node's IncomingMessage, and no more. */
 export interface PlainRequest {
@@ -46,7 +47,14 @@ export interface LaneOptions {
   /** Works on one plain request; answers through `reply` (exactly once, or the connection stalls). */
   serve: (req: PlainRequest, reply: LaneReply, body: BodyResult) => void;
   maxBodyBytes: () => number;
+  /** server.plainLane, read per connection: false hands every connection to node:http at once. */
+  enabled: () => boolean;
+  /** Where a connection closed under bytes not read goes (linger.ts). */
+  lingering: Lingering;
 }
+
+/** The body of a request whose Content-Length is over maxBodyBytes: not read, answered 413. */
+const TOO_LARGE: BodyResult = Object.freeze({ ok: false, why: 'too_large' });
 
 /**
  * Bytes kept while answers are owed: the lane works only on requests read whole, and one that is
@@ -65,7 +73,10 @@ export function acceptLane(server: Server, opts: LaneOptions): void {
   const lane: Lane = new Lane(
     server,
     opts,
-    gateConnections(server, (socket) => lane.open(socket)),
+    gateConnections(server, (socket) => {
+      if (opts.enabled()) lane.open(socket);
+      else lane.handOn(socket, null);
+    }),
   );
   const closeIdle = server.closeIdleConnections.bind(server);
   const closeAll = server.closeAllConnections.bind(server);
@@ -113,6 +124,11 @@ class LaneConnection implements ReplyConnection {
   private awaitingDrain = false;
   /** The lane let go of the socket (detach): nothing here reads or writes it any more. */
   private handed = false;
+  /**
+   * A request whose body is not read (over maxBodyBytes) was taken: nothing after it is read; its
+   * answer closes the connection, with a linger.
+   */
+  private closing = false;
 
   constructor(
     readonly lane: Lane,
@@ -176,7 +192,7 @@ class LaneConnection implements ReplyConnection {
   private next(): void {
     this.looping = true;
     try {
-      while (this.pending !== null && !this.handing && this.socket.writable) {
+      while (this.pending !== null && !this.handing && !this.closing && this.socket.writable) {
         if (this.waiting.length >= MAX_WAITING) return void this.socket.pause();
         if (this.socket.writableNeedDrain) return this.readOnDrain();
         const buf = this.pending;
@@ -185,7 +201,7 @@ class LaneConnection implements ReplyConnection {
           if (this.pending.length > MAX_PENDING_BYTES || buf.indexOf(HEAD_END) >= 0 || !this.busy) this.handing = true;
           break;
         }
-        this.pending = r.bodyEnd < buf.length ? buf.subarray(r.bodyEnd) : null;
+        this.pending = r.bodyEnd < buf.length && !r.tooLarge ? buf.subarray(r.bodyEnd) : null;
         const req: PlainRequest = {
           method: 'POST',
           url: r.url,
@@ -196,11 +212,21 @@ class LaneConnection implements ReplyConnection {
         };
         const reply = new LaneReply(this, req);
         this.waiting.push(reply);
+        if (r.tooLarge) {
+          // The body's bytes still to come are not a request: whatever answers this one (the 413,
+          // or a refusal checked before the body) closes the connection, with a linger.
+          this.closing = true;
+          reply.setHeader('connection', 'close');
+          this.lane.opts.serve(req, reply, TOO_LARGE);
+          break;
+        }
         this.lane.opts.serve(req, reply, decodeBody(buf.subarray(r.bodyStart, r.bodyEnd)));
       }
     } finally {
       this.looping = false;
     }
+    // Until its answer is out, the client is held by TCP's own flow control, not read.
+    if (this.closing && !this.handed) return void this.socket.pause();
     if (this.handing) {
       if (!this.busy) this.handOver();
       else this.socket.pause();
@@ -247,11 +273,16 @@ class LaneConnection implements ReplyConnection {
   /**
    * A response given with Connection: close: what was read after it is not worked on, and the socket
    * is destroyed once the answer is out (as node:http does), not left half-open for the peer to keep.
+   * With bytes read after it or a body not read, the client may still be sending: it closes with a
+   * linger, or the reset of a close over unread bytes could reach the client before the answer.
    */
   closeAfterAnswer(): void {
+    const unread = this.closing || this.pending !== null;
     this.pending = null;
     this.waiting.length = 0;
-    this.socket.destroySoon();
+    if (!unread) return void this.socket.destroySoon();
+    this.detach();
+    this.lane.opts.lingering.close(this.socket);
   }
 
   /** A ServerResponse finished (or its answer was written): the next answer may go out. */

@@ -26,9 +26,11 @@ function byLines(buf: Buffer, maxBodyBytes: number): ReturnType<typeof readPlain
   const length = headers['content-length'];
   if (headers.host === undefined || length === undefined || !/^\d{1,15}$/.test(length)) return null;
   if (headers.connection !== undefined && headers.connection.toLowerCase() !== 'keep-alive') return null;
+  if (Number(length) > maxBodyBytes)
+    return { url: first[1]!, headers, bodyStart: end + 4, bodyEnd: end + 4, tooLarge: true };
   const bodyEnd = end + 4 + Number(length);
-  if (Number(length) > maxBodyBytes || bodyEnd > buf.length) return null;
-  return { url: first[1]!, headers, bodyStart: end + 4, bodyEnd };
+  if (bodyEnd > buf.length) return null;
+  return { url: first[1]!, headers, bodyStart: end + 4, bodyEnd, tooLarge: false };
 }
 
 const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}';
