@@ -11,9 +11,11 @@
  *
  * A request is plain when its head and its whole body are in the bytes read so far and it is
  * `POST <path> HTTP/1.1` with headers that are tokens and printable ASCII, none repeated, none
- * folded, a Host, a Content-Length of digits within `maxBodyBytes`, and no Transfer-Encoding,
- * Expect, Upgrade or Connection other than keep-alive (http-head.ts). That is a strict subset of what node:http
- * reads alike: wherever node:http could answer otherwise (a refusal, 100-continue, an upgrade, a
+ * folded, a Host, a Content-Length of digits (no tab) within `maxBodyBytes`, and no
+ * Transfer-Encoding, Expect, Upgrade, Proxy-Connection or Connection other than keep-alive
+ * (http-head.ts); a head whose Content-Length is over `maxBodyBytes` is answered (413) without its
+ * body, and the connection closes with a linger. That is a strict subset of what node:http
+ * reads alike (test/server/lane-against-node.test.ts holds it to node:http's parser): wherever node:http could answer otherwise (a refusal, 100-continue, an upgrade, a
  * chunked body, a request that arrives in pieces and its timeouts), the lane hands over instead of
  * deciding, with the bytes it read put back.
  *
@@ -29,7 +31,8 @@ import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { type BodyResult, decodeBody } from './body.js';
 import { gateConnections, type HandOn } from './connection-gate.js';
-import { HEAD_END, readPlain } from './http-head.js';
+import { HeldBytes } from './held-bytes.js';
+import { readPlain } from './http-head.js';
 import { LaneReply, type ReplyConnection } from './http-lane-reply.js';
 import type { Lingering } from './linger.js';
 
@@ -111,7 +114,7 @@ class Lane {
 
 class LaneConnection implements ReplyConnection {
   /** Bytes read and not yet worked on. */
-  private pending: Buffer | null = null;
+  private readonly held = new HeldBytes();
   /** The requests worked on, in the order they came: the first one's answer goes out next. */
   private readonly waiting: LaneReply[] = [];
   /** Whether a request was answered (the idle timeout is then the keep-alive one). */
@@ -152,7 +155,7 @@ class LaneConnection implements ReplyConnection {
   }
 
   private readonly onData = (chunk: Buffer): void => {
-    this.pending = this.pending === null ? chunk : Buffer.concat([this.pending, chunk]);
+    this.held.append(chunk);
     if (!this.looping) this.next();
   };
 
@@ -161,7 +164,7 @@ class LaneConnection implements ReplyConnection {
    * (the server's sockets allow half-open connections, which a peer must not hold open).
    */
   private readonly onEnd = (): void => {
-    this.pending = null;
+    this.held.clear();
     this.socket.end();
   };
 
@@ -172,7 +175,7 @@ class LaneConnection implements ReplyConnection {
 
   private readonly onTimeout = (): void => {
     if (this.busy) return;
-    if (this.answeredOne || this.pending !== null) return void this.socket.destroy();
+    if (this.answeredOne || this.held.length > 0) return void this.socket.destroy();
     // Nothing sent within the header timeout: node:http's own answer (408) through the server's handler.
     const err = Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
     this.detach();
@@ -192,16 +195,24 @@ class LaneConnection implements ReplyConnection {
   private next(): void {
     this.looping = true;
     try {
-      while (this.pending !== null && !this.handing && !this.closing && this.socket.writable) {
+      while (this.held.length > 0 && !this.handing && !this.closing && this.socket.writable) {
         if (this.waiting.length >= MAX_WAITING) return void this.socket.pause();
         if (this.socket.writableNeedDrain) return this.readOnDrain();
-        const buf = this.pending;
-        const r = readPlain(buf, this.lane.opts.maxBodyBytes());
-        if (r === null) {
-          if (this.pending.length > MAX_PENDING_BYTES || buf.indexOf(HEAD_END) >= 0 || !this.busy) this.handing = true;
+        const end = this.held.headEnd();
+        if (end < 0) {
+          // A head in pieces is node:http's, with its timeouts, unless answers are owed meanwhile.
+          if (this.held.length > MAX_PENDING_BYTES || !this.busy) this.handing = true;
           break;
         }
-        this.pending = r.bodyEnd < buf.length && !r.tooLarge ? buf.subarray(r.bodyEnd) : null;
+        const buf = this.held.view();
+        const r = readPlain(buf, this.lane.opts.maxBodyBytes(), end);
+        if (r === null) {
+          this.handing = true;
+          break;
+        }
+        const body = r.tooLarge ? TOO_LARGE : decodeBody(buf.subarray(r.bodyStart, r.bodyEnd));
+        if (r.tooLarge) this.held.clear();
+        else this.held.take(r.bodyEnd);
         const req: PlainRequest = {
           method: 'POST',
           url: r.url,
@@ -217,10 +228,10 @@ class LaneConnection implements ReplyConnection {
           // or a refusal checked before the body) closes the connection, with a linger.
           this.closing = true;
           reply.setHeader('connection', 'close');
-          this.lane.opts.serve(req, reply, TOO_LARGE);
+          this.lane.opts.serve(req, reply, body);
           break;
         }
-        this.lane.opts.serve(req, reply, decodeBody(buf.subarray(r.bodyStart, r.bodyEnd)));
+        this.lane.opts.serve(req, reply, body);
       }
     } finally {
       this.looping = false;
@@ -277,8 +288,8 @@ class LaneConnection implements ReplyConnection {
    * linger, or the reset of a close over unread bytes could reach the client before the answer.
    */
   closeAfterAnswer(): void {
-    const unread = this.closing || this.pending !== null;
-    this.pending = null;
+    const unread = this.closing || this.held.length > 0;
+    this.held.clear();
     this.waiting.length = 0;
     if (!unread) return void this.socket.destroySoon();
     this.detach();
@@ -298,7 +309,7 @@ class LaneConnection implements ReplyConnection {
       return;
     }
     if (this.socket.isPaused()) this.socket.resume();
-    if (this.pending !== null) this.next();
+    if (this.held.length > 0) this.next();
   }
 
   /** The lane lets go of the socket for good (node:http takes it, or refuses it). */
@@ -318,8 +329,7 @@ class LaneConnection implements ReplyConnection {
   private handOver(): void {
     if (this.handed) return;
     this.detach();
-    const rest = this.pending;
-    this.pending = null;
+    const rest = this.held.clear();
     this.lane.handOn(this.socket, rest);
   }
 }

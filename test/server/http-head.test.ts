@@ -6,7 +6,14 @@ import { readPlain } from '../../src/server/http-head.js';
 
 const REQUEST_LINE = /^POST (\/[\x21-\x7e]*) HTTP\/1\.1$/;
 const HEADER_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\t\x20-\x7e]*?)[ \t]*$/;
-const NOT_PLAIN = new Set(['transfer-encoding', 'expect', 'upgrade', 'http2-settings', '__proto__']);
+const NOT_PLAIN = new Set([
+  'transfer-encoding',
+  'expect',
+  'upgrade',
+  'http2-settings',
+  'proxy-connection',
+  '__proto__',
+]);
 
 /** The rules read the plain way: split into lines, each matched whole. */
 function byLines(buf: Buffer, maxBodyBytes: number): ReturnType<typeof readPlain> {
@@ -21,6 +28,7 @@ function byLines(buf: Buffer, maxBodyBytes: number): ReturnType<typeof readPlain
     if (h === null) return null;
     const name = h[1]!.toLowerCase();
     if (NOT_PLAIN.has(name) || headers[name] !== undefined) return null;
+    if (name === 'content-length' && line.includes('\t')) return null;
     headers[name] = h[2]!;
   }
   const length = headers['content-length'];
@@ -73,6 +81,12 @@ t.test('heads that are not plain, one fault each', async (t) => {
     ['Host in capitals, twice', base.replace('Host', 'HOST: b\r\nHost')],
     ['an uppercase Transfer-Encoding', base.replace('Host', 'TRANSFER-ENCODING: chunked\r\nHost')],
     ['Connection: Upgrade', base.replace('Host', 'Connection: Upgrade\r\nHost')],
+    ['Proxy-Connection (node:http reads it as Connection)', base.replace('Host', 'Proxy-Connection: close\r\nHost')],
+    ['a tab after the Content-Length (node:http: 400)', base.replace(`${BODY.length}\r\n`, `${BODY.length}\t\r\n`)],
+    [
+      'a tab before the Content-Length',
+      base.replace(`Content-Length: ${BODY.length}`, `Content-Length:\t${BODY.length}`),
+    ],
     ['a head shorter than its request line', 'POST /\r\n\r\n'],
     ['nothing but the end of a head', '\r\n\r\n'],
   ];
