@@ -78,6 +78,19 @@ export const configSchema = z
         /** Time a client has to send its whole body once headers are in. */
         bodyTimeoutMs: positiveInt.default(30_000),
         keepAliveTimeoutMs: positiveInt.default(5_000),
+        /**
+         * The lingering close: after an answer made before the request's body was read (413, 401,
+         * 415, 429, a 408 or 400 refusal), the client's bytes are read and dropped for at most this
+         * long (and while it sends something at least every keepAliveTimeoutMs), then the socket closes.
+         */
+        lingerMs: positiveInt.default(30_000),
+        /** ...and at most this many bytes; past either bound the socket is destroyed. */
+        lingerBytes: positiveInt.default(16 * 1024 * 1024),
+        /**
+         * Plain JSON-RPC POSTs read off the socket by the server's own reader (the plain lane,
+         * faster); false: every request read by node:http.
+         */
+        plainLane: z.boolean().default(true),
         cors: z.strictObject({ origins: z.array(z.string()).default(['*']) }).prefault({}),
         trustedProxies: z.array(cidr).default([]),
         /**

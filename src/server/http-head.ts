@@ -2,8 +2,8 @@
  * The plain lane's reading of a request head (http-lane.ts): what it reads itself, and what it
  * leaves to node:http. A request is plain when its head and its whole body are in the bytes read so
  * far and it is `POST <path> HTTP/1.1` with headers that are tokens and printable ASCII, none
- * repeated, none folded, a Host, a Content-Length of digits within `maxBodyBytes`, and no
- * Transfer-Encoding, Expect, Upgrade or Connection other than keep-alive.
+ * repeated, none folded, a Host, a Content-Length of digits (no tab) within `maxBodyBytes`, and no
+ * Transfer-Encoding, Expect, Upgrade, Proxy-Connection or Connection other than keep-alive.
  *
  * The head is read byte by byte, its strings cut from one latin1 string of it, and the header
  * names clients send most are matched against constant strings rather than made and lower-cased
@@ -17,6 +17,8 @@ export interface PlainHead {
   headers: Record<string, string>;
   bodyStart: number;
   bodyEnd: number;
+  /** Its Content-Length is over maxBodyBytes: the body is not read (bodyEnd is bodyStart), the answer is a 413. */
+  tooLarge: boolean;
 }
 
 /** node:http's limit on a request head (--max-http-header-size's default): a larger one is node's to refuse. */
@@ -25,8 +27,19 @@ export const HEAD_END = Buffer.from('\r\n\r\n');
 const REQUEST_START = Buffer.from('POST /');
 const VERSION = Buffer.from(' HTTP/1.1\r\n');
 const DIGITS = /^\d{1,15}$/;
-/** Headers whose presence makes a request node:http's (what they ask for, the lane does not do). */
-const NOT_PLAIN = new Set(['transfer-encoding', 'expect', 'upgrade', 'http2-settings', '__proto__']);
+/**
+ * Headers whose presence makes a request node:http's: what they ask for, the lane does not do; and
+ * Proxy-Connection, which node:http's parser reads as Connection (`close` ends the connection).
+ */
+const NOT_PLAIN = new Set([
+  'transfer-encoding',
+  'expect',
+  'upgrade',
+  'http2-settings',
+  'proxy-connection',
+  '__proto__',
+]);
+const TAB = 9;
 const CR = 13;
 const LF = 10;
 const COLON = 58;
@@ -91,9 +104,11 @@ function holdsAt(buf: Buffer, at: number, bytes: Buffer, limit: number): boolean
   return true;
 }
 
-/** A plain request's head and where its body lies in `buf`, or null: not plain (yet), node:http's. */
-export function readPlain(buf: Buffer, maxBodyBytes: number): PlainHead | null {
-  const end = buf.indexOf(HEAD_END);
+/**
+ * A plain request's head and where its body lies in `buf`, or null: not plain (yet), node:http's.
+ * `end`: where the head ends (HEAD_END's place), when the caller found it already.
+ */
+export function readPlain(buf: Buffer, maxBodyBytes: number, end = buf.indexOf(HEAD_END)): PlainHead | null {
   if (end < 0 || end > MAX_HEAD_BYTES || !holdsAt(buf, 0, REQUEST_START, end + 2)) return null;
   // The request line: `POST /<path> HTTP/1.1`, the path printable ASCII without spaces.
   let i = REQUEST_START.length;
@@ -110,17 +125,18 @@ export function readPlain(buf: Buffer, maxBodyBytes: number): PlainHead | null {
   const length = headers['content-length'];
   if (headers.host === undefined || length === undefined || !DIGITS.test(length)) return null;
   if (headers.connection !== undefined && headers.connection.toLowerCase() !== 'keep-alive') return null;
+  if (Number(length) > maxBodyBytes) return { url, headers, bodyStart: end + 4, bodyEnd: end + 4, tooLarge: true };
   const bodyEnd = end + 4 + Number(length);
-  if (Number(length) > maxBodyBytes || bodyEnd > buf.length) return null;
-  return { url, headers, bodyStart: end + 4, bodyEnd };
+  if (bodyEnd > buf.length) return null;
+  return { url, headers, bodyStart: end + 4, bodyEnd, tooLarge: false };
 }
 
 /**
  * The header line at `from` (in `buf`, and in `head`, its latin1 text) into `headers`: its name
  * lower-cased, its value without the spaces and tabs around it. Where the next line starts, or -1
  * when the line is not plain: a name that is not a token, a byte in the value that is not a tab or
- * printable ASCII, a CR without its LF, a name node:http must see (NOT_PLAIN), or one the headers
- * hold already (a plain object's own names too: `constructor`).
+ * printable ASCII, a CR without its LF, a name node:http must see (NOT_PLAIN), a Content-Length
+ * with a tab, or one the headers hold already (a plain object's own names too: `constructor`).
  */
 function readHeader(buf: Buffer, head: string, from: number, headers: Record<string, string>): number {
   let i = from;
@@ -133,8 +149,11 @@ function readHeader(buf: Buffer, head: string, from: number, headers: Record<str
   while ((BYTE[buf[i]!]! & 2) !== 0) i++;
   if (buf[i] !== CR || buf[i + 1] !== LF) return -1;
   let stop = i;
-  while (stop > start && (buf[stop - 1] === 0x20 || buf[stop - 1] === 9)) stop--;
+  while (stop > start && (buf[stop - 1] === 0x20 || buf[stop - 1] === TAB)) stop--;
   if (NOT_PLAIN.has(name) || headers[name] !== undefined) return -1;
+  // node:http refuses a tab after a Content-Length's digits (400) and reads one before them: either
+  // way the tab makes the request node:http's to read.
+  if (name === 'content-length' && buf.subarray(from, i).includes(TAB)) return -1;
   headers[name] = head.slice(start, stop);
   return i + 2;
 }

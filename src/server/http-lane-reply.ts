@@ -67,6 +67,11 @@ export class LaneReply {
     } else {
       for (const [name, value] of Object.entries(headers)) {
         if (!PLAIN_VALUE.test(String(value))) return false;
+        // The answer's own Connection (a refusal's `close`) is the one line written below.
+        if (name === 'connection') {
+          if (value === 'close') this.close = true;
+          continue;
+        }
         head += `${name}: ${value}\r\n`;
       }
     }

@@ -11,9 +11,11 @@
  *
  * A request is plain when its head and its whole body are in the bytes read so far and it is
  * `POST <path> HTTP/1.1` with headers that are tokens and printable ASCII, none repeated, none
- * folded, a Host, a Content-Length of digits within `maxBodyBytes`, and no Transfer-Encoding,
- * Expect, Upgrade or Connection other than keep-alive (http-head.ts). That is a strict subset of what node:http
- * reads alike: wherever node:http could answer otherwise (a refusal, 100-continue, an upgrade, a
+ * folded, a Host, a Content-Length of digits (no tab) within `maxBodyBytes`, and no
+ * Transfer-Encoding, Expect, Upgrade, Proxy-Connection or Connection other than keep-alive
+ * (http-head.ts); a head whose Content-Length is over `maxBodyBytes` is answered (413) without its
+ * body, and the connection closes with a linger. That is a strict subset of what node:http
+ * reads alike (test/server/lane-against-node.test.ts holds it to node:http's parser): wherever node:http could answer otherwise (a refusal, 100-continue, an upgrade, a
  * chunked body, a request that arrives in pieces and its timeouts), the lane hands over instead of
  * deciding, with the bytes it read put back.
  *
@@ -29,8 +31,10 @@ import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { type BodyResult, decodeBody } from './body.js';
 import { gateConnections, type HandOn } from './connection-gate.js';
-import { HEAD_END, readPlain } from './http-head.js';
+import { HeldBytes } from './held-bytes.js';
+import { readPlain } from './http-head.js';
 import { LaneReply, type ReplyConnection } from './http-lane-reply.js';
+import type { Lingering } from './linger.js';
 
 /** A request the lane read: what the HTTP front reads of node's IncomingMessage, and no more. */
 export interface PlainRequest {
@@ -48,7 +52,14 @@ export interface LaneOptions {
   maxBodyBytes: () => number;
   /** The connection owes no answer and holds no byte of another request (the connection caps may close it). */
   idle?: (socket: Socket) => void;
+  /** server.plainLane, read per connection: false hands every connection to node:http at once. */
+  enabled: () => boolean;
+  /** Where a connection closed under bytes not read goes (linger.ts). */
+  lingering: Lingering;
 }
+
+/** The body of a request whose Content-Length is over maxBodyBytes: not read, answered 413. */
+const TOO_LARGE: BodyResult = Object.freeze({ ok: false, why: 'too_large' });
 
 /**
  * Bytes kept while answers are owed: the lane works only on requests read whole, and one that is
@@ -67,7 +78,10 @@ export function acceptLane(server: Server, opts: LaneOptions): void {
   const lane: Lane = new Lane(
     server,
     opts,
-    gateConnections(server, (socket) => lane.open(socket)),
+    gateConnections(server, (socket) => {
+      if (opts.enabled()) lane.open(socket);
+      else lane.handOn(socket, null);
+    }),
   );
   const closeIdle = server.closeIdleConnections.bind(server);
   const closeAll = server.closeAllConnections.bind(server);
@@ -102,7 +116,7 @@ class Lane {
 
 class LaneConnection implements ReplyConnection {
   /** Bytes read and not yet worked on. */
-  private pending: Buffer | null = null;
+  private readonly held = new HeldBytes();
   /** The requests worked on, in the order they came: the first one's answer goes out next. */
   private readonly waiting: LaneReply[] = [];
   /** Whether a request was answered (the idle timeout is then the keep-alive one). */
@@ -115,6 +129,11 @@ class LaneConnection implements ReplyConnection {
   private awaitingDrain = false;
   /** The lane let go of the socket (detach): nothing here reads or writes it any more. */
   private handed = false;
+  /**
+   * A request whose body is not read (over maxBodyBytes) was taken: nothing after it is read; its
+   * answer closes the connection, with a linger.
+   */
+  private closing = false;
 
   constructor(
     readonly lane: Lane,
@@ -138,7 +157,7 @@ class LaneConnection implements ReplyConnection {
   }
 
   private readonly onData = (chunk: Buffer): void => {
-    this.pending = this.pending === null ? chunk : Buffer.concat([this.pending, chunk]);
+    this.held.append(chunk);
     if (!this.looping) this.next();
   };
 
@@ -147,7 +166,7 @@ class LaneConnection implements ReplyConnection {
    * (the server's sockets allow half-open connections, which a peer must not hold open).
    */
   private readonly onEnd = (): void => {
-    this.pending = null;
+    this.held.clear();
     this.socket.end();
   };
 
@@ -158,7 +177,7 @@ class LaneConnection implements ReplyConnection {
 
   private readonly onTimeout = (): void => {
     if (this.busy) return;
-    if (this.answeredOne || this.pending !== null) return void this.socket.destroy();
+    if (this.answeredOne || this.held.length > 0) return void this.socket.destroy();
     // Nothing sent within the header timeout: node:http's own answer (408) through the server's handler.
     const err = Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
     this.detach();
@@ -178,16 +197,24 @@ class LaneConnection implements ReplyConnection {
   private next(): void {
     this.looping = true;
     try {
-      while (this.pending !== null && !this.handing && this.socket.writable) {
+      while (this.held.length > 0 && !this.handing && !this.closing && this.socket.writable) {
         if (this.waiting.length >= MAX_WAITING) return void this.socket.pause();
         if (this.socket.writableNeedDrain) return this.readOnDrain();
-        const buf = this.pending;
-        const r = readPlain(buf, this.lane.opts.maxBodyBytes());
-        if (r === null) {
-          if (this.pending.length > MAX_PENDING_BYTES || buf.indexOf(HEAD_END) >= 0 || !this.busy) this.handing = true;
+        const end = this.held.headEnd();
+        if (end < 0) {
+          // A head in pieces is node:http's, with its timeouts, unless answers are owed meanwhile.
+          if (this.held.length > MAX_PENDING_BYTES || !this.busy) this.handing = true;
           break;
         }
-        this.pending = r.bodyEnd < buf.length ? buf.subarray(r.bodyEnd) : null;
+        const buf = this.held.view();
+        const r = readPlain(buf, this.lane.opts.maxBodyBytes(), end);
+        if (r === null) {
+          this.handing = true;
+          break;
+        }
+        const body = r.tooLarge ? TOO_LARGE : decodeBody(buf.subarray(r.bodyStart, r.bodyEnd));
+        if (r.tooLarge) this.held.clear();
+        else this.held.take(r.bodyEnd);
         const req: PlainRequest = {
           method: 'POST',
           url: r.url,
@@ -198,11 +225,21 @@ class LaneConnection implements ReplyConnection {
         };
         const reply = new LaneReply(this, req);
         this.waiting.push(reply);
-        this.lane.opts.serve(req, reply, decodeBody(buf.subarray(r.bodyStart, r.bodyEnd)));
+        if (r.tooLarge) {
+          // The body's bytes still to come are not a request: whatever answers this one (the 413,
+          // or a refusal checked before the body) closes the connection, with a linger.
+          this.closing = true;
+          reply.setHeader('connection', 'close');
+          this.lane.opts.serve(req, reply, body);
+          break;
+        }
+        this.lane.opts.serve(req, reply, body);
       }
     } finally {
       this.looping = false;
     }
+    // Until its answer is out, the client is held by TCP's own flow control, not read.
+    if (this.closing && !this.handed) return void this.socket.pause();
     if (this.handing) {
       if (!this.busy) this.handOver();
       else this.socket.pause();
@@ -228,7 +265,7 @@ class LaneConnection implements ReplyConnection {
       this.answeredOne = true;
       socket.setTimeout(this.lane.server.keepAliveTimeout);
     }
-    if (this.pending === null && !this.handing && socket.writable) this.lane.opts.idle?.(socket);
+    if (this.held.length === 0 && !this.handing && !this.closing && socket.writable) this.lane.opts.idle?.(socket);
     if (this.looping) return;
     if (socket.writableNeedDrain) return this.readOnDrain();
     this.readOn();
@@ -250,11 +287,16 @@ class LaneConnection implements ReplyConnection {
   /**
    * A response given with Connection: close: what was read after it is not worked on, and the socket
    * is destroyed once the answer is out (as node:http does), not left half-open for the peer to keep.
+   * With bytes read after it or a body not read, the client may still be sending: it closes with a
+   * linger, or the reset of a close over unread bytes could reach the client before the answer.
    */
   closeAfterAnswer(): void {
-    this.pending = null;
+    const unread = this.closing || this.held.length > 0;
+    this.held.clear();
     this.waiting.length = 0;
-    this.socket.destroySoon();
+    if (!unread) return void this.socket.destroySoon();
+    this.detach();
+    this.lane.opts.lingering.close(this.socket);
   }
 
   /** A ServerResponse finished (or its answer was written): the next answer may go out. */
@@ -270,7 +312,7 @@ class LaneConnection implements ReplyConnection {
       return;
     }
     if (this.socket.isPaused()) this.socket.resume();
-    if (this.pending !== null) this.next();
+    if (this.held.length > 0) this.next();
   }
 
   /** The lane lets go of the socket for good (node:http takes it, or refuses it). */
@@ -290,8 +332,7 @@ class LaneConnection implements ReplyConnection {
   private handOver(): void {
     if (this.handed) return;
     this.detach();
-    const rest = this.pending;
-    this.pending = null;
+    const rest = this.held.clear();
     this.lane.handOn(this.socket, rest);
   }
 }

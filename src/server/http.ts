@@ -19,7 +19,9 @@ import { type BodyResult, isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import { diagnosticHeaders } from './diagnostics.js';
 import { headersOf, NO_HEADERS, type Reply, sendAnswer, sendLargeAnswer } from './http-answer.js';
+import { LaneReply } from './http-lane-reply.js';
 import { acceptLane, type PlainRequest } from './http-lane.js';
+import { type LingerBounds, type Lingering, lingeringOf } from './linger.js';
 import type { Front, FrontResult } from './front.js';
 import { peerAddress } from './proxy-protocol.js';
 import { requestIdOf, userAgentOf } from './request-id.js';
@@ -57,6 +59,10 @@ export interface HttpDeps {
   tracing?: RequestTracing | null;
   /** server.diagnosticHeaders: X-Switchyard-* and Server-Timing on JSON-RPC answers (absent = on). */
   diagnosticHeaders?: boolean;
+  /** server.lingerMs, server.lingerBytes and the idle gap: the lingering close's bounds (linger.ts). */
+  linger: LingerBounds;
+  /** server.plainLane: plain JSON-RPC POSTs read by the lane (http-lane.ts); false: every request by node:http. */
+  plainLane: boolean;
 }
 
 export interface HttpTimeouts {
@@ -82,30 +88,34 @@ export function createHttpServer(
     (req, res) => {
       const deps = getDeps();
       try {
-        handle(deps, req, res);
+        handle(deps, lingering, req, res);
       } catch (err) {
         crashed(deps, res, err);
       }
     },
   );
+  const lingering = lingeringOf(server, () => getDeps().linger);
   // Plain JSON-RPC POSTs skip node:http's request and response objects (http-lane.ts).
   acceptLane(server, {
     serve: (req, reply, body) => {
       const deps = getDeps();
       try {
-        handle(deps, req, reply, body);
+        handle(deps, lingering, req, reply, body);
       } catch (err) {
         crashed(deps, reply, err);
       }
     },
     maxBodyBytes: () => getDeps().maxBodyBytes,
     idle,
+    enabled: () => getDeps().plainLane,
+    lingering,
   });
   // A malformed request line or a slow client: answer 400/408 if the socket still can, never crash.
   // There is no response object here: the whole HTTP answer is written to the socket (Node docs),
-  // and the socket is then closed for good, not left half-open (refusal.ts).
+  // and the socket is then closed for good with a linger, not left half-open (refusal.ts).
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    refuseSocket(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT_ANSWER : BAD_HTTP_REQUEST_ANSWER);
+    const answer = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT_ANSWER : BAD_HTTP_REQUEST_ANSWER;
+    refuseSocket(socket, answer, lingering);
   });
   return server;
 }
@@ -155,8 +165,8 @@ type Rejection =
   | 'INVALID_API_KEY';
 
 /** `body`: a plain request's, read with its head (http-lane.ts); else it is read here. */
-function handle(deps: HttpDeps, req: Request, res: Reply, body?: BodyResult): void {
-  const r = new HttpRequest(deps, req, res);
+function handle(deps: HttpDeps, lingering: Lingering, req: Request, res: Reply, body?: BodyResult): void {
+  const r = new HttpRequest(deps, req, res, lingering);
   if (deps.isDraining()) return r.reject('SHUTTING_DOWN', CONNECTION_CLOSE);
   const target = rpcTarget(req);
   // HEAD as GET (monitors probe with it; Node sends no body for HEAD).
@@ -197,6 +207,7 @@ class HttpRequest {
     readonly deps: HttpDeps,
     readonly req: Request,
     readonly res: Reply,
+    private readonly lingering: Lingering,
   ) {
     this.cors = corsHeaders(deps, req);
     this.clientIp = deps.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
@@ -226,6 +237,8 @@ class HttpRequest {
   ): void {
     const { deps, res } = this;
     closeIfStopping(deps, res);
+    // The plain lane answers only requests it read whole, or closes with a linger itself (http-lane.ts).
+    if (!(res instanceof LaneReply)) this.closeUnread(res, extra);
     let diagnostics = this.diagnostics;
     if (this.trace !== null) {
       // As a header pair, not a spread into `extra`: the answer keeps the short writeHead (http-answer.ts).
@@ -248,6 +261,24 @@ class HttpRequest {
     }
     deps.metrics.recordHttp(status, info.calls ?? null);
     if (this.logRequests) this.requestLine(status, info);
+  }
+
+  /**
+   * An answer made before node:http read the request's body: node:http would read and drop the rest
+   * (its `_dump`) for as long as the client sends, so one with a body over maxBodyBytes or chunked
+   * closes the connection instead; and a connection closed under a body still arriving closes with
+   * a linger (linger.ts), so the answer is not lost to a reset.
+   */
+  private closeUnread(res: ServerResponse, extra: Readonly<Record<string, string>>): void {
+    const req = this.req as IncomingMessage;
+    if (req.complete) return;
+    const length = req.headers['content-length'];
+    const chunked = req.headers['transfer-encoding'] !== undefined;
+    if (!chunked && (length === undefined || Number(length) === 0)) return;
+    const unbounded = chunked || !(Number(length) <= this.deps.maxBodyBytes);
+    if (unbounded) res.setHeader('connection', 'close');
+    if (unbounded || extra.connection === 'close' || res.getHeader('connection') === 'close')
+      this.lingering.onClose(req.socket);
   }
 
   private requestLine(status: number, info: LogInfo): void {

@@ -159,6 +159,8 @@ function httpDeps(c: Config, parts: PathParts, front: Front, clientIp: ClientIp,
     uptime: parts.uptime,
     tracing: requestTracing(c, parts),
     diagnosticHeaders: c.server.diagnosticHeaders,
+    linger: { ms: c.server.lingerMs, bytes: c.server.lingerBytes, idleMs: c.server.keepAliveTimeoutMs },
+    plainLane: c.server.plainLane,
   };
 }
 

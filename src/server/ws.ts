@@ -25,6 +25,7 @@ import { peerAddress } from './proxy-protocol.js';
 import type { Front, FrontResult } from './front.js';
 import { rpcTarget } from './rpc-target.js';
 import { rawRefusal, refuseSocket } from './refusal.js';
+import { type Lingering, lingeringOf } from './linger.js';
 import { KeyCounts } from '../limits/key-counts.js';
 import type { ChainFeed } from '../subscriptions/chain.js';
 import type { PendingFeed } from '../subscriptions/pending.js';
@@ -96,18 +97,22 @@ export class WsFront {
     return this.clients.size;
   }
 
+  /** Takes `server`'s upgrades; a refused one closes with the server's linger (createHttpServer made it). */
   attach(server: Server): void {
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
+    const lingering = lingeringOf(server);
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+      this.upgrade(req, socket, head, lingering),
+    );
   }
 
-  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, lingering: Lingering): void {
     const d = this.deps;
     socket.on('error', () => socket.destroy());
     // An upgrade is a GET: it counts in HTTP requests by status, never as a call (as over HTTP).
     const refuse = (reason: 'SHUTTING_DOWN' | 'NOT_FOUND' | 'INVALID_API_KEY' | 'RATE_LIMITED'): void => {
       const e = new RpcError(reason);
       d.metrics.recordHttp(e.http, null);
-      refuseSocket(socket, rawRefusal(e));
+      refuseSocket(socket, rawRefusal(e), lingering);
     };
     if (d.isDraining()) return refuse('SHUTTING_DOWN');
     const target = rpcTarget(req);

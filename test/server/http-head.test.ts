@@ -6,7 +6,14 @@ import { readPlain } from '../../src/server/http-head.js';
 
 const REQUEST_LINE = /^POST (\/[\x21-\x7e]*) HTTP\/1\.1$/;
 const HEADER_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\t\x20-\x7e]*?)[ \t]*$/;
-const NOT_PLAIN = new Set(['transfer-encoding', 'expect', 'upgrade', 'http2-settings', '__proto__']);
+const NOT_PLAIN = new Set([
+  'transfer-encoding',
+  'expect',
+  'upgrade',
+  'http2-settings',
+  'proxy-connection',
+  '__proto__',
+]);
 
 /** The rules read the plain way: split into lines, each matched whole. */
 function byLines(buf: Buffer, maxBodyBytes: number): ReturnType<typeof readPlain> {
@@ -21,14 +28,17 @@ function byLines(buf: Buffer, maxBodyBytes: number): ReturnType<typeof readPlain
     if (h === null) return null;
     const name = h[1]!.toLowerCase();
     if (NOT_PLAIN.has(name) || headers[name] !== undefined) return null;
+    if (name === 'content-length' && line.includes('\t')) return null;
     headers[name] = h[2]!;
   }
   const length = headers['content-length'];
   if (headers.host === undefined || length === undefined || !/^\d{1,15}$/.test(length)) return null;
   if (headers.connection !== undefined && headers.connection.toLowerCase() !== 'keep-alive') return null;
+  if (Number(length) > maxBodyBytes)
+    return { url: first[1]!, headers, bodyStart: end + 4, bodyEnd: end + 4, tooLarge: true };
   const bodyEnd = end + 4 + Number(length);
-  if (Number(length) > maxBodyBytes || bodyEnd > buf.length) return null;
-  return { url: first[1]!, headers, bodyStart: end + 4, bodyEnd };
+  if (bodyEnd > buf.length) return null;
+  return { url: first[1]!, headers, bodyStart: end + 4, bodyEnd, tooLarge: false };
 }
 
 const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}';
@@ -71,6 +81,12 @@ t.test('heads that are not plain, one fault each', async (t) => {
     ['Host in capitals, twice', base.replace('Host', 'HOST: b\r\nHost')],
     ['an uppercase Transfer-Encoding', base.replace('Host', 'TRANSFER-ENCODING: chunked\r\nHost')],
     ['Connection: Upgrade', base.replace('Host', 'Connection: Upgrade\r\nHost')],
+    ['Proxy-Connection (node:http reads it as Connection)', base.replace('Host', 'Proxy-Connection: close\r\nHost')],
+    ['a tab after the Content-Length (node:http: 400)', base.replace(`${BODY.length}\r\n`, `${BODY.length}\t\r\n`)],
+    [
+      'a tab before the Content-Length',
+      base.replace(`Content-Length: ${BODY.length}`, `Content-Length:\t${BODY.length}`),
+    ],
     ['a head shorter than its request line', 'POST /\r\n\r\n'],
     ['nothing but the end of a head', '\r\n\r\n'],
   ];

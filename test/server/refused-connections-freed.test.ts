@@ -19,7 +19,7 @@ const HEADERS_MS = 1_500;
 const HELD = 300;
 /** Descriptors the process may open besides the held connections (upstream pool, timers, logs). */
 const FD_MARGIN = 30;
-/** From the answer to the close: the 1 s grace, Node's 1 s timeout check, and slack for a busy machine. */
+/** From the answer to the close: a silent client's linger (keepAliveTimeoutMs, 5 s), Node's 1 s timeout check, slack. */
 const FREED_WITHIN_MS = 10_000;
 
 const anvil = await startAnvil();
