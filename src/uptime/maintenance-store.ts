@@ -4,7 +4,8 @@
  * configuration is their home. Rows are input like any file: one that is not a window is left out.
  */
 import type Database from 'better-sqlite3';
-import type { WindowKeeper } from './maintenance.js';
+import { parseScope } from '../config/maintenance-schema.js';
+import type { Scope, WindowKeeper } from './maintenance.js';
 import { RETAIN_MS, type UptimeStore } from './store.js';
 
 export interface StoredWindow {
@@ -12,6 +13,7 @@ export interface StoredWindow {
   title: string;
   start: number;
   end: number;
+  scope: Scope;
 }
 
 interface Row {
@@ -19,6 +21,17 @@ interface Row {
   title: unknown;
   start_at: unknown;
   end_at: unknown;
+  scope: unknown;
+}
+
+/** A stored scope: null (rows from before scopes) is `all`; one that does not parse covers no node. */
+function scopeOf(v: unknown): Scope {
+  if (v === null) return 'all';
+  try {
+    return (typeof v === 'string' && parseScope(JSON.parse(v))) || [];
+  } catch {
+    return [];
+  }
 }
 
 const isTime = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -29,12 +42,12 @@ export function storedWindows(store: UptimeStore, since: number): StoredWindow[]
     null,
     (db) =>
       db
-        .prepare('SELECT id, title, start_at, end_at FROM maintenance WHERE end_at > ? ORDER BY start_at, id')
+        .prepare('SELECT id, title, start_at, end_at, scope FROM maintenance WHERE end_at > ? ORDER BY start_at, id')
         .all(since) as Row[],
   );
   return rows.flatMap((r) =>
     typeof r.id === 'number' && typeof r.title === 'string' && isTime(r.start_at) && isTime(r.end_at)
-      ? [{ id: r.id, title: r.title, start: r.start_at, end: r.end_at }]
+      ? [{ id: r.id, title: r.title, start: r.start_at, end: r.end_at, scope: scopeOf(r.scope) }]
       : [],
   );
 }
@@ -44,8 +57,9 @@ export function storeWindow(store: UptimeStore, w: Omit<StoredWindow, 'id'>, now
   return store.tx(now, (db) => {
     forget(db, now);
     return Number(
-      db.prepare('INSERT INTO maintenance (title, start_at, end_at) VALUES (?, ?, ?)').run(w.title, w.start, w.end)
-        .lastInsertRowid,
+      db
+        .prepare('INSERT INTO maintenance (title, start_at, end_at, scope) VALUES (?, ?, ?, ?)')
+        .run(w.title, w.start, w.end, w.scope === 'all' ? null : JSON.stringify(w.scope)).lastInsertRowid,
     );
   });
 }

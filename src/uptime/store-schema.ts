@@ -4,7 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import { HISTORY_MIGRATION } from './history-migration.js';
-import { INCIDENT_MIGRATION } from './incident-store.js';
+import { INCIDENT_MIGRATION, SCOPE_MIGRATION } from './incident-store.js';
 import { StoreError } from './store-error.js';
 
 /**
@@ -29,6 +29,8 @@ const MIGRATIONS: readonly string[] = [
   INCIDENT_MIGRATION,
   // Admin-made maintenance windows and hourly probe latency (maintenance-store.ts, history-store.ts).
   HISTORY_MIGRATION,
+  // An operator incident's impact, a maintenance window's scope (SPEC 12.3).
+  SCOPE_MIGRATION,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

@@ -64,7 +64,9 @@ t.test('an answer is made once a second, and again at once when the report chang
   const before = memoUptimeAnswer(pages, '/uptime.json', {}, t0 + 5_003);
   pages.current = {
     ...pages.current,
-    maintenance: [{ id: 'admin-1', title: 'Upgrade', start: '2026-11-28T00:00:00Z', end: '2026-11-28T01:00:00Z' }],
+    maintenance: [
+      { id: 'admin-1', title: 'Upgrade', start: '2026-11-28T00:00:00Z', end: '2026-11-28T01:00:00Z', scope: 'all' },
+    ],
   };
   const windowed = memoUptimeAnswer(pages, '/uptime.json', {}, t0 + 5_004);
   t.not(windowed, before, 'a maintenance window makes it again');
