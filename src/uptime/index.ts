@@ -278,7 +278,9 @@ export class Uptime implements UptimePages {
         fleet.cordons?.get(u.name) !== undefined,
         scope === 'all' || scope.has(u.name),
       );
-      this.components.add(t, 'upstream', u.name, state === 'maintenance' ? null : state === 'operational');
+      // A node not yet judged (`connecting`, the first moments) is no data, not a failure.
+      const judged = state !== 'maintenance' && u.state !== 'connecting';
+      this.components.add(t, 'upstream', u.name, judged ? state === 'operational' : null);
     }
   }
 
