@@ -9,6 +9,7 @@
  * the latency hours: buffered, written in the probes' transaction, kept RETAIN_MS.
  * Owns: the component_days table and what a component's state is. Refuses: the page (page-components.ts).
  */
+import type { FleetView } from './checks.js';
 import { DAY_MS, RETAIN_MS, floorTo, type Tally, type UptimeStore } from './store.js';
 
 export type ComponentKind = 'check' | 'upstream';
@@ -109,4 +110,84 @@ export class ComponentHistory {
   }
 }
 
-export { key as componentKey };
+const MONTH_MS = 30 * DAY_MS;
+
+/** ok / probes rounded to 6 places, null without probes (as report.ts's fraction, which imports this file's types). */
+function share(t: Tally): number | null {
+  return t.probes === 0 ? null : Math.round((t.ok / t.probes) * 1e6) / 1e6;
+}
+
+/** The nodes that are components: not shadows, not retiring. */
+function nodes(fleet: FleetView) {
+  return fleet.upstreams.filter((u) => u.shadow !== true && !u.retiring);
+}
+
+const covers = (scope: 'all' | ReadonlySet<string>, name: string): boolean => scope === 'all' || scope.has(name);
+
+/** One probe's outcome for each component: no data when excused, in maintenance, cordoned or not yet judged. */
+export function tallyComponents(
+  history: ComponentHistory,
+  fleet: FleetView,
+  scope: 'all' | ReadonlySet<string>,
+  t: number,
+  probe: { reachable: boolean; advancing: boolean; excused: boolean },
+): void {
+  history.add(t, 'check', 'reachable', probe.excused ? null : probe.reachable);
+  history.add(t, 'check', 'advancing', probe.excused ? null : probe.advancing);
+  for (const u of nodes(fleet)) {
+    const state = upstreamState(
+      u.state,
+      probe.advancing,
+      fleet.cordons?.get(u.name) !== undefined,
+      covers(scope, u.name),
+    );
+    // A node not yet judged (`connecting`, the first moments) is no data, not a failure.
+    const judged = state !== 'maintenance' && u.state !== 'connecting';
+    history.add(t, 'upstream', u.name, judged ? state === 'operational' : null);
+  }
+}
+
+/** The components as of the last probe (null: none yet): their state and `days` UTC days from `from`. */
+export function componentLines(
+  history: ComponentHistory,
+  fleet: FleetView,
+  scope: 'all' | ReadonlySet<string>,
+  last: { reachable: boolean; advancing: boolean; excused: boolean } | null,
+  o: { showUpstreams: boolean; probeIntervalMs: number; from: number; days: number },
+): ComponentLine[] {
+  const list: { kind: ComponentKind; name: string; state: ComponentState }[] = [
+    {
+      kind: 'check',
+      name: 'reachable',
+      state: last?.excused ? 'maintenance' : last && !last.reachable ? 'down' : 'operational',
+    },
+    {
+      kind: 'check',
+      name: 'advancing',
+      state: last?.excused ? 'maintenance' : last && !last.advancing ? 'degraded' : 'operational',
+    },
+  ];
+  if (o.showUpstreams)
+    for (const u of nodes(fleet)) {
+      const cordoned = fleet.cordons?.get(u.name) !== undefined;
+      list.push({
+        kind: 'upstream',
+        name: u.name,
+        state: upstreamState(u.state, last?.advancing ?? true, cordoned, covers(scope, u.name)),
+      });
+    }
+  const days = history.days(list, o.from, o.days);
+  const monthDays = Math.round(MONTH_MS / DAY_MS);
+  return list.map((c) => {
+    const tallies = days.get(key(c.kind, c.name)) ?? [];
+    const month = tallies
+      .slice(-monthDays)
+      .reduce((a, d) => ({ probes: a.probes + d.probes, ok: a.ok + d.ok }), { probes: 0, ok: 0 });
+    return {
+      ...c,
+      uptime: share(month),
+      observedSeconds: Math.floor(Math.min(MONTH_MS, month.probes * o.probeIntervalMs) / 1000),
+      days: tallies.map(share),
+    };
+  });
+}

@@ -37,7 +37,7 @@ import { storeCordons } from './cordon-keeper.js';
 import { dailyLines, latencyReport, markMaintenance } from './history.js';
 import { IncidentDesk } from './incidents.js';
 import { LatencyHistory } from './history-store.js';
-import { ComponentHistory, componentKey, upstreamState, type ComponentLine } from './components.js';
+import { ComponentHistory, componentLines, tallyComponents, type ComponentLine } from './components.js';
 import { DAYS } from './history.js';
 import { DAY_MS, floorTo } from './store.js';
 import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
@@ -264,68 +264,23 @@ export class Uptime implements UptimePages {
     this.components.flush(t);
   }
 
-  /** Each component's outcome of this probe (components.ts): no data in maintenance or cordoned. */
+  /** Each component's outcome of this probe (components.ts). */
   private tallyComponents(t: number, reachable: boolean, advancing: boolean, excused: boolean): void {
-    const { fleet } = this.deps;
-    this.components.add(t, 'check', 'reachable', excused ? null : reachable);
-    this.components.add(t, 'check', 'advancing', excused ? null : advancing);
-    const scope = this.maintenance.inScope(t);
-    for (const u of fleet.upstreams) {
-      if (u.shadow === true || u.retiring) continue;
-      const state = upstreamState(
-        u.state,
-        advancing,
-        fleet.cordons?.get(u.name) !== undefined,
-        scope === 'all' || scope.has(u.name),
-      );
-      // A node not yet judged (`connecting`, the first moments) is no data, not a failure.
-      const judged = state !== 'maintenance' && u.state !== 'connecting';
-      this.components.add(t, 'upstream', u.name, judged ? state === 'operational' : null);
-    }
+    tallyComponents(this.components, this.deps.fleet, this.maintenance.inScope(t), t, {
+      reachable,
+      advancing,
+      excused,
+    });
   }
 
   /** The components as of the last probe: their state now and their 90 days (SPEC 12.3). */
   private componentLines(t: number): ComponentLine[] {
-    const last = this.last;
-    const { fleet } = this.deps;
-    const scope = this.maintenance.inScope(t);
-    const list: { kind: 'check' | 'upstream'; name: string; state: ComponentLine['state'] }[] = [
-      {
-        kind: 'check',
-        name: 'reachable',
-        state: last?.excused ? 'maintenance' : last && !last.reachable ? 'down' : 'operational',
-      },
-      {
-        kind: 'check',
-        name: 'advancing',
-        state: last?.excused ? 'maintenance' : last && !last.advancing ? 'degraded' : 'operational',
-      },
-    ];
-    if (this.settings.showUpstreams)
-      for (const u of fleet.upstreams) {
-        if (u.shadow === true || u.retiring) continue;
-        const cordoned = fleet.cordons?.get(u.name) !== undefined;
-        const inScope = scope === 'all' || scope.has(u.name);
-        list.push({
-          kind: 'upstream',
-          name: u.name,
-          state: upstreamState(u.state, last?.advancing ?? true, cordoned, inScope),
-        });
-      }
     const from = floorTo(t, DAY_MS) - (DAYS - 1) * DAY_MS;
-    const days = this.components.days(list, from, DAYS);
-    const interval = this.settings.probeIntervalMs;
-    return list.map((c) => {
-      const tallies = days.get(componentKey(c.kind, c.name)) ?? [];
-      const month = tallies
-        .slice(-30)
-        .reduce((a, d) => ({ probes: a.probes + d.probes, ok: a.ok + d.ok }), { probes: 0, ok: 0 });
-      return {
-        ...c,
-        uptime: fraction(month),
-        observedSeconds: Math.floor(Math.min(WINDOWS['30d'], month.probes * interval) / 1000),
-        days: tallies.map(fraction),
-      };
+    return componentLines(this.components, this.deps.fleet, this.maintenance.inScope(t), this.last, {
+      showUpstreams: this.settings.showUpstreams,
+      probeIntervalMs: this.settings.probeIntervalMs,
+      from,
+      days: DAYS,
     });
   }
 
