@@ -11,7 +11,7 @@ import { maintenanceSchema } from './maintenance-schema.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
 import { publicUrlSchema, webhooksSchema } from './uptime-schema.js';
-import { MAX_SUPPORT, supportLink } from './support.js';
+import { MAX_SUPPORT, isSupportEmail, isSupportUrl, supportLink } from './support.js';
 import { z } from 'zod';
 
 export { upstreamSchema };
@@ -312,12 +312,32 @@ export const configSchema = z
         title: z.string().min(1).max(200).default('Switchyard status'),
         /** Planned maintenance windows [{ start, end, title }] (maintenance-schema.ts); reloadable. */
         maintenance: maintenanceSchema,
-        /** "Report a problem" (SPEC 12.2): an https URL, a mailto: URL or an e-mail address; null = not shown. */
+        /**
+         * "Report a problem" (SPEC 12.2, 12.3): { url, email } (either null), or one string (an https
+         * URL, a mailto: URL or an e-mail address); null or both null = not shown.
+         */
         support: z
-          .string()
-          .refine((v) => supportLink(v) !== null, {
-            error: `expected an https:// or http:// URL, a mailto: URL or an e-mail address (at most ${MAX_SUPPORT} characters)`,
-          })
+          .union([
+            z.string().refine((v) => supportLink(v) !== null, {
+              error: `expected an https:// or http:// URL, a mailto: URL or an e-mail address (at most ${MAX_SUPPORT} characters)`,
+            }),
+            z.strictObject({
+              url: z
+                .string()
+                .refine(isSupportUrl, {
+                  error: `expected an https:// or http:// URL (at most ${MAX_SUPPORT} characters)`,
+                })
+                .nullable()
+                .default(null),
+              email: z
+                .string()
+                .refine(isSupportEmail, {
+                  error: `expected an e-mail address or a mailto: URL (at most ${MAX_SUPPORT} characters)`,
+                })
+                .nullable()
+                .default(null),
+            }),
+          ])
           .nullable()
           .default(null),
         /** Base of the feed's and webhooks' links, e.g. https://rpc.example.com; null: the feed uses the request's Host. */

@@ -1,10 +1,12 @@
 /**
  * Incidents told by people, on the admin port (SPEC 12.2; the write rules of SPEC 9 are judged
  * before routing, admin-writes.ts):
- *   POST /uptime/incidents               {"title", "status", "message"}  opens one by hand (201)
- *   POST /uptime/incidents/{id}/updates  {"status", "message"}           adds an update (201)
+ *   POST /uptime/incidents               {"title", "status", "message", "impact"?}  opens one by hand (201)
+ *   POST /uptime/incidents/{id}/updates  {"status", "message", "impact"?}           adds an update (201)
  *   PUT  /uptime/incidents/{id}/postmortem  Markdown (Content-Type: text/markdown)  attaches a post-mortem
  *   GET  /uptime/incidents/{id}          the incident as stored, post-mortem text included
+ * `impact` is none, minor, major or critical (SPEC 12.3; default minor when opened, unchanged
+ * when an update leaves it out; a probe's incident keeps the impact of its kind).
  * POST bodies are JSON (415 otherwise, as every admin write). The post-mortem is Markdown, not
  * JSON: a PUT is never a request a page of another site can send without a CORS preflight (which
  * this port never grants), so the content type is not what guards it here; it must still say
@@ -22,6 +24,7 @@ import {
   type UpdateStatus,
 } from '../uptime/incident-store.js';
 import type { DeskResult, IncidentDesk } from '../uptime/incidents.js';
+import { IMPACTS, isImpact, type Impact } from '../uptime/impact.js';
 import { isJsonContentType, readBody } from './body.js';
 import { sendJson } from './json-reply.js';
 
@@ -44,10 +47,10 @@ export function incidentRoute(req: IncomingMessage, res: ServerResponse, path: s
   if (desk === undefined) return done(404, { error: 'the uptime page is off (uptime.enabled: false)' });
   if (path === '/uptime/incidents') {
     if (req.method !== 'POST') return done(405, { error: 'use POST' });
-    return json(req, res, ['title', 'status', 'message'], (v) => {
+    return json(req, res, ['title', 'status', 'message', 'impact'], (v) => {
       const title = text(v.title, 'title', MAX_TITLE);
       if (typeof title !== 'string') return title;
-      return withUpdate(v, (status, message) => desk.open(title, status, message));
+      return withUpdate(v, (status, message, impact) => desk.open(title, status, message, impact));
     });
   }
   const m = ONE.exec(path);
@@ -64,7 +67,9 @@ export function incidentRoute(req: IncomingMessage, res: ServerResponse, path: s
   }
   if (m[2] === 'updates') {
     if (req.method !== 'POST') return done(405, { error: 'use POST' });
-    return json(req, res, ['status', 'message'], (v) => withUpdate(v, (s, msg) => desk.update(id, s, msg)));
+    return json(req, res, ['status', 'message', 'impact'], (v) =>
+      withUpdate(v, (s, msg, impact) => desk.update(id, s, msg, impact)),
+    );
   }
   if (req.method !== 'PUT') return done(405, { error: 'use PUT' });
   if (!/^text\/(x-)?markdown\s*(;|$)/i.test(req.headers['content-type'] ?? ''))
@@ -112,8 +117,13 @@ function json(
 
 function withUpdate(
   v: Record<string, unknown>,
-  write: (s: UpdateStatus, message: string) => DeskResult,
+  write: (s: UpdateStatus, message: string, impact: Impact | undefined) => DeskResult,
 ): Answer | DeskResult {
+  if (v.impact !== undefined && !isImpact(v.impact))
+    return {
+      status: 400,
+      body: { error: `expected impact to be one of ${IMPACTS.join(', ')}`, allowed: IMPACTS },
+    };
   if (!isUpdateStatus(v.status))
     return {
       status: 400,
@@ -121,7 +131,7 @@ function withUpdate(
     };
   const message = text(v.message, 'message', MAX_MESSAGE);
   if (typeof message !== 'string') return message;
-  return write(v.status, message);
+  return write(v.status, message, v.impact);
 }
 
 /** A required, non-blank string of at most `max` characters, or the 400 saying so. */
@@ -150,6 +160,7 @@ function recordJson(r: IncidentRecord, withText: boolean): Record<string, unknow
     id: r.id,
     kind: r.kind,
     source: r.source,
+    impact: r.impact,
     summary: r.summary,
     startedAt: iso(r.startedAt),
     endedAt: r.endedAt === null ? null : iso(r.endedAt),

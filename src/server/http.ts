@@ -132,9 +132,12 @@ function crashed(deps: HttpDeps, res: Reply, err: unknown): void {
     sendAnswer(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
 }
 
-/** Browsers hide other response headers from scripts: a dapp reads when to retry, what served it, its trace. */
+/**
+ * Browsers hide other response headers from scripts: a dapp reads when to retry, what served it,
+ * its trace, and the X-Request-Id the uptime page's "Report a problem" asks users to quote (SPEC 12.3).
+ */
 const EXPOSE =
-  'Retry-After, X-Switchyard-Upstream, X-Switchyard-Cache, X-Switchyard-Attempts, Server-Timing, traceparent';
+  'Retry-After, X-Request-Id, X-Switchyard-Upstream, X-Switchyard-Cache, X-Switchyard-Attempts, Server-Timing, traceparent';
 const EXPOSED = { 'access-control-expose-headers': EXPOSE };
 
 const ALLOW_ANY: Readonly<Record<string, string>> = Object.freeze({ 'access-control-allow-origin': '*', ...EXPOSED });

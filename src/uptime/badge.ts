@@ -1,8 +1,11 @@
 /**
- * The README badge: "uptime 30d | 99.98%" as a small flat SVG, coloured by the figure
- * (grey without data). Text widths are estimated from Verdana 11 px advance widths, close
+ * The README badge: "uptime 30d | 99.98%" as a small flat SVG, coloured by the figure; "no data"
+ * in grey whenever the page says not enough data (its caller hands it null then: figures.ts is
+ * the one rule). Text widths are estimated from Verdana 11 px advance widths, close
  * enough for a badge without shipping a font.
  */
+
+import { percent } from './figures.js';
 
 const LABEL = 'uptime 30d';
 
@@ -36,7 +39,7 @@ export function badgeColor(fraction: number | null): string {
 }
 
 export function badgeText(fraction: number | null): string {
-  return fraction === null ? 'no data' : `${(Math.floor(fraction * 10000) / 100).toFixed(2)}%`;
+  return percent(fraction);
 }
 
 export function renderBadge(fraction: number | null): string {

@@ -34,6 +34,8 @@ export interface MaintenanceWindow {
   title: string;
   start: string;
   end: string;
+  /** `all` (or absent) or the upstream names it covers (SPEC 12.3). */
+  scope?: 'all' | string[];
 }
 
 export const UPTIME_EVENT_TYPES = [

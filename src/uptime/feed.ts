@@ -39,14 +39,15 @@ function eventEntry(e: UptimeEvent, chainId: string): FeedEntry {
   return { id: eventId(e, chainId), title: eventTitle(e), text: eventDetail(e), updated: e.at, path: eventPath(e) };
 }
 
-function windowEntry(w: MaintenanceWindow, chainId: string): FeedEntry {
+function windowEntry(w: MaintenanceWindow, chainId: string, now: number): FeedEntry {
+  const scope = w.scope === undefined || w.scope === 'all' ? 'all nodes' : w.scope.join(', ');
   return {
     id: nameUuid(`${chainId}/maintenance/${w.id}/${w.start}`),
     title: `Maintenance: ${w.title}`,
-    text: `Maintenance window ${w.start} to ${w.end} (UTC)`,
+    text: `Maintenance window ${w.start} to ${w.end} (UTC), covering ${scope}`,
     // A window is news when it is announced; without an announcement time its start stands in,
-    // so an upcoming window sorts first.
-    updated: w.start,
+    // but never a time still to come (SPEC 12.3): an upcoming window is news as of now.
+    updated: new Date(Math.min(Date.parse(w.start), now)).toISOString(),
     path: '/uptime',
   };
 }
@@ -57,10 +58,11 @@ export function feedEntries(
   maintenance: readonly MaintenanceWindow[],
   chainId: string,
   limit = FEED_ENTRIES,
+  now = Date.now(),
 ): FeedEntry[] {
   const all = [
     ...incidents.flatMap((i) => incidentEvents(i).map((e) => eventEntry(e, chainId))),
-    ...maintenance.map((w) => windowEntry(w, chainId)),
+    ...maintenance.map((w) => windowEntry(w, chainId, now)),
   ].filter((e) => Number.isFinite(Date.parse(e.updated)));
   all.sort((a, b) => Date.parse(b.updated) - Date.parse(a.updated) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return all.slice(0, limit);
@@ -99,7 +101,7 @@ export interface FeedOptions {
   base: string;
   /** The feed's id: stable for one deployment (publicUrl when set), never from a request. */
   publicUrl?: string | null;
-  /** The feed's `updated` while it has no entry. */
+  /** The feed's `updated` while it has no entry, and the latest it may ever say. */
   now: string;
 }
 
@@ -108,7 +110,8 @@ export function renderFeed(entries: readonly FeedEntry[], o: FeedOptions): strin
   const feed = new Feed({
     id: nameUuid(`${o.chainId}/feed/${o.publicUrl ?? ''}`),
     title,
-    updated: new Date(entries[0]?.updated ?? o.now),
+    // The newest entry's time, never one still to come (SPEC 12.3).
+    updated: new Date(Math.min(Date.parse(entries[0]?.updated ?? o.now), Date.parse(o.now))),
     generator: 'Switchyard',
     link: `${o.base}/uptime`,
     feed: `${o.base}/uptime/feed.atom`,

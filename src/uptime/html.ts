@@ -1,4 +1,4 @@
-/** Small HTML helpers of the server-rendered uptime pages (no imports: page.ts and its parts all use them). */
+/** Small HTML helpers of the server-rendered uptime pages (page.ts and its parts all use them; only the leaf figures.ts below). */
 
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -10,11 +10,15 @@ export function utc(t: number): string {
   return `<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>`;
 }
 
-export function duration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${s % 60} s`;
-  const h = Math.floor(m / 60);
-  return h < 48 ? `${h} h ${m % 60} min` : `${Math.floor(h / 24)} d ${h % 24} h`;
+export { duration } from './figures.js';
+
+/** 2026-11-26 22:10 UTC (to the minute), in a <time> element. */
+export function utcMinute(t: number): string {
+  const iso = new Date(t).toISOString();
+  return `<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
+}
+
+/** 22:10 (UTC, the caller says so). */
+export function hhmm(t: number): string {
+  return new Date(t).toISOString().slice(11, 16);
 }

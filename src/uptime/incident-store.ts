@@ -21,6 +21,7 @@ export interface Incident {
   endedAt: number | null;
   summary: string;
 }
+import { DEFAULT_IMPACT, impactOf, type Impact } from './impact.js';
 
 export const UPDATE_STATUSES = ['investigating', 'identified', 'monitoring', 'resolved'] as const;
 export type UpdateStatus = (typeof UPDATE_STATUSES)[number];
@@ -47,6 +48,19 @@ export const INCIDENT_MIGRATION = `
     status TEXT NOT NULL, message TEXT NOT NULL);
   CREATE INDEX incident_updates_of ON incident_updates (incident, id);`;
 
+/**
+ * Appended to store.ts's MIGRATIONS (SPEC 12.3): an operator incident's impact, a window's scope,
+ * and each component's daily tally (components.ts).
+ */
+export const SCOPE_MIGRATION = `
+  ALTER TABLE incidents ADD COLUMN impact TEXT;
+  ALTER TABLE maintenance ADD COLUMN scope TEXT;
+  CREATE TABLE component_days (
+    name TEXT NOT NULL,              -- check:<name> or upstream:<name>
+    day INTEGER NOT NULL,            -- UTC day start, ms since the epoch
+    probes INTEGER NOT NULL, ok INTEGER NOT NULL,
+    PRIMARY KEY (name, day)) WITHOUT ROWID;`;
+
 export interface IncidentUpdate {
   status: UpdateStatus;
   message: string;
@@ -56,6 +70,8 @@ export interface IncidentUpdate {
 /** An incident with what people added to it. */
 export interface IncidentRecord extends Incident {
   source: IncidentSource;
+  /** How bad it is (impact.ts): an operator's choice, or what a probe's kind means. */
+  impact: Impact;
   /** Newest first. */
   updates: IncidentUpdate[];
   postmortem: { markdown: string; at: number } | null;
@@ -71,11 +87,12 @@ interface Row {
   ended_at: number | null;
   summary: string;
   source: string;
+  impact: string | null;
   postmortem: string | null;
   postmortem_at: number | null;
 }
 
-const COLUMNS = 'id, kind, started_at, ended_at, summary, source, postmortem, postmortem_at';
+const COLUMNS = 'id, kind, started_at, ended_at, summary, source, impact, postmortem, postmortem_at';
 /** recent()'s incidents (and recentKey()'s): open or started since `?`, newest first, at most `?`. */
 const RECENT = 'WHERE ended_at IS NULL OR started_at >= ? ORDER BY started_at DESC, id DESC LIMIT ?';
 
@@ -101,7 +118,13 @@ export class IncidentLog {
   constructor(private readonly store: StoreAccess) {}
 
   /** Opens an incident by hand with its first update; `resolved` opens it closed (an account of something over). */
-  open(title: string, status: UpdateStatus, message: string, now: number): IncidentRecord | Refusal {
+  open(
+    title: string,
+    status: UpdateStatus,
+    message: string,
+    now: number,
+    impact: Impact = DEFAULT_IMPACT,
+  ): IncidentRecord | Refusal {
     return this.store.write(now, () => {
       const db = this.store.db();
       const open = db
@@ -113,9 +136,9 @@ export class IncidentLog {
       const id = Number(
         db
           .prepare(
-            "INSERT INTO incidents (kind, started_at, ended_at, summary, source) VALUES (?, ?, ?, ?, 'operator')",
+            "INSERT INTO incidents (kind, started_at, ended_at, summary, source, impact) VALUES (?, ?, ?, ?, 'operator', ?)",
           )
-          .run(OPERATOR_KIND, now, ended, title).lastInsertRowid,
+          .run(OPERATOR_KIND, now, ended, title, impact).lastInsertRowid,
       );
       this.insertUpdate(id, status, message, now);
       return this.get(id)!;
@@ -124,9 +147,10 @@ export class IncidentLog {
 
   /**
    * Adds an update. On a hand-opened incident `resolved` closes it and any other status reopens
-   * it; a probe's incident opens and closes with its check only.
+   * it; a probe's incident opens and closes with its check only. `impact`, when given, changes a
+   * hand-opened incident's impact (a probe's follows its kind).
    */
-  update(id: number, status: UpdateStatus, message: string, now: number): IncidentRecord | Refusal {
+  update(id: number, status: UpdateStatus, message: string, now: number, impact?: Impact): IncidentRecord | Refusal {
     return this.store.write(now, () => {
       const before = this.get(id);
       if (before === null) return unknown(id);
@@ -136,6 +160,8 @@ export class IncidentLog {
       if (before.source === 'operator') {
         const ended = status === 'resolved' ? (before.endedAt ?? now) : null;
         this.store.db().prepare('UPDATE incidents SET ended_at = ? WHERE id = ?').run(ended, id);
+        if (impact !== undefined)
+          this.store.db().prepare('UPDATE incidents SET impact = ? WHERE id = ?').run(impact, id);
       }
       return this.get(id)!;
     });
@@ -181,6 +207,7 @@ export class IncidentLog {
       endedAt: r.ended_at,
       summary: r.summary,
       source: r.source === 'operator' ? 'operator' : 'probe',
+      impact: impactOf(r.kind, r.impact),
       updates: updates.get(r.id) ?? [],
       postmortem: r.postmortem === null ? null : { markdown: r.postmortem, at: r.postmortem_at ?? r.started_at },
     }));
@@ -211,7 +238,7 @@ export class IncidentLog {
     }
     const rows = db
       .prepare(
-        `SELECT id, kind, started_at, ended_at, summary, source, postmortem IS NOT NULL,
+        `SELECT id, kind, started_at, ended_at, summary, source, impact, postmortem IS NOT NULL,
            (SELECT COUNT(*) || '/' || COALESCE(MAX(u.id), 0) FROM incident_updates u WHERE u.incident = incidents.id)
          FROM incidents ${RECENT}`,
       )

@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { IncidentRecord, IncidentUpdate, Refusal, UpdateStatus } from './incident-store.js';
 import type { UptimeStore } from './store.js';
+import type { Impact } from './impact.js';
 
 export type IncidentEventType = 'opened' | 'updated' | 'resolved';
 
@@ -47,8 +48,8 @@ export class IncidentDesk {
     private readonly changed: () => void,
   ) {}
 
-  open(title: string, status: UpdateStatus, message: string): DeskResult {
-    const r = this.run(() => this.store.told.open(title, status, message, this.clock.now())) ?? null;
+  open(title: string, status: UpdateStatus, message: string, impact?: Impact): DeskResult {
+    const r = this.run(() => this.store.told.open(title, status, message, this.clock.now(), impact)) ?? null;
     if (r === null || 'refused' in r) return r;
     this.log.info({ id: r.id, status }, 'uptime incident opened by hand');
     this.tell('opened', r, r.updates[0]!);
@@ -56,8 +57,8 @@ export class IncidentDesk {
     return r;
   }
 
-  update(id: number, status: UpdateStatus, message: string): DeskResult {
-    const r = this.run(() => this.store.told.update(id, status, message, this.clock.now())) ?? null;
+  update(id: number, status: UpdateStatus, message: string, impact?: Impact): DeskResult {
+    const r = this.run(() => this.store.told.update(id, status, message, this.clock.now(), impact)) ?? null;
     if (r === null || 'refused' in r) return r;
     this.log.info({ id, status }, 'uptime incident updated');
     const closes = r.source === 'operator' && status === 'resolved';

@@ -37,6 +37,9 @@ import { storeCordons } from './cordon-keeper.js';
 import { dailyLines, latencyReport, markMaintenance } from './history.js';
 import { IncidentDesk } from './incidents.js';
 import { LatencyHistory } from './history-store.js';
+import { ComponentHistory, componentLines, tallyComponents, type ComponentLine } from './components.js';
+import { DAYS } from './history.js';
+import { DAY_MS, floorTo } from './store.js';
 import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
 import { storeWindows } from './maintenance-store.js';
 import { openUptimeStore, storeWrite } from './store-open.js';
@@ -48,6 +51,8 @@ import { incidentChanges, type Change } from './tracker.js';
 import type { WebhookConfig } from '../config/uptime-schema.js';
 import { pageContext, startWebhooks } from './notify.js';
 import type { Webhooks } from './webhooks.js';
+import type { SupportConfig } from '../config/support.js';
+import { shownFraction } from './figures.js';
 
 export interface UptimeSettings {
   enabled: boolean;
@@ -58,8 +63,8 @@ export interface UptimeSettings {
   title: string;
   /** uptime.maintenance; absent: none. */
   maintenance?: readonly MaintenanceConfig[];
-  /** Where users report a problem (an https URL or mailto:); null or absent: no such section. */
-  support?: string | null;
+  /** Where users report a problem (support.ts); null or absent: no such section. */
+  support?: SupportConfig | null;
   publicUrl?: string | null;
   webhooks?: readonly WebhookConfig[];
 }
@@ -90,6 +95,7 @@ export class Uptime implements UptimePages {
   private upstreamTimeoutMs: number;
   private readonly store: UptimeStore;
   private readonly latency: LatencyHistory;
+  private readonly components: ComponentHistory;
   /** Maintenance windows (maintenance.ts); subscribe() tells when one starts or ends. */
   readonly maintenance: Maintenance;
   /** The admin port's routes to the windows (server/admin-maintenance.ts). */
@@ -131,6 +137,7 @@ export class Uptime implements UptimePages {
     // With Redis the shared image is the history: the local copy lives in memory (shared.ts).
     this.store = deps.shared ? UptimeStore.memory() : openUptimeStore(settings.store, now, this.log);
     this.latency = new LatencyHistory(this.store);
+    this.components = new ComponentHistory(this.store);
     const keeper = storeWindows(
       this.store,
       (op) => this.write(op),
@@ -223,12 +230,14 @@ export class Uptime implements UptimePages {
     const judged = this.watch.judge(t);
     // Not judged yet (the first moments after start): counted as advancing.
     const advancing = judged.advancing ?? true;
-    // A failure inside a maintenance window is no data (not downtime) and opens no incident.
-    const window = this.maintenance.at(t);
+    // A failure while windows cover every node that could have answered is no data (not
+    // downtime) and opens no incident; a window for some nodes never hides the others (SPEC 12.3).
+    const window = this.maintenance.excusing(t, this.askedNames());
     this.maintenance.tick(t);
     const excused = window !== null && !(reachable && advancing);
     if (!excused) this.store.add({ t, reachable, advancing });
     if (confirmedMs !== null) this.latency.add(t, confirmedMs);
+    this.tallyComponents(t, reachable, advancing, excused);
     metrics.recordUptimeProbe(reachable, advancing);
     const changes = incidentChanges(new Set(this.open.keys()), {
       t,
@@ -246,8 +255,46 @@ export class Uptime implements UptimePages {
     if (this.shared) this.store.setMeta('lastProbe', lastProbeText(this.last));
     if (this.shared) this.store.setMeta('windowsTold', this.maintenance.toldText());
     // Shared: every probe is published, so the other replicas show it now.
-    if (this.store.pending >= FLUSH_EVERY || this.shared) this.write(() => this.latency.flush(t));
+    if (this.store.pending >= FLUSH_EVERY || this.shared) this.write(() => this.flushHistory(t));
     this.summarize(t);
+  }
+
+  private flushHistory(t: number): void {
+    this.latency.flush(t);
+    this.components.flush(t);
+  }
+
+  /** Each component's outcome of this probe (components.ts). */
+  private tallyComponents(t: number, reachable: boolean, advancing: boolean, excused: boolean): void {
+    tallyComponents(this.components, this.deps.fleet, this.maintenance.inScope(t), t, {
+      reachable,
+      advancing,
+      excused,
+    });
+  }
+
+  /** The components as of the last probe: their state now and their 90 days (SPEC 12.3). */
+  private componentLines(t: number): ComponentLine[] {
+    const from = floorTo(t, DAY_MS) - (DAYS - 1) * DAY_MS;
+    return componentLines(this.components, this.deps.fleet, this.maintenance.inScope(t), this.last, {
+      showUpstreams: this.settings.showUpstreams,
+      probeIntervalMs: this.settings.probeIntervalMs,
+      from,
+      days: DAYS,
+    });
+  }
+
+  /** The nodes a probe asks (confirmChain): they could have answered. */
+  private askedNames(): string[] {
+    return this.deps.fleet.upstreams.filter((u) => u.shadow !== true && !u.retiring).map((u) => u.name);
+  }
+
+  /** Windows over [from, to) that cover every node: the bars mark only those as maintenance. */
+  private coveringWindows(from: number, to: number) {
+    const names = this.askedNames();
+    return this.maintenance
+      .between(from, to)
+      .filter((w) => w.scope === 'all' || (names.length > 0 && names.every((n) => w.scope.includes(n))));
   }
 
   /** Opens or closes a probe incident at `t`, and tells the desk (feeds, webhooks). */
@@ -271,7 +318,7 @@ export class Uptime implements UptimePages {
 
   /** The report's figures as of the probe at `t` (kept as they were if even the memory store fails). */
   private summarize(t: number): void {
-    const windows = (from: number, to: number) => this.maintenance.between(from, to);
+    const windows = (from: number, to: number) => this.coveringWindows(from, to);
     this.summary =
       this.write(() => ({
         uptime: uptimeWindows(this.store, t),
@@ -280,6 +327,7 @@ export class Uptime implements UptimePages {
         incidents: incidentLines(this.store, t),
         daily: dailyLines(this.store, windows, t, this.settings.probeIntervalMs),
         latency: latencyReport(this.latency, t),
+        components: this.componentLines(t),
       })) ?? this.summary;
   }
 
@@ -341,7 +389,7 @@ export class Uptime implements UptimePages {
     return this.settings.publicUrl ?? null;
   }
 
-  get support(): string | null {
+  get support(): SupportConfig | null {
     return this.settings.support ?? null;
   }
 
@@ -349,9 +397,14 @@ export class Uptime implements UptimePages {
     return this.settings.probeIntervalMs;
   }
 
+  /** The badge's figure under the page's data rule (figures.ts): null when the page says not enough data. */
   uptime30d(): number | null {
-    if (this.summary) return this.summary.uptime['30d'];
-    return this.write(() => fraction(this.store.tally(this.clock.now() - WINDOWS['30d']))) ?? null;
+    const month = WINDOWS['30d'] / 1000;
+    if (this.summary) return shownFraction(this.summary.uptime['30d'], this.summary.observedSeconds['30d'], month);
+    const tally = this.write(() => this.store.tally(this.clock.now() - WINDOWS['30d']));
+    if (tally === undefined) return null;
+    const seen = Math.min(month, (tally.probes * this.settings.probeIntervalMs) / 1000);
+    return shownFraction(fraction(tally), seen, month);
   }
 
   /** Cordons kept in this store, without a shared Redis (cordon-keeper.ts). */
@@ -388,7 +441,7 @@ export class Uptime implements UptimePages {
     this.rememberHead();
     try {
       try {
-        this.latency.flush(now);
+        this.flushHistory(now);
       } finally {
         this.store.close(now);
       }

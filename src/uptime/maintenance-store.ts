@@ -4,12 +4,17 @@
  * configuration is their home. Rows are input like any file: one that is not a window is left out.
  */
 import type { Db } from './sqlite.js';
+import { parseScope } from '../config/maintenance-schema.js';
 import { RETAIN_MS, type UptimeStore } from './store.js';
+
+/** What a maintenance window covers: `all`, or the upstream names it covers (SPEC 12.3). */
+export type Scope = 'all' | string[];
 
 /** Where admin-made windows are kept; undefined: the store could not (the caller answers 503). */
 export interface WindowKeeper {
-  load(): { id: number; title: string; start: number; end: number }[];
-  insert(w: { title: string; start: number; end: number }): number | undefined;
+  /** `scope` absent: `all`. */
+  load(): { id: number; title: string; start: number; end: number; scope?: Scope }[];
+  insert(w: { title: string; start: number; end: number; scope: Scope }): number | undefined;
   /** end null: removed. */
   change(id: number, end: number | null): boolean;
 }
@@ -19,6 +24,7 @@ export interface StoredWindow {
   title: string;
   start: number;
   end: number;
+  scope: Scope;
 }
 
 interface Row {
@@ -26,6 +32,17 @@ interface Row {
   title: unknown;
   start_at: unknown;
   end_at: unknown;
+  scope: unknown;
+}
+
+/** A stored scope: null (rows from before scopes) is `all`; one that does not parse covers no node. */
+function scopeOf(v: unknown): Scope {
+  if (v === null) return 'all';
+  try {
+    return (typeof v === 'string' && parseScope(JSON.parse(v))) || [];
+  } catch {
+    return [];
+  }
 }
 
 const isTime = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -36,12 +53,12 @@ export function storedWindows(store: UptimeStore, since: number): StoredWindow[]
     null,
     (db) =>
       db
-        .prepare('SELECT id, title, start_at, end_at FROM maintenance WHERE end_at > ? ORDER BY start_at, id')
+        .prepare('SELECT id, title, start_at, end_at, scope FROM maintenance WHERE end_at > ? ORDER BY start_at, id')
         .all(since) as unknown as Row[],
   );
   return rows.flatMap((r) =>
     typeof r.id === 'number' && typeof r.title === 'string' && isTime(r.start_at) && isTime(r.end_at)
-      ? [{ id: r.id, title: r.title, start: r.start_at, end: r.end_at }]
+      ? [{ id: r.id, title: r.title, start: r.start_at, end: r.end_at, scope: scopeOf(r.scope) }]
       : [],
   );
 }
@@ -51,8 +68,9 @@ export function storeWindow(store: UptimeStore, w: Omit<StoredWindow, 'id'>, now
   return store.tx(now, (db) => {
     forget(db, now);
     return Number(
-      db.prepare('INSERT INTO maintenance (title, start_at, end_at) VALUES (?, ?, ?)').run(w.title, w.start, w.end)
-        .lastInsertRowid,
+      db
+        .prepare('INSERT INTO maintenance (title, start_at, end_at, scope) VALUES (?, ?, ?, ?)')
+        .run(w.title, w.start, w.end, w.scope === 'all' ? null : JSON.stringify(w.scope)).lastInsertRowid,
     );
   });
 }

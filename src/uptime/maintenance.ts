@@ -1,7 +1,9 @@
 /**
  * Maintenance windows (SPEC 12.2): from uptime.maintenance (replaced on reload) and from the admin
- * port (kept in the uptime store). A probe that fails inside a window is not a failure: it is
- * left out of the figures (no data, not downtime) and opens no incident (index.ts asks at()).
+ * port (kept in the uptime store). Each has a scope: `all` or upstream names. A probe that fails
+ * while the windows under way cover every node that could have answered is not a failure: it is
+ * left out of the figures (no data, not downtime) and opens no incident (index.ts asks
+ * excusing()); a window for some nodes never hides an outage of the others (SPEC 12.3).
  * Windows apply to probes as they run: one added for a past time changes no figure.
  * Owns: the windows, their checks (the admin port's body as untrusted input), and telling
  * subscribers when a window starts or ends. Refuses: HTTP (server/admin-maintenance.ts) and
@@ -12,10 +14,16 @@
  * and replicas).
  */
 import { createHash } from 'node:crypto';
-import { MAX_WINDOW_TITLE, parseInstant, type MaintenanceConfig } from '../config/maintenance-schema.js';
-import { MAX_KEPT_WINDOWS, type WindowKeeper } from './maintenance-store.js';
+import {
+  MAX_SCOPE_NAMES,
+  MAX_WINDOW_TITLE,
+  parseInstant,
+  parseScope,
+  type MaintenanceConfig,
+} from '../config/maintenance-schema.js';
+import { MAX_KEPT_WINDOWS, type Scope, type WindowKeeper } from './maintenance-store.js';
 
-export type { WindowKeeper } from './maintenance-store.js';
+export type { Scope, WindowKeeper } from './maintenance-store.js';
 
 /** Admin-made windows not yet over, at most: past it a POST is refused (409). */
 export const MAX_ADMIN_WINDOWS = 50;
@@ -28,6 +36,8 @@ export interface MaintenanceWindow {
   /** ms since the epoch; the window holds start <= t < end. */
   start: number;
   end: number;
+  /** `all`, or the upstream names it covers (SPEC 12.3). */
+  scope: Scope;
   source: 'config' | 'admin';
 }
 
@@ -37,6 +47,7 @@ export interface MaintenanceLine {
   title: string;
   start: string;
   end: string;
+  scope: Scope;
 }
 
 export interface MaintenanceChange {
@@ -64,7 +75,7 @@ export interface MaintenanceAdmin {
 }
 
 export function windowLine(w: MaintenanceWindow): MaintenanceLine {
-  return { id: w.id, title: w.title, start: iso(w.start), end: iso(w.end) };
+  return { id: w.id, title: w.title, start: iso(w.start), end: iso(w.end), scope: w.scope };
 }
 
 export class Maintenance {
@@ -79,7 +90,7 @@ export class Maintenance {
     config: readonly MaintenanceConfig[],
     now: number,
   ) {
-    this.made = keeper.load().map((w) => ({ ...w, id: `admin-${w.id}`, source: 'admin' as const }));
+    this.made = keeper.load().map(madeWindow);
     this.configure(config, null);
     // Windows already under way at start were told by the process before: not told again.
     for (const w of this.all()) if (w.start <= now && now < w.end) this.ongoing.set(w.id, w);
@@ -90,8 +101,11 @@ export class Maintenance {
     this.configured = config.map((c) => {
       const start = parseInstant(c.start)!;
       const end = parseInstant(c.end)!;
-      const hash = createHash('sha256').update(`${start}\n${end}\n${c.title}`).digest('hex').slice(0, 12);
-      return { id: `config-${hash}`, title: c.title, start, end, source: 'config' as const };
+      const scope = c.scope ?? 'all';
+      // `all` adds nothing to the hash: a window's id is what it was before scopes existed.
+      const scoped = scope === 'all' ? '' : `\n${JSON.stringify(scope)}`;
+      const hash = createHash('sha256').update(`${start}\n${end}\n${c.title}${scoped}`).digest('hex').slice(0, 12);
+      return { id: `config-${hash}`, title: c.title, start, end, scope, source: 'config' as const };
     });
     if (now !== null) this.tick(now);
   }
@@ -105,7 +119,7 @@ export class Maintenance {
    */
   reload(now: number, prober: boolean, told: string | undefined): void {
     const before = new Map(this.all().map((w) => [w.id, w]));
-    this.made = this.keeper.load().map((w) => ({ ...w, id: `admin-${w.id}`, source: 'admin' as const }));
+    this.made = this.keeper.load().map(madeWindow);
     const byId = new Map(this.all().map((w) => [w.id, w]));
     const current = (w: MaintenanceWindow): boolean => w.start <= now && now < w.end;
     const changed = (id: string): boolean => {
@@ -139,6 +153,31 @@ export class Maintenance {
     let found: MaintenanceWindow | null = null;
     for (const w of this.all()) if (w.start <= t && t < w.end && (found === null || w.end > found.end)) found = w;
     return found;
+  }
+
+  /**
+   * The window that excuses a failure at `t`, or null: windows under way at `t` must together
+   * cover every one of `nodes` (the nodes that could have answered), so a window for node-2
+   * never hides an outage of the others (SPEC 12.3). No node at all: only a window for `all`.
+   */
+  excusing(t: number, nodes: readonly string[]): MaintenanceWindow | null {
+    const now = this.all().filter((w) => w.start <= t && t < w.end);
+    if (now.length === 0) return null;
+    const last = now.reduce((a, b) => (b.end > a.end ? b : a));
+    if (now.some((w) => w.scope === 'all')) return last;
+    const covered = new Set(now.flatMap((w) => (w.scope === 'all' ? [] : w.scope)));
+    return nodes.length > 0 && nodes.every((n) => covered.has(n)) ? last : null;
+  }
+
+  /** The upstream names in scope of a window under way at `t` (`all`: every one). */
+  inScope(t: number): 'all' | Set<string> {
+    const names = new Set<string>();
+    for (const w of this.all()) {
+      if (!(w.start <= t && t < w.end)) continue;
+      if (w.scope === 'all') return 'all';
+      for (const n of w.scope) names.add(n);
+    }
+    return names;
   }
 
   /** Windows that overlap [from, to). */
@@ -257,14 +296,21 @@ export class Maintenance {
   }
 }
 
-/** The body of POST /uptime/maintenance: { start, end, title }, nothing else. */
-export function windowInput(body: unknown): { title: string; start: number; end: number } | { error: string } {
+/** The body of POST /uptime/maintenance: { start, end, title, scope? }, nothing else. */
+export function windowInput(
+  body: unknown,
+): { title: string; start: number; end: number; scope: Scope } | { error: string } {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
-    return { error: 'expected a JSON object {"start": "...", "end": "...", "title": "..."}' };
-  const extra = Object.keys(body).filter((k) => k !== 'start' && k !== 'end' && k !== 'title');
+    return { error: 'expected a JSON object {"start": "...", "end": "...", "title": "...", "scope": "all"}' };
+  const extra = Object.keys(body).filter((k) => k !== 'start' && k !== 'end' && k !== 'title' && k !== 'scope');
   if (extra.length > 0)
-    return { error: `unknown key ${JSON.stringify(extra[0]!.slice(0, 40))}: only start, end, title are read` };
+    return { error: `unknown key ${JSON.stringify(extra[0]!.slice(0, 40))}: only start, end, title, scope are read` };
   const { start, end, title } = body as Record<string, unknown>;
+  const scope = parseScope((body as Record<string, unknown>).scope);
+  if (scope === null)
+    return {
+      error: `expected scope to be "all" or a list of 1 to ${MAX_SCOPE_NAMES} upstream names (letters, digits, _ . -)`,
+    };
   const s = parseInstant(start);
   const e = parseInstant(end);
   if (s === null || e === null)
@@ -272,7 +318,11 @@ export function windowInput(body: unknown): { title: string; start: number; end:
   if (e <= s) return { error: 'end must be after start: this window ends before (or when) it starts' };
   if (typeof title !== 'string' || title.trim() === '' || title.length > MAX_WINDOW_TITLE)
     return { error: `expected title to be a non-empty string of at most ${MAX_WINDOW_TITLE} characters` };
-  return { title, start: s, end: e };
+  return { title, start: s, end: e, scope };
+}
+
+function madeWindow(w: ReturnType<WindowKeeper['load']>[number]): MaintenanceWindow {
+  return { ...w, id: `admin-${w.id}`, scope: w.scope ?? 'all', source: 'admin' };
 }
 
 function iso(t: number): string {

@@ -8,6 +8,7 @@ import type { IncidentRecord } from './incident-store.js';
 import { renderMarkdown } from './markdown.js';
 import { documentOf, escapeHtml, pill, span, utc } from './page-parts.js';
 import { supportSection } from './page-support.js';
+import type { SupportConfig } from '../config/support.js';
 
 interface Entry {
   at: number;
@@ -29,7 +30,12 @@ function timeline(i: IncidentRecord): Entry[] {
     .map(({ e }) => e);
 }
 
-export function renderIncidentPage(i: IncidentRecord, siteTitle: string, support: string | null, now: number): string {
+export function renderIncidentPage(
+  i: IncidentRecord,
+  siteTitle: string,
+  support: SupportConfig | null,
+  now: number,
+): string {
   const entries = timeline(i)
     .map((e) => `<li>${e.pill}<span class="when">${utc(e.at)}</span><p class="msg">${escapeHtml(e.text)}</p></li>`)
     .join('\n');

@@ -6,8 +6,10 @@
  * for the same page within MEMO_MS, which the pages' own `cache-control` allows (max-age is the
  * probe interval, at least 1 s), unless the report changed meanwhile: a probe, an incident or an
  * update (a new incident list), a maintenance window added or ended shows at once.
- * The key is what the answer depends on: the path, the query only for the incident pages, Accept
- * only for `/`, and Host only for the feed. What a client may vary freely (other query strings,
+ * The key is what the answer depends on: the path, the query only for the incident pages and the
+ * page's parts, Accept only for `/`, and Host only for the feed and the Statuspage JSON.
+ * If-None-Match is judged after: a made answer whose ETag the client names goes out as a 304 with
+ * no body (the script's parts, uptime.json, the Statuspage JSON). What a client may vary freely (other query strings,
  * headers) does not make a new entry; at most MEMO_ENTRIES answers and MEMO_BYTES bytes are kept
  * (the oldest go first).
  */
@@ -59,8 +61,22 @@ const memos = new WeakMap<UptimePages, Memo>();
 export function memoUptimeAnswer(
   pages: UptimePages,
   url: string,
-  headers: { accept?: string | string[]; host?: string },
+  headers: { accept?: string | string[]; host?: string; 'if-none-match'?: string },
   now = Date.now(),
+): ServedAnswer | null {
+  const answer = madeAnswer(pages, url, { accept: headers.accept, host: headers.host }, now);
+  const etag = answer?.headers.etag;
+  if (answer === null || answer.status !== 200 || etag === undefined) return answer;
+  const asked = headers['if-none-match'];
+  if (asked === undefined || !asked.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) return answer;
+  return { status: 304, body: '', headers: answer.headers };
+}
+
+function madeAnswer(
+  pages: UptimePages,
+  url: string,
+  headers: { accept?: string | string[]; host?: string },
+  now: number,
 ): ServedAnswer | null {
   const key = memoKey(url, headers);
   if (key === null) return null;
@@ -94,7 +110,7 @@ function memoKey(url: string, headers: { accept?: string | string[]; host?: stri
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   if (path === '/') return wantsHtml(headers.accept) ? '/' : null;
-  if (path === '/uptime/feed.atom') return `${path}\n${headers.host ?? ''}`;
-  if (path.startsWith('/uptime/incidents')) return url;
+  if (path === '/uptime/feed.atom' || path.startsWith('/uptime/api/v2/')) return `${path}\n${headers.host ?? ''}`;
+  if (path.startsWith('/uptime/incidents') || path === '/uptime/parts') return url;
   return path === '/uptime' || path === '/uptime.json' || path === '/uptime/badge.svg' ? path : null;
 }

@@ -1,16 +1,22 @@
 /**
  * The public uptime page: one self-contained HTML document (inline CSS and script, no external
- * fonts, scripts or images). The report is embedded as JSON so the page renders at once; the
- * script then refreshes it from uptime.json every few seconds, without a reload. All text from
- * the report is set with textContent (never parsed as HTML). A Content-Security-Policy with the
- * hashes of the inline style and script lets the browser refuse anything else, other origins
- * included.
+ * fonts, scripts or images), rendered on the server (page-live.ts), so without JavaScript it
+ * already shows the state, the open incidents, the checks and the bars as they were when served.
+ * The script only keeps it current: every few seconds it asks uptime/parts for the sections whose
+ * hash it does not have (a 304 when none changed) and swaps those in, and it keeps the relative
+ * ages and the UTC clock ticking. Every text is escaped on the server. A Content-Security-Policy
+ * with the hashes of the inline style and script lets the browser refuse anything else, other
+ * origins included.
  */
 import { createHash } from 'node:crypto';
-import { HISTORY_HTML, HISTORY_SCRIPT, HISTORY_STYLE } from './page-history.js';
-import { MAINTENANCE_HTML, MAINTENANCE_SCRIPT, MAINTENANCE_STYLE } from './page-maintenance.js';
+import { escapeHtml } from './html.js';
+import { HISTORY_STYLE } from './page-history.js';
+import { PART_IDS, liveParts, partHash, wrapPart } from './page-live.js';
+import { COMPONENTS_STYLE } from './page-components.js';
+import { MAINTENANCE_STYLE } from './page-maintenance.js';
 import { supportSection } from './page-support.js';
 import type { UptimeReport } from './report.js';
+import type { SupportConfig } from '../config/support.js';
 
 export const STYLE = `
 :root{--bg:#f6f7f9;--card:#fff;--text:#1b1f24;--muted:#5f6b7a;--line:#e3e7ec;--ok:#1f9d55;--warn:#d08a00;--bad:#d64545;--none:#d5dae1;--ok-t:#13703a;--warn-t:#8a5a00;--bad-t:#b02a2a;--ok-b:#13703a;--warn-b:#8a5a00;--bad-b:#b02a2a;--idle-b:#5f6b7a;--link:#0b57d0}
@@ -59,45 +65,21 @@ footer a{color:inherit}
 #incidents a,#support a,.head2 a{color:var(--link)}
 .steps{list-style:decimal;padding-left:22px}.steps>li{border:0;padding:4px 0}.steps ul{list-style:disc;padding-left:20px}.steps ul li{border:0;padding:2px 0}
 .stale{color:var(--bad-t);font-weight:600}
+.card.open{border-color:var(--bad-b);border-width:2px}.card.open li a{font-weight:600;color:var(--link)}
+.pill.impact{background:var(--idle-b)}.pill.impact.minor{background:var(--warn-b)}.pill.impact.major,.pill.impact.critical{background:var(--bad-b)}
+.banner.down{background:var(--bad-b)}
 @media (max-width:560px){.grid{grid-template-columns:1fr}.value{font-size:1.15rem}.bar{height:28px;gap:1px}}
-${HISTORY_STYLE}${MAINTENANCE_STYLE}`;
+${HISTORY_STYLE}${MAINTENANCE_STYLE}${COMPONENTS_STYLE}`;
 
 // Plain ES2017, no template literals: this text lives inside a TypeScript template string.
 const SCRIPT = `
 (function () {
   'use strict';
   var $ = function (id) { return document.getElementById(id); };
-  var data = JSON.parse($('report').textContent);
-  var fetchedAt = Date.now();
+  var period = Math.min(10000, Math.max(2000, Number(document.body.getAttribute('data-period')) || 5000));
+  var etag = document.body.getAttribute('data-etag');
   var lastOk = Date.now();
   var failing = false;
-  var STATES = {
-    operational: ['Operational', 'The chain is reachable and advancing.'],
-    degraded: ['Degraded', 'Nodes answer, but no new block for a while.'],
-    down: ['Down', 'No node confirms the chain.'],
-    maintenance: ['Under maintenance', 'Planned maintenance: checks that fail now are not counted.']
-  };
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-  function set(id, text, cls) {
-    var e = $(id);
-    e.textContent = text;
-    if (cls !== undefined) e.className = cls;
-  }
-  function pct(f) {
-    return f === null || f === undefined ? 'no data' : (Math.floor(f * 10000) / 100).toFixed(2) + '%';
-  }
-  // A window with under an hour, or under 1% of its length, observed says so instead of a figure.
-  function figure(name, lengthS) {
-    var seen = data.observedSeconds ? data.observedSeconds[name] : 0;
-    var f = data.uptime[name];
-    if (f === null || f === undefined || seen < 3600 || seen < lengthS / 100) return 'not enough data (' + dur(seen * 1000) + ' observed)';
-    return pct(f) + ' of ' + dur(seen * 1000) + ' observed';
-  }
   function dur(ms) {
     var s = Math.max(0, Math.round(ms / 1000));
     if (s < 60) return s + ' s';
@@ -107,125 +89,118 @@ const SCRIPT = `
     if (h < 48) return h + ' h ' + (m % 60) + ' min';
     return Math.floor(h / 24) + ' d ' + (h % 24) + ' h';
   }
-  function when(iso) {
-    return new Date(iso).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  function utcNow() {
+    return new Date().toISOString().slice(0, 19).replace('T', ' ') + ' UTC';
   }
-  function hm(t) {
-    return new Date(t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
-  }
-  function num(hex) {
-    return hex === null || hex === undefined ? null : parseInt(hex, 16);
-  }
+  // Relative ages tick here; the server wrote them as of when it served the page.
   function ages() {
-    if (!data) return;
-    var since = Date.now() - fetchedAt;
-    set('checked', 'checked ' + dur(Date.now() - Date.parse(data.checkedAt)) + ' ago');
-    var a = data.checks.advancing;
-    set('age', a.headAgeSeconds === null ? 'no block seen yet' : 'rose ' + dur(a.headAgeSeconds * 1000 + since) + ' ago');
-    if ($('utc-now')) set('utc-now', new Date().toISOString().slice(0, 19).replace('T', ' ') + ' UTC');
-    set('feed', failing ? 'status feed unreachable since ' + hm(lastOk) : '', failing ? 'stale' : '');
-  }
-  function render() {
-    if (!data) {
-      set('state', 'Checking...');
-      return;
+    var list = document.querySelectorAll('.ago');
+    for (var i = 0; i < list.length; i++) {
+      var e = list[i];
+      e.textContent = e.getAttribute('data-p') + dur(Date.now() - Date.parse(e.getAttribute('data-t'))) + ' ago' + e.getAttribute('data-s');
     }
-    document.title = data.title;
-    set('title', data.title);
-    set('chain', data.chainId + ' (' + parseInt(data.chainId, 16) + ')');
-    var st = STATES[data.state] || [data.state, ''];
-    $('banner').className = 'banner ' + data.state;
-    set('state', st[0]);
-    set('state-hint', st[1]);
-    var r = data.checks.reachable.ok, a = data.checks.advancing;
-    set('reachable', r ? 'Yes' : 'No', 'value ' + (r ? 'ok' : 'bad'));
-    set('advancing', a.ok ? 'Yes' : 'No', 'value ' + (a.ok ? 'ok' : 'bad'));
-    set('advancing-hint', 'a new block within ' + data.stallAfterSeconds + ' s');
-    var head = num(a.head);
-    set('head', head === null ? '-' : '#' + head.toLocaleString());
-    set('u24h', figure('24h', 86400));
-    set('u7d', figure('7d', 7 * 86400));
-    set('u30d', figure('30d', 30 * 86400));
-    var bar = $('bar'), h = data.history, from = Date.parse(h.from), seg = h.segmentSeconds * 1000;
-    bar.textContent = '';
-    h.segments.forEach(function (f, i) {
-      var m = h.maintenance && h.maintenance[i];
-      var cls = f === null ? (m ? 'maint' : '') : (f >= 1 ? 'ok' : f >= 0.9 ? 'warn' : 'bad') + (m ? ' mday' : '');
-      var s = el('i', cls);
-      s.title = hm(from + i * seg) + ' - ' + hm(from + (i + 1) * seg) + ': ' + pct(f) + (m ? ' (maintenance)' : '');
-      bar.appendChild(s);
-    });
-    bar24.refresh();
-    renderMaintenance();
-    renderDays();
-    days.refresh();
-    renderLatency();
-    var list = $('incidents');
-    list.textContent = '';
-    // "None in 30 days" only claims what was watched: with less observed, it says how much.
-    var watched = data.observedSeconds ? data.observedSeconds['30d'] : 0;
-    if (data.incidents.length === 0)
-      list.appendChild(el('li', 'empty', watched >= 29 * 86400 ? 'No incidents in the last 30 days.' : 'No incidents in the ' + dur(watched * 1000) + ' observed.'));
-    data.incidents.forEach(function (inc) {
-      var li = el('li');
-      li.appendChild(el('span', 'pill ' + inc.kind + (inc.endedAt ? ' closed' : ''), inc.kind === 'operator' ? 'incident' : inc.kind));
-      var end = inc.endedAt ? Date.parse(inc.endedAt) : Date.parse(data.checkedAt);
-      var text = when(inc.startedAt) + ' - ' + (inc.endedAt ? when(inc.endedAt) : 'ongoing') + ' (' + dur(end - Date.parse(inc.startedAt)) + ')';
-      li.appendChild(el('span', 'when', text));
-      var link = el('a', '', inc.summary), latest = inc.updates && inc.updates[0];
-      link.href = 'uptime/incidents/' + inc.id;
-      li.appendChild(el('div')).appendChild(link);
-      if (latest) li.appendChild(el('div', 'hint', latest.status + ', ' + when(latest.at) + ': ' + latest.message));
-      list.appendChild(li);
-    });
-    var card = $('nodes');
-    card.hidden = !data.upstreams;
-    if (data.upstreams) {
-      var body = $('upstreams');
-      body.textContent = '';
-      data.upstreams.forEach(function (u) {
-        var tr = el('tr');
-        tr.appendChild(el('td', 'name', u.name));
-        var st = el('td', 'st ' + u.state, u.state);
-        if (u.cordon) st.appendChild(el('div', 'hint', (u.cordon.reason ? u.cordon.reason + ', ' : '') + 'since ' + when(u.cordon.since)));
-        tr.appendChild(st);
-        var n = num(u.head);
-        tr.appendChild(el('td', 'num', n === null ? '-' : n.toLocaleString()));
-        tr.appendChild(el('td', 'num', u.lag === null ? '-' : String(u.lag)));
-        tr.appendChild(el('td', 'num', u.latencyMs === null ? '-' : u.latencyMs.toFixed(1) + ' ms'));
-        body.appendChild(tr);
-      });
-    }
-    set('every', 'Updates every ' + Math.round(period() / 1000) + ' s');
-    ages();
+    if ($('utc-now')) $('utc-now').textContent = utcNow();
+    var feed = $('feed');
+    feed.textContent = failing ? 'status feed unreachable since ' + new Date(lastOk).toISOString().slice(11, 16) + ' UTC' : '';
+    feed.className = failing ? 'stale' : '';
   }
-  function period() {
-    var p = data ? data.probeIntervalMs : 5000;
-    return Math.min(10000, Math.max(2000, p));
+  // The visitor's own time beside UTC, in the title of every time shown.
+  function localTitles(root) {
+    var times = root.querySelectorAll('time');
+    for (var i = 0; i < times.length; i++) times[i].title = new Date(times[i].getAttribute('datetime')).toString();
+  }
+  // A bar of segments (the 24 h bar, the daily bars): hover, tap or the arrow keys select one and
+  // its detail line shows that segment's title. 'step' is how far up/down moves (a row of days).
+  var selected = {};
+  function attachBar(bar, detail, step) {
+    if (!bar || !detail) return;
+    var id = bar.id;
+    function pick(i) {
+      var segs = bar.children;
+      if (segs.length === 0) return;
+      var old = selected[id];
+      if (old !== undefined && segs[old]) segs[old].classList.remove('sel');
+      selected[id] = Math.max(0, Math.min(segs.length - 1, i));
+      segs[selected[id]].classList.add('sel');
+      detail.textContent = segs[selected[id]].title;
+    }
+    // The segment under (or nearest to) the pointer: gaps and rows of a grid included.
+    function pickAt(e) {
+      var segs = bar.children, best = -1, dist = Infinity;
+      for (var i = 0; i < segs.length; i++) {
+        var r = segs[i].getBoundingClientRect();
+        var d = Math.max(r.left - e.clientX, 0, e.clientX - r.right) + Math.max(r.top - e.clientY, 0, e.clientY - r.bottom);
+        if (d < dist) { dist = d; best = i; }
+      }
+      if (best >= 0) pick(best);
+    }
+    bar.addEventListener('click', pickAt);
+    bar.addEventListener('mousemove', pickAt);
+    bar.addEventListener('focus', function () { if (selected[id] === undefined) pick(bar.children.length - 1); });
+    bar.addEventListener('keydown', function (e) {
+      var move = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -step, ArrowDown: step, Home: -1e9, End: 1e9 }[e.key];
+      if (!move) return;
+      e.preventDefault();
+      pick((selected[id] === undefined ? bar.children.length - 1 : selected[id]) + move);
+    });
+    if (selected[id] !== undefined) pick(selected[id]);
+  }
+  function attachAll() {
+    var bars = document.querySelectorAll('.bar, .days');
+    for (var i = 0; i < bars.length; i++)
+      attachBar(bars[i], $(bars[i].getAttribute('aria-describedby')), bars[i].classList.contains('days') ? 30 : 0);
+  }
+  // Swaps in the sections that changed, keeping focus and open details where they were.
+  function swap(html) {
+    var doc = new DOMParser().parseFromString(html, 'text/html');
+    var focused = document.activeElement && document.activeElement.id;
+    var parts = doc.body.children;
+    while (parts.length > 0) {
+      var next = document.adoptNode(parts[0]), old = $(next.id);
+      var opened = old ? old.querySelectorAll('details[open]') : [];
+      for (var i = 0; i < opened.length; i++) {
+        var d = next.querySelector('#' + opened[i].id);
+        if (d) d.open = true;
+      }
+      if (old) old.replaceWith(next);
+      localTitles(next);
+    }
+    attachAll();
+    if (focused && $(focused) && document.activeElement !== $(focused)) $(focused).focus();
+    document.title = $('title').textContent;
+  }
+  function have() {
+    var list = document.querySelectorAll('[data-h]'), out = [];
+    for (var i = 0; i < list.length; i++) out.push(list[i].getAttribute('data-h'));
+    return out.join('.');
   }
   function refresh() {
-    fetch('uptime.json', { cache: 'no-store', headers: { accept: 'application/json' } })
+    var headers = { accept: 'text/html' };
+    if (etag) headers['if-none-match'] = etag;
+    fetch('uptime/parts?have=' + have(), { cache: 'no-store', headers: headers })
       .then(function (res) {
+        if (res.status === 304) return null;
         if (!res.ok) throw new Error('HTTP ' + res.status);
-        return res.json();
+        etag = res.headers.get('etag');
+        return res.text();
       })
-      .then(function (next) {
-        data = next;
-        fetchedAt = lastOk = Date.now();
+      .then(function (html) {
+        if (html) swap(html);
+        lastOk = Date.now();
         failing = false;
-        render();
+        ages();
       }, function () {
         failing = true;
         ages();
       })
-      .then(function () { setTimeout(refresh, period()); });
+      .then(function () { setTimeout(refresh, period); });
   }
-${HISTORY_SCRIPT}${MAINTENANCE_SCRIPT}
-  var bar24 = attachBar($('bar'), $('bar-detail'), 0);
-  var days = attachBar($('days'), $('days-detail'), 30);
-  render();
+  attachAll();
+  localTitles(document);
+  $('every').textContent = 'Updates every ' + Math.round(period / 1000) + ' s.';
+  ages();
   setInterval(ages, 1000);
-  setTimeout(refresh, data ? period() : 1000);
+  setTimeout(refresh, period);
 })();
 `;
 
@@ -242,20 +217,43 @@ export const PAGE_CSP = [
   "form-action 'none'",
 ].join('; ');
 
-function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** The hashes of the parts of `report`, and the ETag of them all (routes.ts answers uptime/parts with it). */
+export function pageParts(report: UptimeReport): { id: string; html: string; hash: string }[] {
+  return liveParts(report, null).map(([id, html]) => ({ id, html, hash: partHash(html) }));
 }
 
-/** The page, with `report` embedded (null before the first probe: the page says it is checking). */
+export function partsEtag(parts: readonly { hash: string }[]): string {
+  return `"${partHash(parts.map((p) => p.hash).join('.'))}"`;
+}
+
+/** The parts whose hash is not in `have` (the script's), wrapped to be swapped in by id. */
+export function renderParts(report: UptimeReport, have: ReadonlySet<string>): string {
+  return pageParts(report)
+    .filter((p) => !have.has(p.hash))
+    .map((p) => wrapPart(p.id, p.html, p.hash))
+    .join('\n');
+}
+
+/** The page, rendered from `report` (null before the first probe: the page says it is checking). */
 export function renderPage(
   report: UptimeReport | null,
   title: string,
-  support: string | null = null,
+  support: SupportConfig | null = null,
   now = Date.now(),
+  probeIntervalMs = 5_000,
 ): string {
-  // Inside <script type="application/json"> only "</" could end the element early.
-  const embedded = JSON.stringify(report).replace(/</g, '\\u003c');
   const t = escapeHtml(report?.title ?? title);
+  const parts = report === null ? [] : pageParts(report);
+  const shown = report === null ? [] : liveParts(report, now);
+  const body =
+    report === null
+      ? PART_IDS.map((id) =>
+          id === 'p-now'
+            ? `<div id="p-now" data-h=""><section id="banner" class="banner"><div class="dot"></div><div><b id="state">Checking...</b><span id="state-hint">No probe has finished yet; this page fills in within seconds.</span></div></section></div>`
+            : `<div id="${id}" data-h=""></div>`,
+        ).join('\n')
+      : shown.map(([id, html], i) => wrapPart(id, html, parts[i]!.hash)).join('\n');
+  const etag = report === null ? '' : partsEtag(parts);
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -263,35 +261,19 @@ export function renderPage(
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <link rel="icon" href="data:,">
+<link rel="alternate" type="application/atom+xml" title="${t}: incidents and maintenance" href="uptime/feed.atom">
 <title>${t}</title>
 <style>${STYLE}</style>
 </head>
-<body>
+<body data-period="${probeIntervalMs}" data-etag="${escapeHtml(etag)}">
 <main>
 <header>
 <h1 id="title">${t}</h1>
-<div class="sub">Chain <b id="chain"></b> &middot; <span id="checked"></span></div>
 </header>
-<section id="banner" class="banner"><div class="dot"></div><div><b id="state">Checking...</b><span id="state-hint"></span></div></section>
-${MAINTENANCE_HTML}<section class="grid">
-<div class="card"><div class="label">Reachable</div><div class="value" id="reachable">-</div><div class="hint">a node confirms the chain id</div></div>
-<div class="card"><div class="label">Advancing</div><div class="value" id="advancing">-</div><div class="hint" id="advancing-hint"></div></div>
-<div class="card"><div class="label">Head</div><div class="value" id="head">-</div><div class="hint" id="age"></div></div>
-</section>
-<section class="card">
-<div class="head2"><h2>Uptime</h2><div class="windows"><span>24 h <b id="u24h">-</b></span><span>7 d <b id="u7d">-</b></span><span>30 d <b id="u30d">-</b></span></div></div>
-<div class="bar" id="bar" role="group" tabindex="0" aria-label="uptime over the last 24 hours, 16 minutes per segment; arrow keys or a tap show one" aria-describedby="bar-detail"></div>
-<div class="axis"><span>24 h ago</span><span>now</span></div>
-<div class="detail" id="bar-detail" aria-live="polite">Tap, hover or focus the bar for a segment's figure.</div>
-</section>
-${HISTORY_HTML}<section class="card"><div class="head2"><h2>Incidents</h2><a href="uptime/incidents">All incidents</a></div><ul id="incidents"></ul></section>
+${body}
 ${supportSection(support, now)}
-<section class="card" id="nodes" hidden><h2>Nodes</h2><div class="scroll"><table>
-<thead><tr><th>Name</th><th>State</th><th class="num">Head</th><th class="num">Lag</th><th class="num">Latency</th></tr></thead>
-<tbody id="upstreams"></tbody></table></div></section>
-<footer><span id="every"></span> &middot; <a href="uptime.json">JSON</a> &middot; <a href="uptime/badge.svg">badge</a> <span id="feed"></span></footer>
+<footer>All times are UTC. <span id="every"></span> &middot; <a href="uptime.json">JSON</a> &middot; <a href="uptime/feed.atom" rel="alternate" type="application/atom+xml">Atom feed</a> &middot; <a href="uptime/badge.svg">badge</a> <span id="feed"></span></footer>
 </main>
-<script type="application/json" id="report">${embedded}</script>
 <script>${SCRIPT}</script>
 </body>
 </html>

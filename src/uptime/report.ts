@@ -10,6 +10,7 @@ import type { IncidentRecord, IncidentSource, UpdateStatus } from './incident-st
 import type { MaintenanceLine } from './maintenance.js';
 import { DAY_MS, floorTo, type Tally, type UptimeStore } from './store.js';
 import { overallState, type OverallState } from './tracker.js';
+import { stateOfImpact, worse, worstImpact, type Impact } from './impact.js';
 import type { LastProbe } from './last-probe.js';
 
 /** One daily bar of the history (history.ts dailyLines). */
@@ -29,6 +30,7 @@ export interface LatencyReport {
   hourSeconds: number;
   hours: HourLatency[];
 }
+import type { ComponentLine } from './components.js';
 
 export const WINDOWS = { '24h': DAY_MS, '7d': 7 * DAY_MS, '30d': 30 * DAY_MS } as const;
 export type WindowName = keyof typeof WINDOWS;
@@ -57,6 +59,8 @@ export interface IncidentLine {
   endedAt: string | null;
   summary: string;
   source: IncidentSource;
+  /** none, minor, major or critical (impact.ts): an open one of minor or worse sets the page's state. */
+  impact: Impact;
   updates: { status: UpdateStatus; message: string; at: string }[];
   postmortem: boolean;
 }
@@ -64,7 +68,12 @@ export interface IncidentLine {
 export interface UptimeReport {
   title: string;
   chainId: string;
-  /** `maintenance`: the last probe failed inside a maintenance window (maintenance.ts). */
+  /**
+   * The worst of the last probe and the open incidents (SPEC 12.3): an open `minor` incident makes
+   * it at least `degraded`, a `major` or `critical` one `down`. `maintenance`: the last probe
+   * failed inside a maintenance window covering every node, and no incident of any impact but
+   * `none` is open.
+   */
   state: OverallState | 'maintenance';
   checkedAt: string;
   checks: {
@@ -83,6 +92,8 @@ export interface UptimeReport {
   /** Upcoming and ongoing maintenance windows, soonest first (names binding, SPEC 12.2). */
   maintenance: MaintenanceLine[];
   incidents: IncidentLine[];
+  /** Each check and (with showUpstreams) each upstream: its state and 90 days (components.ts). */
+  components: ComponentLine[];
   upstreams?: UpstreamLine[];
   probeIntervalMs: number;
   stallAfterSeconds: number;
@@ -148,6 +159,7 @@ export function incidentLine(i: IncidentRecord): IncidentLine {
     endedAt: i.endedAt === null ? null : iso(i.endedAt),
     summary: i.summary,
     source: i.source,
+    impact: i.impact,
     updates: i.updates.map((u) => ({ status: u.status, message: u.message, at: iso(u.at) })),
     postmortem: i.postmortem !== null,
   };
@@ -190,7 +202,10 @@ export function upstreamLines(fleet: FleetView, advancing: boolean): UpstreamLin
 /** What the room hands buildReport: the last probe, the summary of the store, the head as judged now. */
 export interface ReportParts {
   last: LastProbe;
-  summary: Pick<UptimeReport, 'uptime' | 'observedSeconds' | 'history' | 'incidents' | 'daily' | 'latency'>;
+  summary: Pick<
+    UptimeReport,
+    'uptime' | 'observedSeconds' | 'history' | 'incidents' | 'daily' | 'latency' | 'components'
+  >;
   judged: { head: number | null; ageMs: number | null };
   maintenance: MaintenanceLine[];
 }
@@ -203,6 +218,16 @@ export interface ReportSettings {
   showUpstreams: boolean;
 }
 
+/** The worst of the probe and the open incidents; a window excuses the probe only (SPEC 12.3). */
+export function pageState(
+  last: Pick<LastProbe, 'reachable' | 'advancing' | 'excused'>,
+  incidents: readonly Pick<IncidentLine, 'endedAt' | 'impact'>[],
+): UptimeReport['state'] {
+  const told = stateOfImpact(worstImpact(incidents.filter((i) => i.endedAt === null).map((i) => i.impact)));
+  if (last.excused) return told === 'operational' ? 'maintenance' : told;
+  return worse(overallState(last.reachable, last.advancing), told);
+}
+
 /** The report of SPEC 12 (index.ts report()). */
 export function buildReport(
   s: ReportSettings,
@@ -213,7 +238,7 @@ export function buildReport(
   const report: UptimeReport = {
     title: s.title,
     chainId: toQuantity(chainId),
-    state: last.excused ? 'maintenance' : overallState(last.reachable, last.advancing),
+    state: pageState(last, summary.incidents),
     checkedAt: iso(last.t),
     checks: {
       reachable: { ok: last.reachable },

@@ -3,6 +3,7 @@
  * GET /uptime/incidents/{id} (one incident). An unknown id, or a page past the last, is a 404 page.
  * They change only when someone writes or a probe opens or closes an incident: cached briefly.
  */
+import type { SupportConfig } from '../config/support.js';
 import { ARCHIVE_PAGE_SIZE, type IncidentDesk } from './incidents.js';
 import { INCIDENT_CSP, documentOf } from './page-parts.js';
 import { renderArchive } from './page-archive.js';
@@ -41,7 +42,7 @@ function notFound(what: string): IncidentAnswer {
 /** The answer for an incident path, or null when the path is not one. */
 export function incidentAnswer(
   desk: IncidentPages,
-  site: { readonly title: string; readonly support?: string | null; readonly probeIntervalMs: number },
+  site: { readonly title: string; readonly support?: SupportConfig | null; readonly probeIntervalMs: number },
   path: string,
   query: string,
   now: number,

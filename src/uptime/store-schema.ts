@@ -3,7 +3,7 @@
  * is used, whether a file, a copy in memory, or a shared image read from Redis (store-image.ts).
  */
 import { HISTORY_MIGRATION } from './history-migration.js';
-import { INCIDENT_MIGRATION } from './incident-store.js';
+import { INCIDENT_MIGRATION, SCOPE_MIGRATION } from './incident-store.js';
 import { type Db, pragma, transaction } from './sqlite.js';
 import { StoreError } from './store-error.js';
 
@@ -29,6 +29,8 @@ const MIGRATIONS: readonly string[] = [
   INCIDENT_MIGRATION,
   // Admin-made maintenance windows and hourly probe latency (maintenance-store.ts, history-store.ts).
   HISTORY_MIGRATION,
+  // An operator incident's impact, a maintenance window's scope (SPEC 12.3).
+  SCOPE_MIGRATION,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

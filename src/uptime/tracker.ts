@@ -9,6 +9,9 @@
  */
 import { toQuantity } from '../jsonrpc/hex.js';
 import type { IncidentKind } from './store.js';
+import type { OverallState } from './impact.js';
+
+export type { OverallState };
 
 export interface ProbeResult {
   t: number;
@@ -43,8 +46,6 @@ export function incidentChanges(open: ReadonlySet<IncidentKind>, r: ProbeResult)
   }
   return out;
 }
-
-export type OverallState = 'operational' | 'degraded' | 'down';
 
 /** SPEC 12: operational when both checks hold, degraded when only advancing fails, down when reachable fails. */
 export function overallState(reachable: boolean, advancing: boolean): OverallState {

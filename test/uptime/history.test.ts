@@ -114,17 +114,21 @@ t.test('a store file of the previous schema version opens migrated, its rows kep
   s.add({ t: T0, reachable: true, advancing: true });
   s.openIncident('stalled', T0, 'x', T0);
   s.close(T0);
-  // Back to the version before this one: its tables gone, its number set.
+  // Back to the version before the last two (history, then impact and scope): their tables and
+  // columns gone, its number set.
   const db = new DatabaseSync(file);
-  db.exec('DROP TABLE maintenance; DROP TABLE latency_hours;');
-  db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 1}`);
+  db.exec(
+    'DROP TABLE maintenance; DROP TABLE latency_hours; DROP TABLE component_days; ALTER TABLE incidents DROP COLUMN impact;',
+  );
+  db.exec(`PRAGMA user_version = ${SCHEMA_VERSION - 2}`);
   db.close();
   const old = new DatabaseSync(file, { readOnly: true });
-  t.equal(pragma(old, 'user_version'), SCHEMA_VERSION - 1, 'the previous version');
+  t.equal(pragma(old, 'user_version'), SCHEMA_VERSION - 2, 'an earlier version');
   old.close();
   const m = UptimeStore.open(file, T0 + 1_000);
   t.same(m.tally(T0), { probes: 1, ok: 1 }, 'probes kept');
   t.equal(m.openIncidents().length, 1, 'incidents kept');
+  t.equal(m.told.recent(0, 10)[0]!.impact, 'minor', "a probe's stall from before impacts: minor");
   const lh = new LatencyHistory(m);
   lh.add(T0 + 1_000, 3);
   lh.flush(T0 + 1_000);

@@ -92,10 +92,10 @@ t.test('admin port: POST, GET and DELETE /uptime/maintenance under the admin-wri
   t.same(
     pub.map((m) => Object.keys(m).sort()),
     [
-      ['end', 'id', 'start', 'title'],
-      ['end', 'id', 'start', 'title'],
+      ['end', 'id', 'scope', 'start', 'title'],
+      ['end', 'id', 'scope', 'start', 'title'],
     ],
-    'uptime.json: { id, title, start, end }',
+    'uptime.json: { id, title, start, end, scope }',
   );
   t.equal(pub[0]!.id, window.id);
 

@@ -15,6 +15,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import type { UpstreamView } from '../../src/uptime/checks.js';
 import { Uptime, type UptimeSettings } from '../../src/uptime/index.js';
+import { Maintenance } from '../../src/uptime/maintenance.js';
 import { MAX_ADMIN_WINDOWS, type MaintenanceChange } from '../../src/uptime/maintenance.js';
 import type { CallTiming, UpstreamState } from '../../src/upstream/node.js';
 
@@ -191,4 +192,27 @@ t.test('admin-made windows: checked, bounded, kept in the store file, ended or r
   for (let i = 0; i < MAX_ADMIN_WINDOWS; i++)
     t.ok('window' in admin2.add(body(T0 + 3_600_000 + i, T0 + 7_200_000)), `window ${i}`, { diagnostic: false });
   t.match(admin2.add(body(T0 + 3_600_000, T0 + 7_200_000)), { status: 409, error: /at most 50/ });
+});
+
+t.test('a window excuses a failure only when the windows under way cover every node', async (t) => {
+  const none = { load: () => [], insert: () => undefined, change: () => false };
+  const m = new Maintenance(
+    none,
+    [
+      { start: iso(T0), end: iso(T0 + 60_000), title: 'node-2', scope: ['node-2'] },
+      { start: iso(T0 + 30_000), end: iso(T0 + 60_000), title: 'node-0 and node-1', scope: ['node-0', 'node-1'] },
+      { start: iso(T0 + 120_000), end: iso(T0 + 180_000), title: 'all' },
+    ],
+    T0,
+  );
+  const fleet = ['node-0', 'node-1', 'node-2'];
+  t.equal(m.excusing(T0 + 1_000, fleet), null, 'node-2 alone never hides the others');
+  t.equal(m.excusing(T0 + 1_000, ['node-2']), m.at(T0 + 1_000), 'a fleet of node-2 alone: excused');
+  t.not(m.excusing(T0 + 40_000, fleet), null, 'two windows together cover all three');
+  t.equal(m.excusing(T0 + 40_000, [...fleet, 'node-3']), null, 'a fourth node could have answered');
+  t.not(m.excusing(T0 + 130_000, fleet), null, '`all` covers every node');
+  t.equal(m.excusing(T0 + 130_000, []), m.at(T0 + 130_000), '`all` even with no node');
+  t.equal(m.excusing(T0 + 1_000, []), null, 'a scoped window with no node: not excused');
+  t.same([...(m.inScope(T0 + 40_000) as Set<string>)].sort(), fleet);
+  t.equal(m.inScope(T0 + 130_000), 'all');
 });

@@ -116,6 +116,7 @@ const incident: IncidentRecord = {
   id: 7,
   kind: 'operator',
   source: 'operator',
+  impact: 'minor',
   startedAt: NOW - 3_600_000,
   endedAt: NOW,
   summary: '<script>alert("title")</script><img src=x onerror=alert(1)>',

@@ -27,7 +27,9 @@ function fakePages(): UptimePages & { current: UptimeReport } {
     checks: { reachable: { ok: true }, advancing: { ok: true, head: '0x1', headAgeSeconds: 0 } },
     uptime: { '24h': 1, '7d': 1, '30d': 1 },
     observedSeconds: { '24h': 60, '7d': 60, '30d': 60 },
-    history: [],
+    history: { from: '2026-11-26T00:00:00.000Z', segmentSeconds: 960, segments: [] },
+    daily: [],
+    components: [],
     incidents: [],
     maintenance: [],
     probeIntervalMs: 5_000,
@@ -64,7 +66,9 @@ t.test('an answer is made once a second, and again at once when the report chang
   const before = memoUptimeAnswer(pages, '/uptime.json', {}, t0 + 5_003);
   pages.current = {
     ...pages.current,
-    maintenance: [{ id: 'admin-1', title: 'Upgrade', start: '2026-11-28T00:00:00Z', end: '2026-11-28T01:00:00Z' }],
+    maintenance: [
+      { id: 'admin-1', title: 'Upgrade', start: '2026-11-28T00:00:00Z', end: '2026-11-28T01:00:00Z', scope: 'all' },
+    ],
   };
   const windowed = memoUptimeAnswer(pages, '/uptime.json', {}, t0 + 5_004);
   t.not(windowed, before, 'a maintenance window makes it again');

@@ -112,6 +112,7 @@ t.test('probes at chosen times: a stall and an outage open and close exactly the
       endedAt: null,
       summary: 'The chain did not advance for more than 60 s (fleet head at block 100)',
       source: 'probe',
+      impact: 'minor',
       updates: [],
       postmortem: false,
     },

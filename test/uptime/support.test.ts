@@ -59,3 +59,29 @@ t.test('the page shows the section only when set', async (t) => {
   t.match(page, /<span id="utc-now"><time datetime="2026-11-26T12:30:05.000Z">2026-11-26 12:30:05 UTC<\/time><\/span>/);
   t.match(page, /X-Request-Id/);
 });
+
+t.test("SPEC 2's shape { url, email }: either may be null; both shown, the link first", async (t) => {
+  const both = { url: 'https://support.example.org/new', email: 'ops@example.org' };
+  t.same(validateConfig({ ...base, uptime: { support: both } }).uptime.support, both);
+  t.same(validateConfig({ ...base, uptime: { support: { url: null, email: 'ops@example.org' } } }).uptime.support, {
+    url: null,
+    email: 'ops@example.org',
+  });
+  t.same(validateConfig({ ...base, uptime: { support: { url: 'https://a.example' } } }).uptime.support, {
+    url: 'https://a.example',
+    email: null,
+  });
+  for (const bad of [
+    { url: 'mailto:ops@example.org' },
+    { email: 'https://a.example' },
+    { url: 'javascript:alert(1)' },
+    { url: 'https://a.example', other: 1 },
+  ])
+    t.throws(() => validateConfig({ ...base, uptime: { support: bad } }), ConfigError, JSON.stringify(bad));
+  const page = renderPage(null, 'T', both, Date.UTC(2026, 10, 26, 12, 30, 5));
+  t.match(
+    page,
+    /<a href="https:\/\/support\.example\.org\/new" rel="noopener noreferrer">https:\/\/support\.example\.org\/new<\/a> or <a href="mailto:ops@example\.org"/,
+  );
+  t.notMatch(renderPage(null, 'T', { url: null, email: null }), /Report a problem/, 'both null: not shown');
+});
