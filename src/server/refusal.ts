@@ -26,12 +26,20 @@ export function rawRefusal(e: RpcError): string {
  * Writes `answer` (a rawRefusal) and closes the socket with a linger. Not when an answer is
  * already being written on it (node:http's response in flight, its head sent: the refusal's bytes
  * would land inside that answer's body) nor when it lingers already (its last answer went out):
- * then it is only closed, as Node's own clientError handler does.
+ * then that answer is let finish and the connection is closed after it (with a linger), or only
+ * closed when it cannot finish.
  */
 export function refuseSocket(socket: Duplex, answer: string, lingering: Lingering): void {
   if (lingering.has(socket)) return;
   // Node's default handler reads the same field: the response node:http is writing on the socket.
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (inFlight != null && inFlight.headersSent && !inFlight.writableFinished && !socket.destroyed) {
+    // A valid call's answer is on its way: it goes out whole, then the connection closes (Node's
+    // own handler destroys the socket here, cutting that answer short). The parser has failed, so
+    // nothing more is read as a request meanwhile.
+    inFlight.once('finish', () => lingering.close(socket));
+    return;
+  }
   if (!socket.writable || socket.destroyed || inFlight?.headersSent === true) {
     socket.destroy();
     return;
