@@ -106,16 +106,22 @@ t.test('the manifests agree with the configuration they ship', async (t) => {
 t.test(
   'the Prometheus scrape job is the one config/alerts.yml selects, on the admin port of the Switchyard pods',
   async (t) => {
-    // The job name the alerts select, read from the rules (SwitchyardDown: up{job="..."} == 0).
+    // The job name the alerts select, read from the one rule that names it (the recording rule
+    // switchyard:up: up{job="..."}), which every alert reads the targets through.
     const alerts = parse(readFileSync(fileURLToPath(new URL('../../config/alerts.yml', import.meta.url)), 'utf8')) as {
-      groups: { rules: { alert?: string; expr: string }[] }[];
+      groups: { rules: { alert?: string; record?: string; expr: string }[] }[];
     };
     const rules = alerts.groups.flatMap((g) => g.rules);
-    const jobs = new Set(rules.flatMap((r) => [...r.expr.matchAll(/\bup\{job="([^"]+)"\}/g)].map((m) => m[1]!)));
+    const jobs = new Set(rules.flatMap((r) => [...r.expr.matchAll(/\bjob="([^"]+)"/g)].map((m) => m[1]!)));
     t.same([...jobs].length, 1, `the rules select one job: ${[...jobs].join(', ')}`);
     const job = [...jobs][0]!;
+    t.equal(
+      rules.find((r) => r.record === 'switchyard:up')?.expr.trim(),
+      `up{job="${job}"}`,
+      'switchyard:up is up of that job',
+    );
     t.ok(
-      rules.some((r) => r.alert === 'SwitchyardTargetAbsent' && r.expr.includes(`job="${job}"`)),
+      rules.some((r) => r.alert === 'SwitchyardTargetAbsent' && r.expr.includes('absent(switchyard:up)')),
       'SwitchyardTargetAbsent watches that job',
     );
 

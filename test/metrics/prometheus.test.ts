@@ -357,6 +357,9 @@ if (!existsSync(PROMETHEUS)) {
 
       await t.test('every metric named by a dashboard panel or an alert rule exists', async (t) => {
         const known = new Set(await promApi<string[]>(prom, '/api/v1/label/__name__/values'));
+        // Series the rules record themselves (switchyard:up, switchyard:target_chain_id) exist
+        // once the rule group has run; what they read is checked like any other expression.
+        for (const r of alertRules()) if (r.record) known.add(r.record);
         const uses = [
           ...dashboardQueries(),
           ...alertRules().map((r) => ({ where: `alert ${r.alert ?? r.record}`, expr: r.expr })),
@@ -416,6 +419,21 @@ if (!existsSync(PROMETHEUS)) {
         ]) {
           t.ok(names.includes(required), `${required} is defined`);
         }
+        // The chain every alert names: the recording rule joins it from switchyard_build_info of
+        // the scraped replica (the configured chain id, 0xba).
+        const chains = await waitFor(
+          'switchyard:target_chain_id recorded',
+          async () => {
+            const v = await query(prom, 'switchyard:target_chain_id');
+            return v.length > 0 ? v : undefined;
+          },
+          { timeoutMs: 15_000, intervalMs: 250 },
+        );
+        t.same(
+          chains.map((c) => [c.metric.chain_id, c.metric.instance !== undefined]),
+          [['0xba', true]],
+          'one replica, on chain 0xba',
+        );
         const alerts = await promApi<{ alerts: { labels: Record<string, string>; state: string }[] }>(
           prom,
           '/api/v1/alerts',
