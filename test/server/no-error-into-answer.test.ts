@@ -43,12 +43,12 @@ t.test('a malformed request behind an answer being written gets no 400 inside th
     socket.write(
       `POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(CALL)}\r\n\r\n${CALL}`,
     );
-    await waitFor('the answer head', () => Buffer.concat(chunks).includes('\r\n\r\n'), 30_000);
+    await waitFor('the answer head', () => Buffer.concat(chunks).includes('\r\n\r\n'), { timeoutMs: 30_000 });
     // Stop reading: the server's writes fill the socket buffers, so the answer stays in flight.
     socket.pause();
     socket.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header Line\r\n\r\n');
     socket.resume();
-    await waitFor('the connection closed', () => closed, 60_000);
+    await waitFor('the connection closed', () => closed, { timeoutMs: 60_000 });
 
     const all = Buffer.concat(chunks);
     const headEnd = all.indexOf('\r\n\r\n');
