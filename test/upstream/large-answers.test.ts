@@ -151,7 +151,7 @@ t.test('a large block answer: checked for the hash it was asked by, without read
   answerHash = `0x${'cd'.repeat(32)}`;
   t.same(
     (await c.call('eth_getBlockByHash', params, 10_000)).verdict,
-    { kind: 'retry', reason: 'bad_body', health: true },
+    { kind: 'retry', reason: 'wrong_answer', health: false, why: 'not what was asked' },
     'another block is a wrong answer',
   );
 });

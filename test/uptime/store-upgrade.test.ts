@@ -44,13 +44,16 @@ const EXPECTED = {
     endedAt: 1768082400000,
     summary: 'Degraded reads on node-b',
     source: 'operator',
+    // The version that wrote the file had no impact: an operator's incident takes the default.
+    impact: 'minor',
     updates: [
       { status: 'resolved', message: 'Fixed: a disk was full', at: 1768082400000 },
       { status: 'investigating', message: 'Looking into slow eth_getLogs', at: 1768078800000 },
     ],
     postmortem: { markdown: '# What happened\n\nA **full disk** on node-b.', at: 1768086000000 },
   },
-  windows: [{ id: 1, title: 'Database migration', start: 1768093200000, end: 1768096800000 }],
+  // Nor scopes: a window it kept covers every node, as every window then did.
+  windows: [{ id: 1, title: 'Database migration', start: 1768093200000, end: 1768096800000, scope: 'all' }],
   latency: [
     { probes: 12, p50Ms: 11.7, p95Ms: 18.1 },
     { probes: 12, p50Ms: 23.5, p95Ms: 30.4 },
