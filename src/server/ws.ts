@@ -280,7 +280,9 @@ export class WsFront {
         raw.uncork();
       });
     }
-    ws.send(Buffer.from(text));
+    // Bytes, but a text frame: clients that follow the WebSocket API (browsers, Node's own
+    // WebSocket, viem on it) hand a binary frame over as a Blob, which is no JSON-RPC message.
+    ws.send(Buffer.from(text), { binary: false });
   }
 
   /**
