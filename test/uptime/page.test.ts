@@ -7,7 +7,7 @@
  * incident). Screenshots are saved under .tap/artifacts/.
  */
 import t, { type Test } from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,21 +19,9 @@ import { get, post } from '../helpers/rpc.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
+import { axeSerious, CHROMIUM, FLAGS } from '../helpers/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = fileURLToPath(new URL('../../.tap/artifacts/', import.meta.url));
-
-/** Flags for a browser on a machine with no way out: nothing phones home, nothing waits on the network. */
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 async function report(base: string): Promise<UptimeReport> {
   const r = await get(`${base}/uptime.json`);
@@ -43,28 +31,6 @@ async function report(base: string): Promise<UptimeReport> {
 
 async function openIncidents(adminUrl: string, kind: string): Promise<number | undefined> {
   return metricSamples((await get(`${adminUrl}/metrics`)).text, 'switchyard_uptime_incident_open', { kind })[0];
-}
-
-const AXE = readFileSync(fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url)), 'utf8');
-
-/**
- * axe-core run in the page: the serious and critical violations, as "rule: n nodes". It is
- * evaluated through the devtools protocol, not added as a script tag, because the page's CSP
- * rightly refuses any inline script but its own.
- */
-async function axeSerious(page: Page): Promise<string[]> {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
-  return page.evaluate(async () => {
-    const axe = (
-      window as unknown as {
-        axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> };
-      }
-    ).axe;
-    const r = await axe.run();
-    return r.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id}: ${v.nodes.length} nodes`);
-  });
 }
 
 const text = (page: Page, selector: string): Promise<string> => page.locator(selector).innerText();
