@@ -65,51 +65,113 @@ export function unknownMember(block: Record<string, unknown>): string | null {
 /**
  * The header hash of a block answer whose members are all known (unknownMember is null), as
  * lowercase "0x…" text. A fork's field is left out where the answer has none (or null): an older
- * block. Throws Malformed. The RLP is written straight from the members' hex digits: a header is
- * verified on every miss of a block, and this is most of what that costs besides the hash.
+ * block. Throws Malformed. The RLP is written in one pass from the members' hex digits into one
+ * reused buffer (the list's length prefix last, in front of its payload): a header is verified on
+ * every miss of a block, and this is most of what that costs besides the hash.
  */
 export function headerHash(block: Record<string, unknown>): string {
-  const digits: string[] = [];
+  let at = LIST_PREFIX_ROOM;
   for (let i = 0; i < HEADER.length; i++) {
     const [member, kind, size] = HEADER[i]!;
     const v = block[member];
     if (i >= ALWAYS && (v === undefined || v === null)) continue;
     if (typeof v !== 'string' || v.charCodeAt(0) !== 0x30 || v.charCodeAt(1) !== 0x78) throw new Malformed(member);
-    const d = v.slice(2);
-    if (kind === 'data') {
-      if (!EVEN_HEX.test(d) || (size !== undefined && d.length !== 2 * size)) throw new Malformed(member);
-      digits.push(d);
-    } else {
-      if (!QUANTITY.test(d)) throw new Malformed(member);
-      const q = d.replace(LEADING_ZEROS, '');
-      digits.push(q.length % 2 === 1 ? `0${q}` : q);
-    }
+    at = kind === 'data' ? writeData(v, size, member, at) : writeQuantity(v, member, at);
   }
-  return keccakHex(rlpListOfHex(digits));
+  const payload = at - LIST_PREFIX_ROOM;
+  const prefix = payload <= 55 ? 1 : 1 + byteLength(payload);
+  const start = LIST_PREFIX_ROOM - prefix;
+  writeLength(scratch, start, payload, 0xc0);
+  return keccakHex(scratch.subarray(start, at));
 }
 
-const EVEN_HEX = /^(?:[0-9a-fA-F]{2})*$/;
-const QUANTITY = /^[0-9a-fA-F]{1,64}$/;
-const LEADING_ZEROS = /^0+/;
+/** Room kept in front of the payload for the list's prefix (a header's payload is under 2^32 bytes). */
+const LIST_PREFIX_ROOM = 5;
+/** The buffer headers are encoded in; grown (never shrunk) for a header with a long extraData. */
+let scratch = Buffer.allocUnsafe(2048);
 
-/** The RLP encoding of a list of byte strings, each given as its hex digits (an even count, no 0x). */
-export function rlpListOfHex(items: readonly string[]): Uint8Array {
-  let payload = 0;
-  for (const d of items) {
-    const n = d.length >> 1;
-    payload += n === 1 && Number.parseInt(d, 16) < 0x80 ? 1 : n <= 55 ? 1 + n : 1 + byteLength(n) + n;
+/** Room for `n` more bytes at `at`, the bytes written so far kept. */
+function room(at: number, n: number): void {
+  if (at + n <= scratch.length) return;
+  const bigger = Buffer.allocUnsafe(Math.max(scratch.length * 2, at + n));
+  scratch.copy(bigger, 0, 0, at);
+  scratch = bigger;
+}
+
+/** Each hex digit's value by character code, -1 for a character that is not one. */
+const NIBBLE = new Int8Array(128).fill(-1);
+for (let c = 0; c < 10; c++) NIBBLE[0x30 + c] = c;
+for (let c = 0; c < 6; c++) {
+  NIBBLE[0x41 + c] = 10 + c;
+  NIBBLE[0x61 + c] = 10 + c;
+}
+
+function nibble(v: string, i: number, member: string): number {
+  const c = v.charCodeAt(i);
+  const n = c < 128 ? NIBBLE[c]! : -1;
+  if (n < 0) throw new Malformed(member);
+  return n;
+}
+
+/** DATA "0x…" (hex digits from index 2, an even count, `size` bytes where given) as an RLP string. */
+function writeData(v: string, size: number | undefined, member: string, at: number): number {
+  const digits = v.length - 2;
+  if (digits % 2 === 1 || (size !== undefined && digits !== 2 * size)) throw new Malformed(member);
+  return writeDigits(v, 2, digits >> 1, member, at);
+}
+
+/** QUANTITY "0x…" (1 to 64 hex digits) as the RLP string of its minimal big-endian bytes. */
+function writeQuantity(v: string, member: string, at: number): number {
+  if (v.length < 3 || v.length > 66) throw new Malformed(member);
+  let first = 2;
+  while (first < v.length && v.charCodeAt(first) === 0x30) first++;
+  const digits = v.length - first;
+  if (digits === 0) {
+    room(at, 1);
+    scratch[at] = 0x80;
+    return at + 1;
   }
-  const out = Buffer.allocUnsafe((payload <= 55 ? 1 : 1 + byteLength(payload)) + payload);
-  let at = writeLength(out, 0, payload, 0xc0);
-  for (const d of items) {
-    const n = d.length >> 1;
-    if (n === 1 && Number.parseInt(d, 16) < 0x80) out[at++] = Number.parseInt(d, 16);
-    else {
-      at = writeLength(out, at, n, 0x80);
-      at += out.write(d, at, 'hex');
+  if (digits % 2 === 0) return writeDigits(v, first, digits >> 1, member, at);
+  // An odd count: the first byte is its first digit alone.
+  const n = (digits + 1) >> 1;
+  const high = nibble(v, first, member);
+  if (n === 1 && high < 0x80) {
+    room(at, 1);
+    scratch[at] = high;
+    return at + 1;
+  }
+  at = writePrefix(at, n);
+  scratch[at++] = high;
+  return writeHex(v, first + 1, n - 1, member, at);
+}
+
+/** `n` bytes from the hex digits of `v` at `from` as an RLP string (a byte under 0x80 stands alone). */
+function writeDigits(v: string, from: number, n: number, member: string, at: number): number {
+  if (n === 1) {
+    const b = (nibble(v, from, member) << 4) | nibble(v, from + 1, member);
+    if (b < 0x80) {
+      room(at, 1);
+      scratch[at] = b;
+      return at + 1;
     }
   }
-  return out;
+  return writeHex(v, from, n, member, writePrefix(at, n));
+}
+
+/**
+ * `n` bytes from the hex digits of `v` at `from`, at `at` (room made). Buffer's hex decoding stops
+ * at the first character that is not a digit, so fewer bytes than asked means a malformed member.
+ */
+function writeHex(v: string, from: number, n: number, member: string, at: number): number {
+  if (n === 0) return at;
+  if (scratch.write(v.slice(from, from + 2 * n), at, 'hex') !== n) throw new Malformed(member);
+  return at + n;
+}
+
+/** The prefix of an RLP string of `n` bytes, with room made for them. */
+function writePrefix(at: number, n: number): number {
+  room(at, 9 + n);
+  return writeLength(scratch, at, n, 0x80);
 }
 
 function byteLength(n: number): number {
