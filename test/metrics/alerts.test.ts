@@ -142,24 +142,27 @@ t.test('the scrape job is selected in one place: the recording rule switchyard:u
     t.notMatch(r.expr, /(?<![\w:])up\b/, `${r.record ?? r.alert} reads up through switchyard:up`);
 });
 
-t.test('every rule reads the switchyard_* metrics of the selected job only: joined and grouped by job and instance', async (t) => {
-  const JOIN = '* on (job, instance) group_left (chain_id) switchyard:target_chain_id';
-  for (const r of all) {
-    const name = r.record ?? r.alert;
-    // Grouping or matching by instance alone would merge the same replica scraped by two jobs.
-    for (const m of r.expr.matchAll(/\b(by|on)\s*\(([^)]*)\)/g)) {
-      const labels = m[2]!.split(',').map((x) => x.trim());
-      if (labels.includes('instance')) t.ok(labels.includes('job'), `${name}: ${m[0]} names job too`);
+t.test(
+  'every rule reads the switchyard_* metrics of the selected job only: joined and grouped by job and instance',
+  async (t) => {
+    const JOIN = '* on (job, instance) group_left (chain_id) switchyard:target_chain_id';
+    for (const r of all) {
+      const name = r.record ?? r.alert;
+      // Grouping or matching by instance alone would merge the same replica scraped by two jobs.
+      for (const m of r.expr.matchAll(/\b(by|on)\s*\(([^)]*)\)/g)) {
+        const labels = m[2]!.split(',').map((x) => x.trim());
+        if (labels.includes('instance')) t.ok(labels.includes('job'), `${name}: ${m[0]} names job too`);
+      }
+      if (r.record === 'switchyard:target_chain_id' || !/\b(switchyard|process|nodejs)_\w+/.test(r.expr)) continue;
+      t.ok(r.expr.includes(JOIN), `${name} reads its metrics through ${JOIN}`);
     }
-    if (r.record === 'switchyard:target_chain_id' || !/\b(switchyard|process|nodejs)_\w+/.test(r.expr)) continue;
-    t.ok(r.expr.includes(JOIN), `${name} reads its metrics through ${JOIN}`);
-  }
-  // A second job scraping the same replicas is in the unit tests, so the claim is tested.
-  t.ok(
-    unit.tests.some((u) => u.input_series.some((x) => x.series.includes(`job="${OTHER_JOB}"`))),
-    `a unit test feeds series of job ${OTHER_JOB}`,
-  );
-});
+    // A second job scraping the same replicas is in the unit tests, so the claim is tested.
+    t.ok(
+      unit.tests.some((u) => u.input_series.some((x) => x.series.includes(`job="${OTHER_JOB}"`))),
+      `a unit test feeds series of job ${OTHER_JOB}`,
+    );
+  },
+);
 
 t.test('the availability SLO: one objective, the SRE workbook windows and burn rates, a traffic guard', async (t) => {
   const objective = all.filter((r) => r.record === 'switchyard:slo_objective');
@@ -190,7 +193,11 @@ t.test('the availability SLO: one objective, the SRE workbook windows and burn r
     );
   }
   t.equal(rules.find((r) => r.alert === 'AvailabilitySLOFastBurn')?.labels?.severity, 'critical', 'fast burn pages');
-  t.equal(rules.find((r) => r.alert === 'AvailabilitySLOSlowBurn')?.labels?.severity, 'warning', 'slow burn is a ticket');
+  t.equal(
+    rules.find((r) => r.alert === 'AvailabilitySLOSlowBurn')?.labels?.severity,
+    'warning',
+    'slow burn is a ticket',
+  );
 });
 
 t.test('an alert defined at two severities fires at each in a test', async (t) => {
@@ -198,7 +205,9 @@ t.test('an alert defined at two severities fires at each in a test', async (t) =
   for (const r of rules) {
     if (rules.filter((x) => x.alert === r.alert).length < 2) continue;
     t.ok(
-      cases.some((c) => c.alertname === r.alert && c.exp_alerts.some((a) => a.exp_labels?.severity === r.labels?.severity)),
+      cases.some(
+        (c) => c.alertname === r.alert && c.exp_alerts.some((a) => a.exp_labels?.severity === r.labels?.severity),
+      ),
       `${r.alert} fires at ${r.labels?.severity}`,
     );
   }
