@@ -2,8 +2,11 @@
 // runbook_url whose anchor is a heading of docs/observability.md (its runbook); config/alerts.test.yml tests every alert both
 // firing and quiet, with series Switchyard really emits (names from the metrics registry, label
 // values from the closed sets of the code that produces them), every expected alert carrying chain_id,
-// instance and its annotations; the scrape job is selected in one recording rule; and `promtool test
-// rules` passes on the shipped files, unmodified.
+// instance and its annotations; the scrape job is selected in one recording rule and every rule
+// reads the metrics of that job only (joined and grouped by job and instance); the availability
+// SLO has one objective and the SRE workbook's windows, burn rates and a traffic guard; an alert
+// defined at two severities fires at each; and `promtool test rules` passes on the shipped files,
+// unmodified.
 
 import t from 'tap';
 import { execFile } from 'node:child_process';
