@@ -2,8 +2,11 @@
 // runbook_url whose anchor is a heading of docs/observability.md (its runbook); config/alerts.test.yml tests every alert both
 // firing and quiet, with series Switchyard really emits (names from the metrics registry, label
 // values from the closed sets of the code that produces them), every expected alert carrying chain_id,
-// instance and its annotations; the scrape job is selected in one recording rule; and `promtool test
-// rules` passes on the shipped files, unmodified.
+// instance and its annotations; the scrape job is selected in one recording rule and every rule
+// reads the metrics of that job only (joined and grouped by job and instance); the availability
+// SLO has one objective and the SRE workbook's windows, burn rates and a traffic guard; an alert
+// defined at two severities fires at each; and `promtool test rules` passes on the shipped files,
+// unmodified.
 
 import t from 'tap';
 import { execFile } from 'node:child_process';
@@ -29,6 +32,7 @@ interface Rule {
   alert?: string;
   record?: string;
   expr: string;
+  labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
 interface UnitTest {
@@ -58,6 +62,10 @@ function anchors(markdown: string): Set<string> {
     );
   return out;
 }
+
+/** The job switchyard:up selects, and another job scraping the same replicas (a prometheus.io/* annotation job). */
+const JOB = 'switchyard';
+const OTHER_JOB = 'kubernetes-pods';
 
 /** The one base every runbook_url starts with, and the dashboard every alert links (docs/observability.md). */
 const RUNBOOK_BASE = 'https://switchyard.example/docs/observability.md';
@@ -112,6 +120,10 @@ t.test('every expected alert names its chain and replica, with its annotations',
         `${c.alertname}: every annotation expected`,
       );
     }
+  // The job the alert is about is the selected one; SwitchyardTargetAbsent has none (no target).
+  for (const c of cases)
+    if (c.alertname !== 'SwitchyardTargetAbsent')
+      for (const a of c.exp_alerts) t.equal(a.exp_labels?.job, JOB, `${c.alertname}: job ${JOB}`);
   // Both ways of not knowing a replica's chain are exercised: a chain remembered, and none ever seen.
   const absent = cases.filter((c) => c.alertname === 'SwitchyardTargetAbsent').flatMap((c) => c.exp_alerts);
   t.same(
@@ -131,6 +143,82 @@ t.test('the scrape job is selected in one place: the recording rule switchyard:u
   t.match(selecting[0]?.expr, /^\s*up\{job="[^"]+"\}\s*$/, 'it is up of that job, nothing else');
   for (const r of all.filter((r) => r.record !== 'switchyard:up'))
     t.notMatch(r.expr, /(?<![\w:])up\b/, `${r.record ?? r.alert} reads up through switchyard:up`);
+});
+
+t.test(
+  'every rule reads the switchyard_* metrics of the selected job only: joined and grouped by job and instance',
+  async (t) => {
+    const JOIN = '* on (job, instance) group_left (chain_id) switchyard:target_chain_id';
+    for (const r of all) {
+      const name = r.record ?? r.alert;
+      // Grouping or matching by instance alone would merge the same replica scraped by two jobs.
+      for (const m of r.expr.matchAll(/\b(by|on)\s*\(([^)]*)\)/g)) {
+        const labels = m[2]!.split(',').map((x) => x.trim());
+        if (labels.includes('instance')) t.ok(labels.includes('job'), `${name}: ${m[0]} names job too`);
+      }
+      if (r.record === 'switchyard:target_chain_id' || !/\b(switchyard|process|nodejs)_\w+/.test(r.expr)) continue;
+      t.ok(r.expr.includes(JOIN), `${name} reads its metrics through ${JOIN}`);
+    }
+    // A second job scraping the same replicas is in the unit tests, so the claim is tested.
+    t.ok(
+      unit.tests.some((u) => u.input_series.some((x) => x.series.includes(`job="${OTHER_JOB}"`))),
+      `a unit test feeds series of job ${OTHER_JOB}`,
+    );
+  },
+);
+
+t.test('the availability SLO: one objective, the SRE workbook windows and burn rates, a traffic guard', async (t) => {
+  const objective = all.filter((r) => r.record === 'switchyard:slo_objective');
+  t.equal(objective.length, 1, 'the objective is recorded once');
+  t.match(objective[0]?.expr, /^\s*vector\(0\.999\)\s*$/, '99.9%');
+  for (const w of ['5m', '30m', '1h', '6h', '3d']) {
+    const burn = all.find((r) => r.record === `switchyard:slo_burn_rate:${w}`);
+    t.ok(burn, `burn rate over ${w} recorded`);
+    t.match(burn?.expr, /1 - switchyard:slo_objective/, `${w}: divided by the budget of the one objective`);
+    if (w !== '5m') t.match(burn?.expr, new RegExp(`\\[${w}\\]`), `${w}: over ${w}`);
+  }
+  const expr = (name: string): string => rules.find((r) => r.alert === name)?.expr ?? '';
+  // Each long window pairs with its short one at the workbook's factor, behind the guard.
+  const pairs: [string, string, string, string][] = [
+    ['AvailabilitySLOFastBurn', '1h', '5m', '14.4'],
+    ['AvailabilitySLOFastBurn', '6h', '30m', '6'],
+    ['AvailabilitySLOSlowBurn', '3d', '6h', '1'],
+  ];
+  for (const [alert, long, short, factor] of pairs) {
+    const f = factor.replace('.', '\\.');
+    t.match(
+      expr(alert),
+      new RegExp(
+        `switchyard:slo_burn_rate:${long} > ${f}\\s+and on \\(job, chain_id\\) switchyard:slo_burn_rate:${short} > ${f}\\s+` +
+          `and on \\(job, chain_id\\) avg_over_time\\(switchyard:slo_calls:rate5m\\[${long}\\]\\) >= 1`,
+      ),
+      `${alert}: ${factor}x over ${long} and ${short}, at least 1 call/s over ${long}`,
+    );
+  }
+  t.equal(rules.find((r) => r.alert === 'AvailabilitySLOFastBurn')?.labels?.severity, 'critical', 'fast burn pages');
+  t.equal(
+    rules.find((r) => r.alert === 'AvailabilitySLOSlowBurn')?.labels?.severity,
+    'warning',
+    'slow burn is a ticket',
+  );
+});
+
+t.test('an alert defined at two severities fires at each in a test', async (t) => {
+  const cases = unit.tests.flatMap((u) => u.alert_rule_test);
+  for (const r of rules) {
+    if (rules.filter((x) => x.alert === r.alert).length < 2) continue;
+    t.ok(
+      cases.some(
+        (c) => c.alertname === r.alert && c.exp_alerts.some((a) => a.exp_labels?.severity === r.labels?.severity),
+      ),
+      `${r.alert} fires at ${r.labels?.severity}`,
+    );
+  }
+  t.same(
+    rules.filter((r) => r.alert === 'UpstreamQuarantined').map((r) => r.labels?.severity),
+    ['warning', 'critical'],
+    'UpstreamQuarantined: a warning while another upstream serves, critical when none is healthy',
+  );
 });
 
 t.test('the unit tests feed only series Switchyard emits', async (t) => {
@@ -158,7 +246,7 @@ t.test('the unit tests feed only series Switchyard emits', async (t) => {
       }
       const name = m[1]!;
       const labels = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
-      t.equal(labels.job, 'switchyard', `${series}: job="switchyard"`);
+      t.ok([JOB, OTHER_JOB].includes(labels.job!), `${series}: job="${JOB}" (or the second job)`);
       if (name === 'up') continue;
       const base = name.replace(/_(bucket|sum|count)$/, '');
       // Registered only while a Redis is in use (src/metrics/redis.ts); it has no labels.

@@ -85,12 +85,16 @@ function metricNames(expr: string): string[] {
   return [...names];
 }
 
-/** Grafana's variables as a real dashboard load would fill them, so expressions can be run as-is. */
-function expandGrafana(expr: string): string {
+/**
+ * Grafana's variables as a real dashboard load would fill them, so expressions can be run as-is:
+ * "All" (`.*`) for each, or one chain id for `$chain_id`.
+ */
+function expandGrafana(expr: string, chain = '.*'): string {
   return expr
     .replace(/\$__rate_interval|\$\{__rate_interval\}/g, '1m')
     .replace(/\$__interval|\$\{__interval\}/g, '15s')
     .replace(/\$__range|\$\{__range\}/g, '5m')
+    .replace(/\$\{?chain_id\}?/g, chain)
     .replace(/\$\{?(instance|job|upstream)\}?/g, '.*');
 }
 
@@ -368,7 +372,9 @@ if (!existsSync(PROMETHEUS)) {
         const missing = new Map<string, string[]>();
         for (const { where, expr } of uses) {
           const names = metricNames(expr);
-          if (!/^\s*label_values\(/.test(expr)) t.ok(names.length > 0, `${where} names a metric: ${expr}`);
+          // A constant (the SLO's objective, switchyard:slo_objective) is the one expression without a metric.
+          if (!/^\s*label_values\(|^\s*vector\([\d.]+\)\s*$/.test(expr))
+            t.ok(names.length > 0, `${where} names a metric: ${expr}`);
           for (const n of names) if (!known.has(n)) missing.set(n, [...(missing.get(n) ?? []), where]);
         }
         for (const [name, where] of missing) t.comment(`not exported: ${name} (used by ${where.join(', ')})`);
@@ -389,6 +395,31 @@ if (!existsSync(PROMETHEUS)) {
           }
           await t.resolves(query(prom, expandGrafana(expr)), `${where}: ${expr}`);
         }
+      });
+
+      await t.test('every dashboard expression honours the chain variable', async (t) => {
+        // The SLO panels read recording rules: wait until the group has recorded them.
+        await waitFor(
+          'the SLO burn rates recorded',
+          async () => (await query(prom, 'switchyard:slo_burn_rate:1h{chain_id="0xba"}')).length > 0,
+          { timeoutMs: 20_000, intervalMs: 250 },
+        );
+        // A series that says nothing of a chain: `or vector(0)`'s stand-in for "none".
+        const real = (v: Vector): Vector => v.filter((r) => Object.keys(r.metric).length > 0 || r.value[1] !== '0');
+        let answered = 0;
+        for (const { where, expr } of dashboardQueries()) {
+          if (/^\s*label_values\(/.test(expr)) continue;
+          const ours = real(await query(prom, expandGrafana(expr, '0xba')));
+          const all = real(await query(prom, expandGrafana(expr)));
+          t.equal(ours.length, all.length, `${where}: chain 0xba (this replica's) shows what "All" shows`);
+          if (ours.length > 0) answered++;
+          t.same(
+            real(await query(prom, expandGrafana(expr, '0x1'))),
+            [],
+            `${where}: chain 0x1 (no replica) shows nothing`,
+          );
+        }
+        t.ok(answered >= 40, `${answered} expressions had data for chain 0xba, and none for chain 0x1`);
       });
 
       await t.test('the alert rules loaded and evaluate without errors', async (t) => {
