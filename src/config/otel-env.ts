@@ -57,14 +57,17 @@ export function applyOtelEnv(raw: unknown, env: NodeJS.ProcessEnv): OtelEnvResul
     if (endpoint !== undefined) tracing.endpoint = endpoint;
   }
   if (!('exportTimeoutMs' in file)) {
-    const name = read(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT') ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT';
+    const name = read(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT')
+      ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'
+      : 'OTEL_EXPORTER_OTLP_TIMEOUT';
     const text = read(env, name);
     if (text !== undefined) {
       if (/^\d{1,9}$/.test(text) && Number(text) > 0) tracing.exportTimeoutMs = Number(text);
       else problems.push(`${name}: expected a positive whole number of milliseconds, got ${JSON.stringify(text)}`);
     }
   }
-  if (isTree(file.headers) || !('headers' in file)) tracing.headers = headersOf(env, (file.headers ?? {}) as Tree, problems);
+  if (isTree(file.headers) || !('headers' in file))
+    tracing.headers = headersOf(env, (file.headers ?? {}) as Tree, problems);
   const attributes = pairs(env, 'OTEL_RESOURCE_ATTRIBUTES', problems, 'attribute') ?? {};
   if (!('serviceName' in file)) {
     const name = read(env, 'OTEL_SERVICE_NAME') ?? attributes['service.name'];

@@ -30,9 +30,7 @@ interface Seen {
 
 const anvil = await startAnvil();
 t.teardown(() => anvil.stop());
-const sy = await start(
-  testConfig({ upstreams: [{ name: 'solo', url: anvil.url }], server: { maxBodyBytes: 4096 } }),
-);
+const sy = await start(testConfig({ upstreams: [{ name: 'solo', url: anvil.url }], server: { maxBodyBytes: 4096 } }));
 t.teardown(() => sy.stop());
 const url = `http://127.0.0.1:${sy.ports.http}`;
 await waitFor('ready', () => sy.ready);
@@ -129,7 +127,9 @@ t.test('an oversized plain POST: refused 413 and the connection closed, its even
   let text = '';
   socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
   const closed = new Promise<void>((r) => socket.once('close', () => r()));
-  socket.write('POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{');
+  socket.write(
+    'POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{',
+  );
   await closed;
   t.match(text, /^HTTP\/1\.1 413 /, 'a 413');
   t.match(text, /connection: close/i, 'and the connection closes');
