@@ -2,10 +2,11 @@
  * The SERVER span of an HTTP request, as OpenTelemetry's HTTP server span conventions (stable)
  * describe it: the required `http.request.method`, `url.path`, `url.scheme`; the conditionally
  * required `http.response.status_code`, `http.route`, `url.query`, `server.port` and `error.type`;
- * the recommended `server.address`, `network.protocol.version`, `client.address` and
- * `user_agent.original`. Read only when the trace is exported, from the request as it came.
- * Nothing secret: a path's segments after the first are REDACTED (`/key/<api key>` becomes
- * `/key/REDACTED`), a query keeps its names and not its values.
+ * the recommended `server.address`, `network.protocol.version` and `user_agent.original`. Read only
+ * when the trace is exported, from the request as it came. Nothing secret: a path's segments after
+ * the first are REDACTED (`/key/<api key>` becomes `/key/REDACTED`), a query keeps its names and not
+ * its values. The recommended `client.address` and `network.peer.*` are left out: SPEC 13 keeps
+ * addresses out of spans, and a client's IP is in its request log line, found by `trace_id`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Attributes } from '@opentelemetry/api';
@@ -19,8 +20,6 @@ export interface HttpServerRequest {
     readonly httpVersionMajor: number;
     readonly httpVersionMinor: number;
   };
-  /** The client's address as resolved through trusted proxies (server/client-ip.ts). */
-  readonly clientIp: string;
   /** The matched route (`/`, `/key/{key}`); undefined for a path nothing is served at. */
   readonly route: string | undefined;
 }
@@ -53,7 +52,6 @@ export function httpServerAttributes(r: HttpServerRequest, status: number, into:
     into['server.address'] = host.address;
     into['server.port'] = host.port;
   }
-  into['client.address'] = r.clientIp;
   const ua = req.headers['user-agent'];
   if (ua !== undefined) into['user_agent.original'] = ua.slice(0, MAX_UA_CHARS);
   into['http.response.status_code'] = status;
