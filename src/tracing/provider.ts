@@ -29,8 +29,8 @@ export type TracingConfig = Config['tracing'];
 export const INSTANCE_ID = randomUUID();
 
 /**
- * The exporter inside the thread would read these itself and merge them under tracing.headers,
- * case and all: the merge is otel-env.ts's, so the thread does not see them.
+ * The exporter inside the thread would parse these again itself and merge its reading under
+ * tracing.headers: reading them and the merge are otel-env.ts's alone, so the thread does not see them.
  */
 const READ_HERE = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'];
 

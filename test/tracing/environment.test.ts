@@ -198,13 +198,13 @@ t.test('the file wins where it writes a value', async (t) => {
   const fromFile = await startCollector(t);
   const sy = await run(
     t,
-    `, enabled: true, endpoint: "${fromFile.url}", headers: { x-tenant: file-tenant }, serviceName: file-service, resourceAttributes: { team: file-team }`,
+    `, enabled: true, endpoint: "${fromFile.url}", headers: { X-Tenant: file-tenant }, serviceName: file-service, resourceAttributes: { team: file-team }`,
     ENV(fromEnv.url),
   );
   await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] });
   const span = await waitFor('a span at the file collector', () => fromFile.spans.find((s) => s.kind === 2));
   t.equal(fromFile.posts[0]!.path, '/v1/traces');
-  t.equal(fromFile.posts[0]!.headers['x-tenant'], 'file-tenant', "the file's header");
+  t.equal(fromFile.posts[0]!.headers['x-tenant'], 'file-tenant', "the file's header alone, its name's case aside");
   t.equal(fromFile.posts[0]!.headers.authorization, `Bearer ${ENV_TOKEN}`, "the environment's other header");
   t.match(span.resource, {
     'service.name': 'file-service',
