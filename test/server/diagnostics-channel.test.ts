@@ -6,16 +6,20 @@
  * with node:http's objects (an IncomingMessage, a ServerResponse, the socket, the server) for a
  * plain POST, pipelined plain POSTs, a refused oversized one, a chunked POST (node:http's) and a
  * GET; a header the subscriber adds at request.start reaches the client on both paths, and every
- * answer is the right one for its request.
+ * answer is the right one for its request. And an agent preloaded into the built process
+ * (`node --import`) sees the same for a plain POST and a chunked one.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { request } from 'undici';
 import { start } from '../../src/api.js';
 import { startAnvil } from '../helpers/anvil.js';
+import { listeningPorts, runCli } from '../helpers/cli.js';
 import { get, post } from '../helpers/rpc.js';
 import { testConfig } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
@@ -168,4 +172,84 @@ t.test('with nothing subscribed, the lane publishes nothing and answers as befor
   t.same(r.json(), { jsonrpc: '2.0', id: 1, result: '0xba' });
   t.equal(r.headers['x-apm-seen'], undefined);
   t.equal(seen.length, from, 'no event');
+});
+
+/** What the preloaded subscriber writes, one JSON line per event, on stderr. */
+const PRELOAD = `
+import { subscribe } from 'node:diagnostics_channel';
+import { IncomingMessage, ServerResponse } from 'node:http';
+for (const name of ${JSON.stringify(CHANNELS)}) {
+  subscribe(name, (m) => {
+    if (name === 'http.server.request.start') m.response.setHeader('x-apm-seen', '1');
+    process.stderr.write('APM ' + JSON.stringify({
+      name,
+      method: m.request.method,
+      url: m.request.url,
+      incoming: m.request instanceof IncomingMessage,
+      response: m.response instanceof ServerResponse,
+      status: name === 'http.server.response.finish' ? m.response.statusCode : undefined,
+    }) + '\\n');
+  });
+}
+`;
+
+t.test('an agent preloaded into the built process sees plain and node:http requests alike', async (t) => {
+  const dir = t.testdir();
+  const agent = join(dir, 'agent.mjs');
+  writeFileSync(agent, PRELOAD);
+  const file = join(dir, 'config.yaml');
+  writeFileSync(
+    file,
+    `
+server: { host: 127.0.0.1, port: 0, wsPort: null }
+admin: { host: 127.0.0.1, port: 0 }
+upstreams: [ { name: solo, url: "${anvil.url}", discover: false } ]
+rateLimit: { perIp: null }
+uptime: { store: null }
+log: { level: info, requests: 'off' }
+`,
+  );
+  const cli = runCli(t, ['--config', file], { NODE_OPTIONS: `--import=${agent}` });
+  const ports = await waitFor('listening line', () => listeningPorts(cli.stdout()));
+  const admin = `http://127.0.0.1:${ports.admin}`;
+  await waitFor('ready', async () => (await request(`${admin}/ready?upstreams=1`)).statusCode === 200);
+  const base = `http://127.0.0.1:${ports.http}`;
+  const plain = await post(`${base}/`, CHAIN_ID);
+  const chunked = await request(`${base}/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: Readable.from([JSON.stringify(CHAIN_ID)]),
+  });
+  const chunkedBody = await chunked.body.json();
+  t.same(plain.json(), { jsonrpc: '2.0', id: 1, result: '0xba' });
+  t.same(chunkedBody, { jsonrpc: '2.0', id: 1, result: '0xba' });
+  t.equal(plain.headers['x-apm-seen'], '1', "the agent's header on the plain answer");
+  t.equal(chunked.headers['x-apm-seen'], '1', "and on node:http's");
+  const events = await waitFor('six events', () => {
+    const lines = cli
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('APM '))
+      .map((l) => JSON.parse(l.slice(4)) as { name: string; method: string; url: string; status?: number })
+      // The admin port's requests (the readiness checks above) are node:http's too: not these.
+      .filter((e) => e.method === 'POST');
+    return lines.length >= 6 ? lines : undefined;
+  });
+  t.same(
+    events.map((e) => e.name),
+    [...CHANNELS, ...CHANNELS],
+    'each request: created, start, finish',
+  );
+  t.ok(
+    events.every((e) => e.method === 'POST' && e.url === '/' && (e as { incoming?: boolean }).incoming),
+    'IncomingMessages',
+  );
+  t.ok(
+    events.every((e) => (e as { response?: boolean }).response),
+    'ServerResponses',
+  );
+  t.same(
+    events.filter((e) => e.status !== undefined).map((e) => e.status),
+    [200, 200],
+  );
 });
