@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { maskUrlText } from './mask.js';
+import { applyOtelEnv } from './otel-env.js';
 import { configSchema, type Config } from './schema.js';
 
 /** Every problem found in a file, one line each; main.ts turns it into exit code 2. */
@@ -40,10 +41,17 @@ export function parseConfigText(text: string, env: NodeJS.ProcessEnv = process.e
   const problems: string[] = [];
   const expanded = expandEnv(raw, [], env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
-  return validateConfig(expanded);
+  return validateConfig(expanded, env);
 }
 
-export function validateConfig(raw: unknown): Config {
+/**
+ * `env`'s OTEL_* variables fill the tracing section's blanks first (otel-env.ts): a file and an
+ * embedding program's object alike follow the process's OpenTelemetry environment.
+ */
+export function validateConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env): Config {
+  const otel = applyOtelEnv(raw, env);
+  if (otel.problems.length > 0) throw new ConfigError([...otel.problems]);
+  raw = otel.raw;
   // zod 4 leaves `input` out of issues unless asked; without it every "got Y" would say "nothing".
   const result = configSchema.safeParse(raw, { reportInput: true });
   if (!result.success) throw new ConfigError(result.error.issues.map(describeIssue));

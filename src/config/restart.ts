@@ -35,6 +35,7 @@ export const RESTART_KEYS = [
   'tracing.endpoint',
   'tracing.headers',
   'tracing.serviceName',
+  'tracing.resourceAttributes',
   'tracing.maxQueueSize',
   'tracing.maxExportBatchSize',
   'tracing.exportTimeoutMs',

@@ -1,6 +1,8 @@
 /**
  * The `tracing` section of the configuration schema (schema.ts holds the rest): the collector,
  * sampling and the export queue's bounds, with their defaults. Which keys reload: restart.ts.
+ * OpenTelemetry's OTEL_* environment variables fill what the file leaves out (otel-env.ts), before
+ * these defaults apply.
  */
 import { z } from 'zod';
 import { httpUrl } from './checks.js';
@@ -18,6 +20,8 @@ export const tracingSchema = z
     sampleRate: z.number().min(0).max(1).default(0.01),
     /** The exported spans' `service.name` (a fleet of several Switchyards may name each its own). */
     serviceName: z.string().min(1).max(128).default('switchyard'),
+    /** More resource attributes (`deployment.environment.name`, `k8s.pod.name`, ...); over OTEL_RESOURCE_ATTRIBUTES, per key. */
+    resourceAttributes: z.record(z.string().min(1).max(256), z.string().max(4096)).default({}),
     /** A request that takes at least this long is exported whatever the sample. */
     slowMs: positiveInt.default(1_000),
     /** Spans waiting to be exported; past it spans are dropped and counted. */

@@ -4,6 +4,7 @@
  */
 import { type IncomingMessage, type Server, ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { publishRequestStart, publishResponseFinish } from './http-lane-channels.js';
 
 /** The request an answer belongs to, as node's ServerResponse reads it (http-lane.ts PlainRequest has these). */
 type AnsweredRequest = Pick<
@@ -45,7 +46,17 @@ export class LaneReply {
 
   /** The only header set apart from an answer's own: the drain's Connection: close. */
   setHeader(name: 'connection', value: 'close'): void {
-    if (name === 'connection' && value === 'close') this.close = true;
+    if (name !== 'connection' || value !== 'close') return;
+    this.close = true;
+    if (this.res !== null) this.res.shouldKeepAlive = false;
+  }
+
+  /**
+   * An APM agent listens to node:http's channels (http-lane-channels.ts): the answer's
+   * ServerResponse is made now, before the request is handled, and the request announced with it.
+   */
+  observed(): void {
+    publishRequestStart(this.req, this.full(), this.conn.server);
   }
 
   /**
@@ -57,6 +68,12 @@ export class LaneReply {
     headers: readonly string[] | Readonly<Record<string, string | number>>,
     body: string | Buffer,
   ): boolean {
+    // An observed request's answer goes through its ServerResponse (observed()), as `full` writes it.
+    if (this.res !== null) {
+      if (!Array.isArray(headers) && (headers as Record<string, unknown>).connection === 'close')
+        this.res.shouldKeepAlive = false;
+      return false;
+    }
     let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n`;
     if (Array.isArray(headers)) {
       const pairs = headers as readonly string[];
@@ -87,12 +104,16 @@ export class LaneReply {
 
   /** A ServerResponse for this request, for an answer `send` does not write; it writes when its turn comes. */
   full(): ServerResponse {
+    if (this.res !== null) return this.res;
     const res = new ServerResponse(this.req as unknown as IncomingMessage);
     res.shouldKeepAlive = !this.close;
     this.res = res;
     this.headersSent = true;
     res.once('finish', () => {
+      publishResponseFinish(this.req, res, this.conn.server);
       this.detach?.();
+      // As node:http's server does once an answer is out: its 'close' on the next tick.
+      process.nextTick(() => res.emit('close'));
       if (!res.shouldKeepAlive) this.conn.closeAfterAnswer();
       else this.conn.finished(this);
     });

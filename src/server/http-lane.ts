@@ -32,6 +32,7 @@ import type { Socket } from 'node:net';
 import { type BodyResult, decodeBody } from './body.js';
 import { gateConnections, type HandOn } from './connection-gate.js';
 import { HeldBytes } from './held-bytes.js';
+import { laneObserved, observedRequest } from './http-lane-channels.js';
 import { readPlain } from './http-head.js';
 import { LaneReply, type ReplyConnection } from './http-lane-reply.js';
 import type { Lingering } from './linger.js';
@@ -215,14 +216,18 @@ class LaneConnection implements ReplyConnection {
         const body = r.tooLarge ? TOO_LARGE : decodeBody(buf.subarray(r.bodyStart, r.bodyEnd));
         if (r.tooLarge) this.held.clear();
         else this.held.take(r.bodyEnd);
-        const req: PlainRequest = {
-          method: 'POST',
-          url: r.url,
-          headers: r.headers,
-          socket: this.socket,
-          httpVersionMajor: 1,
-          httpVersionMinor: 1,
-        };
+        // An APM agent listening to node:http's channels gets node:http's objects (http-lane-channels.ts).
+        const observed = laneObserved();
+        const req: PlainRequest = observed
+          ? (observedRequest(this.socket, r.url, r.headers) as PlainRequest)
+          : {
+              method: 'POST',
+              url: r.url,
+              headers: r.headers,
+              socket: this.socket,
+              httpVersionMajor: 1,
+              httpVersionMinor: 1,
+            };
         const reply = new LaneReply(this, req);
         this.waiting.push(reply);
         if (r.tooLarge) {
@@ -230,10 +235,10 @@ class LaneConnection implements ReplyConnection {
           // or a refusal checked before the body) closes the connection, with a linger.
           this.closing = true;
           reply.setHeader('connection', 'close');
-          this.lane.opts.serve(req, reply, body);
-          break;
         }
+        if (observed) reply.observed();
         this.lane.opts.serve(req, reply, body);
+        if (r.tooLarge) break;
       }
     } finally {
       this.looping = false;

@@ -12,7 +12,13 @@ import type { Admission } from '../limits/rate.js';
 import { errorText } from '../jsonrpc/response.js';
 import type { RawText } from '../jsonrpc/raw.js';
 import { INVALID_METHOD, type Metrics } from '../metrics/registry.js';
-import { remoteParent, startTrace, type RequestTrace, type RequestTracing } from '../tracing/index.js';
+import {
+  type HttpServerRequest,
+  remoteParent,
+  startTrace,
+  type RequestTrace,
+  type RequestTracing,
+} from '../tracing/index.js';
 import type { UptimePages } from '../uptime/routes.js';
 import { memoUptimeAnswer } from '../uptime/page-memo.js';
 import { type BodyResult, isJsonContentType, readBody } from './body.js';
@@ -25,7 +31,7 @@ import { type LingerBounds, type Lingering, lingeringOf } from './linger.js';
 import type { Front, FrontResult } from './front.js';
 import { peerAddress } from './proxy-protocol.js';
 import { requestIdOf, userAgentOf } from './request-id.js';
-import { rpcTarget } from './rpc-target.js';
+import { routeOf, rpcTarget } from './rpc-target.js';
 import { rawRefusal, refuseSocket } from './refusal.js';
 
 export interface HttpDeps {
@@ -190,7 +196,7 @@ function handle(deps: HttpDeps, lingering: Lingering, req: Request, res: Reply, 
  * One request on its way to its answer: who sent it, its id and logger, and the answer's writing
  * and request line. One object per request, its steps methods rather than closures.
  */
-class HttpRequest {
+class HttpRequest implements HttpServerRequest {
   readonly cors: Readonly<Record<string, string>>;
   readonly clientIp: string;
   readonly reqId: string;
@@ -228,8 +234,14 @@ class HttpRequest {
             'http',
             remoteParent(req.headers.traceparent, req.headers.tracestate),
             this.started === 0 ? undefined : this.started,
+            this,
           )
         : null;
+  }
+
+  /** Read only for a trace that is exported (tracing/http-server.ts). */
+  get route(): string | undefined {
+    return routeOf(this.req);
   }
 
   finish(

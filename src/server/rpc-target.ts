@@ -14,6 +14,13 @@ export function rpcTarget(req: Pick<IncomingMessage, 'url' | 'headers'>): { apiK
   return m ? { apiKey: decodeKey(m[1]!) } : null;
 }
 
+/** The route a request's path matched, as its SERVER span names it; undefined when none did. */
+export function routeOf(req: Pick<IncomingMessage, 'url'>): string | undefined {
+  const path = (req.url ?? '/').split('?', 1)[0]!;
+  if (path === '/') return '/';
+  return /^\/key\/[^/]+\/?$/.test(path) ? '/key/{key}' : undefined;
+}
+
 /**
  * A key with a malformed percent-escape (`/key/%ff`) is no key anyone was given: it becomes the
  * empty key, which is never configured (keys have at least 16 characters), so it is refused as an

@@ -17,7 +17,7 @@ import { ExportResultCode, TraceState, type ExportResult } from '@opentelemetry/
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { ExportSpan } from './record.js';
 
 /** What the thread is started with (workerData). */
@@ -28,6 +28,9 @@ export interface ExportSettings {
   readonly maxQueueSize: number;
   readonly maxExportBatchSize: number;
   readonly serviceName: string;
+  readonly instanceId: string;
+  /** tracing.resourceAttributes (with OTEL_RESOURCE_ATTRIBUTES under it): they win over the two ids. */
+  readonly attributes: Readonly<Record<string, string>>;
   readonly version: string;
 }
 
@@ -129,8 +132,10 @@ function run(settings: ExportSettings, port: NonNullable<typeof parentPort>): vo
   });
   const origin = {
     resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: settings.serviceName,
+      [ATTR_SERVICE_INSTANCE_ID]: settings.instanceId,
       [ATTR_SERVICE_VERSION]: settings.version,
+      ...settings.attributes,
+      [ATTR_SERVICE_NAME]: settings.serviceName,
     }),
     instrumentationScope: { name: 'switchyard', version: settings.version },
   };

@@ -5,5 +5,6 @@
  * Refuses: deciding anything about a call (it only watches), and the diagnostic response headers.
  */
 export { remoteParent } from './context.js';
+export type { HttpServerRequest } from './http-server.js';
 export { Tracing, type TracingConfig } from './provider.js';
 export { Attempt, CallTrace, RequestTrace, startTrace, type RequestTracing } from './spans.js';

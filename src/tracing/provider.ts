@@ -7,6 +7,7 @@
  * spans (counted), never a client's answer; a thread that dies loses what it held (counted as
  * export_failed, and logged).
  */
+import { randomUUID } from 'node:crypto';
 import { extname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
@@ -18,6 +19,20 @@ import type { ExportSpan } from './record.js';
 import { QueueCount, TailExport } from './tail.js';
 
 export type TracingConfig = Config['tracing'];
+
+/**
+ * This process's `service.instance.id`: a random UUID (v4) made once when the process loads this
+ * module, as the resource conventions suggest when nothing stable names the instance. Two
+ * replicas on one host (or a restart) are two instances; an operator who wants a name of their own
+ * gives it in tracing.resourceAttributes or OTEL_RESOURCE_ATTRIBUTES, which win.
+ */
+export const INSTANCE_ID = randomUUID();
+
+/**
+ * The exporter inside the thread would parse these again itself and merge its reading under
+ * tracing.headers: reading them and the merge are otel-env.ts's alone, so the thread does not see them.
+ */
+const READ_HERE = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'];
 
 /** close() waits at most this long for the last export: a hanging collector must not hold the process. */
 const SHUTDOWN_WAIT_MS = 2_000;
@@ -67,9 +82,13 @@ export class Tracing {
       maxQueueSize: config.maxQueueSize,
       maxExportBatchSize: config.maxExportBatchSize,
       serviceName: config.serviceName,
+      instanceId: INSTANCE_ID,
+      attributes: config.resourceAttributes,
       version: VERSION,
     };
-    this.thread = new Worker(THREAD, { workerData: settings, name: 'tracing export' });
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const name of READ_HERE) delete env[name];
+    this.thread = new Worker(THREAD, { workerData: settings, name: 'tracing export', env });
     // The thread never holds the process open: close() ends it.
     this.thread.unref();
     this.thread.on('message', (m: FromExport) => this.heard(m));

@@ -49,7 +49,8 @@ export class SpanRecord {
   private id: string | undefined = undefined;
 
   constructor(
-    readonly name: string,
+    /** A SERVER span's is final when it ends: its route is known only then. */
+    public name: string,
     readonly kind: SpanKind,
     /** The parent span in the same trace; null for a request's root span. */
     readonly parent: SpanRecord | null,

@@ -14,6 +14,7 @@ import type { Call } from '../jsonrpc/parse.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { Verdict } from '../upstream/classify.js';
 import { isSampled, traceparentOf } from './context.js';
+import { type HttpServerRequest, httpServerAttributes } from './http-server.js';
 import type { Tracing } from './provider.js';
 import { newSpanId, newTraceIds, SpanKind, SpanRecord, type TraceOf } from './record.js';
 import { MAX_SPANS_PER_TRACE } from './tail.js';
@@ -41,16 +42,20 @@ const MAX_METHOD_CHARS = 64;
 const MAX_ID_CHARS = 128;
 const NO_RECORDS: readonly SpanRecord[] = Object.freeze([]);
 
-/** A traced request; null when tracing is off or too many requests are traced at once. */
+/**
+ * A traced request; null when tracing is off or too many requests are traced at once. `http`: the
+ * HTTP request its SERVER span stands for, read only if the trace is exported (http-server.ts).
+ */
 export function startTrace(
   rt: RequestTracing | null | undefined,
   transport: 'http' | 'websocket',
   parent: SpanContext | null,
   start?: number,
+  http?: HttpServerRequest,
 ): RequestTrace | null {
   if (rt === null || rt === undefined || !rt.tracing.tail.begin()) return null;
   const head = parent !== null ? isSampled(parent) : Math.random() < rt.sampleRate;
-  return new RequestTrace(rt, parent, head, transport, start);
+  return new RequestTrace(rt, parent, head, transport, start, http);
 }
 
 export class RequestTrace implements TraceOf {
@@ -89,6 +94,7 @@ export class RequestTrace implements TraceOf {
     transport: 'http' | 'websocket',
     /** When the request began, when the caller has read the clock already. */
     start = performance.now(),
+    private readonly http?: HttpServerRequest,
   ) {
     this.transport = transport;
     this.start = start;
@@ -251,7 +257,8 @@ export class RequestTrace implements TraceOf {
       c?.close(now);
     }
     const a = root.attributes;
-    a['http.response.status_code'] = status;
+    if (this.http !== undefined) root.name = httpServerAttributes(this.http, status, a);
+    else a['http.response.status_code'] = status;
     if (calls !== null) a['switchyard.calls'] = calls;
     if (errors > 0) a['switchyard.errors'] = errors;
     if (this.directives !== undefined) a['switchyard.directives'] = this.directives;

@@ -6,11 +6,13 @@
  * one the client gets back; trace_id in the request line; and nothing private in any attribute.
  */
 import t from 'tap';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
+import { request } from 'undici';
 import { DEV_ADDRESS, startAnvil } from '../helpers/anvil.js';
 import { createLogger } from '../../src/log/logger.js';
 import { post } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
+import { VERSION } from '../../src/version.js';
 import { waitFor } from '../helpers/wait.js';
 import { startCollector, startHeaderProxy, type ReceivedSpan } from './collector.js';
 
@@ -80,6 +82,12 @@ t.test(
     t.equal(String(r.headers.traceparent).split('-')[2], server.spanId, 'the answer names the SERVER span');
     t.equal(server.attributes['http.response.status_code'], 200);
     t.equal(server.resource['service.name'], 'switchyard-edge', 'tracing.serviceName names the service');
+    t.match(
+      server.resource['service.instance.id'],
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      'a random UUID names the instance',
+    );
+    t.equal(server.resource['service.version'], VERSION);
     const call = spans.find((s) => s.name === 'eth_getBalance')!;
     t.ok(call, 'a span named after the method');
     t.equal(call.parentSpanId, server.spanId, 'under the SERVER span');
@@ -164,6 +172,63 @@ t.test('calls sent to a node together share an exchange span that links each cal
   t.equal(spans.filter((s) => s.kind === 1).length, 5, 'a span per call');
 });
 
+t.test("the SERVER span: the HTTP conventions' attributes, on the plain lane and node:http's path", async (t) => {
+  const port = Number(new URL(sy.url).port);
+  const lane = await post(
+    `${sy.url}/key/${API_KEY}?apikey=${API_KEY}&x`,
+    { jsonrpc: '2.0', id: 1, method: 'eth_chainId' },
+    {
+      'user-agent': 'span-test/1.0',
+    },
+  );
+  // A stream body goes chunked: node:http reads it, not the plain lane.
+  const chunked = await request(sy.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', host: `localhost:${port}` },
+    body: Readable.from([JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'eth_chainId' })]),
+  });
+  await chunked.body.text();
+  const missing = await post(`${sy.url}/nowhere/${API_KEY}`, { jsonrpc: '2.0', id: 3, method: 'eth_chainId' });
+  t.equal(missing.status, 404);
+  const servers = await waitFor('the three SERVER spans', () => {
+    const got = [lane.headers.traceparent, chunked.headers.traceparent, missing.headers.traceparent].map((h) =>
+      spansOf(traceIdOf(h)).find((s) => s.kind === SERVER),
+    );
+    return got.every((s) => s !== undefined) ? (got as ReceivedSpan[]) : undefined;
+  });
+  const [a, b, c] = servers as [ReceivedSpan, ReceivedSpan, ReceivedSpan];
+  t.equal(a.name, 'POST /key/{key}', 'named {method} {route}');
+  t.match(a.attributes, {
+    'http.request.method': 'POST',
+    'url.path': '/key/REDACTED',
+    'url.query': 'apikey=REDACTED&x',
+    'url.scheme': 'http',
+    'http.route': '/key/{key}',
+    'http.response.status_code': 200,
+    'server.address': '127.0.0.1',
+    'server.port': port,
+    'network.protocol.version': '1.1',
+    'user_agent.original': 'span-test/1.0',
+  });
+  t.notOk('client.address' in a.attributes, "no client's address (SPEC 13: no addresses in a span)");
+  t.notOk('error.type' in a.attributes, 'no error');
+  t.equal(b.name, 'POST /');
+  t.match(b.attributes, {
+    'http.request.method': 'POST',
+    'url.path': '/',
+    'url.scheme': 'http',
+    'http.route': '/',
+    'http.response.status_code': 200,
+    'server.address': 'localhost',
+    'server.port': port,
+    'network.protocol.version': '1.1',
+  });
+  t.equal(c.name, 'POST', 'no route matched: the method alone');
+  t.match(c.attributes, { 'url.path': '/nowhere/REDACTED', 'http.response.status_code': 404 });
+  t.notOk('http.route' in c.attributes);
+  t.notOk('error.type' in c.attributes, "a 404 is the client's error, not the span's");
+});
+
 t.test('no URL, address, param, key or token in any span', async (t) => {
   await post(`${sy.url}/key/${API_KEY}`, {
     jsonrpc: '2.0',
@@ -172,9 +237,15 @@ t.test('no URL, address, param, key or token in any span', async (t) => {
     params: [{ to: DEV_ADDRESS, data: '0xdeadbeefcafe' }, 'latest'],
   });
   await waitFor('an eth_call span', () => collector.spans.some((s) => s.name === 'eth_call'));
+  // The Host a client asked for is the SERVER span's server.address (the HTTP conventions'): here
+  // 127.0.0.1, the upstreams' host as well, which no other attribute may name.
   const text = JSON.stringify(
-    collector.spans.map((s) => ({ name: s.name, attributes: s.attributes, resource: s.resource })),
+    collector.spans.map((s) => {
+      const { 'server.address': _host, ...attributes } = s.attributes;
+      return { name: s.name, attributes, resource: s.resource };
+    }),
   );
+
   const secrets = [
     DEV_ADDRESS.toLowerCase().slice(2),
     DEV_ADDRESS.slice(2),
