@@ -127,3 +127,11 @@ t.test('switchyard help is --help; a second file is refused', async (t) => {
   t.equal(await two.exited, 2);
   t.match(two.stderr(), /^one config file, by --config or on its own/);
 });
+
+t.test('the devnet config limits loopback clients like any other (the defaults stay)', async (t) => {
+  const devnet = parseConfigText(readFileSync(new URL('../../config/devnet.yaml', import.meta.url), 'utf8'), {});
+  const defaults = parseConfigText(MINIMAL, {});
+  t.strictSame(devnet.rateLimit.exempt, [], 'nothing exempt');
+  t.strictSame(devnet.rateLimit.perIp, defaults.rateLimit.perIp, 'the per-IP default');
+  t.not(defaults.rateLimit.perIp, null, 'which is a limit');
+});
