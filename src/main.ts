@@ -5,6 +5,8 @@
  *   switchyard start --config FILE       the embedded devnet (config `devnet:`) and the proxy in front of it
  *   switchyard devnet [flags]            the devnet alone
  *   switchyard check --config FILE       validate FILE (problems on stderr, exit 2); --print shows it
+ *   switchyard help                      the same as --help
+ * FILE may also be given without --config (`switchyard check config/example.yaml`).
  * Exit codes: 0 after a clean shutdown, 1 on a start failure, 2 on a bad command line or config.
  */
 import { parseArgs } from 'node:util';
@@ -29,33 +31,36 @@ Usage:
   switchyard check --config FILE [--print]
                                      validate FILE and exit (0 valid, 2 not); --print writes the
                                      effective configuration (defaults filled in, secrets masked)
-  switchyard --help | --version
+  switchyard help | --help | --version
 
-The config file may also be named by SWITCHYARD_CONFIG. Signals: SIGHUP reloads the file,
-SIGTERM stays unready but serving for server.shutdownDelayMs, then drains in-flight
-calls and exits 0; SIGINT drains at once. Exit code 2: bad command line or config.`;
+FILE may be given without --config (switchyard check config/example.yaml), or named by
+SWITCHYARD_CONFIG. Signals: SIGHUP reloads the file, SIGTERM stays unready but serving for
+server.shutdownDelayMs, then drains in-flight calls and exits 0; SIGINT drains at once.
+Exit code 2: bad command line or config.`;
 
 async function main(argv: string[]): Promise<number> {
   const command = argv[0] !== undefined && !argv[0].startsWith('-') ? argv[0] : 'serve';
   const rest = command === argv[0] ? argv.slice(1) : argv;
   if (command === 'devnet') return runDevnet(rest);
+  if (command === 'help') return print(HELP);
   if (command !== 'serve' && command !== 'start' && command !== 'check') {
     process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${HELP}\n`);
     return 2;
   }
   const options = parseOptions(command, rest);
   if (typeof options === 'number') return options;
-  const { file, print } = options;
+  const { file, print: printEffective } = options;
   let config: Config;
   try {
     config = loadConfigFile(file);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`invalid configuration in ${file}:\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
+    if (err.report !== undefined) process.stderr.write(`${err.report}\n`);
+    else process.stderr.write(`invalid configuration in ${file}:\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
     return 2;
   }
   if (command === 'check') {
-    if (print) process.stdout.write(stringifyYaml(maskedConfig(config)));
+    if (printEffective) process.stdout.write(stringifyYaml(maskedConfig(config)));
     process.stderr.write(
       `${file}: valid (${config.upstreams.length} upstream${config.upstreams.length === 1 ? '' : 's'})\n`,
     );
@@ -72,9 +77,11 @@ async function main(argv: string[]): Promise<number> {
 /** The options of serve, start and check: the config file and --print, or an exit code (help, version, a bad line). */
 function parseOptions(command: 'serve' | 'start' | 'check', args: string[]): { file: string; print: boolean } | number {
   let values: { config?: string; help?: boolean; version?: boolean; print?: boolean };
+  let positionals: string[];
   try {
-    ({ values } = parseArgs({
+    ({ values, positionals } = parseArgs({
       args,
+      allowPositionals: true,
       options: {
         config: { type: 'string', short: 'c' },
         help: { type: 'boolean', short: 'h' },
@@ -83,13 +90,17 @@ function parseOptions(command: 'serve' | 'start' | 'check', args: string[]): { f
       },
     }));
     if (values.print && command !== 'check') throw new Error('--print is an option of `switchyard check`');
+    if (positionals.length > 1 || (positionals.length === 1 && values.config !== undefined))
+      throw new Error(
+        `one config file, by --config or on its own: got ${[values.config, ...positionals].filter((v) => v !== undefined).join(', ')}`,
+      );
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n\n${HELP}\n`);
     return 2;
   }
   if (values.help) return print(HELP);
   if (values.version) return print(`${VERSION} (commit ${COMMIT})`);
-  const file = values.config ?? process.env.SWITCHYARD_CONFIG;
+  const file = values.config ?? positionals[0] ?? process.env.SWITCHYARD_CONFIG;
   if (file === undefined) {
     process.stderr.write(`no config file: pass --config FILE or set SWITCHYARD_CONFIG\n\n${HELP}\n`);
     return 2;

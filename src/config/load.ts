@@ -1,18 +1,27 @@
 /**
  * Turns a YAML file into a validated, frozen Config.
- * Owns: reading, ${NAME} expansion, schema validation, error wording ("path: expected X, got Y").
+ * Owns: reading, ${NAME} and ${NAME:-default} expansion, schema validation, error wording ("path:
+ * expected X, got Y", "unknown option (did you mean ...)", a YAML error as file:line:col and its frame).
  * Refuses: defaults (schema.ts) and acting on the config (app.ts).
  */
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { z } from 'zod';
 import { maskUrlText } from './mask.js';
 import { applyOtelEnv } from './otel-env.js';
 import { configSchema, type Config } from './schema.js';
+import { closestOption } from './suggest.js';
 
-/** Every problem found in a file, one line each; main.ts turns it into exit code 2. */
+/**
+ * Every problem found in a file, one line each; main.ts turns it into exit code 2. `report`, when
+ * set, is the whole text to print instead (a file that cannot be read, a YAML syntax error: one
+ * thing wrong, said as compilers say it rather than under "invalid configuration").
+ */
 export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
+  constructor(
+    readonly problems: string[],
+    readonly report?: string,
+  ) {
     super(problems.join('\n'));
     this.name = 'ConfigError';
   }
@@ -23,17 +32,22 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError([`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+    const code = (err as NodeJS.ErrnoException).code;
+    const line =
+      code === 'ENOENT' ? `config file not found: ${file}` : `cannot read config file ${file}: ${code ?? String(err)}`;
+    throw new ConfigError([line], line);
   }
-  return parseConfigText(text, env);
+  return parseConfigText(text, env, file);
 }
 
-export function parseConfigText(text: string, env: NodeJS.ProcessEnv = process.env): Config {
+/** `source` names the text in a YAML syntax error (`file:line:col`); `(config)` when it has no file. */
+export function parseConfigText(text: string, env: NodeJS.ProcessEnv = process.env, source = '(config)'): Config {
   let raw: unknown;
   try {
     raw = parseYaml(text, { prettyErrors: true });
   } catch (err) {
-    throw new ConfigError([`config is not valid YAML: ${(err as Error).message.split('\n')[0]}`]);
+    if (!(err instanceof YAMLParseError)) throw err;
+    throw yamlError(err, source);
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError(['(root): expected a mapping of options']);
@@ -54,21 +68,49 @@ export function validateConfig(raw: unknown, env: NodeJS.ProcessEnv = process.en
   raw = otel.raw;
   // zod 4 leaves `input` out of issues unless asked; without it every "got Y" would say "nothing".
   const result = configSchema.safeParse(raw, { reportInput: true });
-  if (!result.success) throw new ConfigError(result.error.issues.map(describeIssue));
+  if (!result.success) throw new ConfigError(result.error.issues.flatMap((i) => describeIssue(i).split('\n')));
   return deepFreeze(result.data);
 }
 
-/** `${NAME}` in any string is replaced from the environment; an unset NAME is an error, never "". */
+/**
+ * A YAML syntax error as `file:line:col: message` and the library's code frame (the line and a caret
+ * under the column). URLs in the frame lose credentials, path and query as in every other config
+ * message (the caret may then stand a little off on that line: the position is in the first line).
+ */
+function yamlError(err: YAMLParseError, source: string): ConfigError {
+  const [first = '', ...frame] = err.message.split('\n');
+  const at = err.linePos?.[0];
+  const where = at === undefined ? source : `${source}:${at.line}:${at.col}`;
+  const message = first.replace(/ at line \d+, column \d+:?$/, '');
+  const lines = frame.filter((l) => l.trim() !== '').map((l) => `  ${maskUrlsIn(l)}`);
+  return new ConfigError(
+    [`${where}: not valid YAML: ${message}`],
+    [`${where}: not valid YAML: ${message}`, ...lines].join('\n'),
+  );
+}
+
+function maskUrlsIn(line: string): string {
+  return line.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s"'`,{}[\]]+/gi, (url) => maskUrlText(url) ?? url);
+}
+
+/**
+ * `${NAME}` in any string is replaced from the environment; an unset NAME is an error, never "".
+ * `${NAME:-default}` takes `default` when NAME is unset or empty, as a POSIX shell does.
+ */
 function expandEnv(value: unknown, path: (string | number)[], env: NodeJS.ProcessEnv, problems: string[]): unknown {
   if (typeof value === 'string') {
-    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
-      const v = env[name];
-      if (v === undefined) {
-        problems.push(`${formatPath(path)}: environment variable ${name} is not set`);
-        return '';
-      }
-      return v;
-    });
+    return value.replace(
+      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+      (_, name: string, fallback: string | undefined) => {
+        const v = env[name];
+        if (fallback !== undefined && (v === undefined || v === '')) return fallback;
+        if (v === undefined) {
+          problems.push(`${formatPath(path)}: environment variable ${name} is not set`);
+          return '';
+        }
+        return v;
+      },
+    );
   }
   if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, [...path, i], env, problems));
   if (value !== null && typeof value === 'object') {
@@ -131,7 +173,13 @@ function describeAnyIssue(issue: z.core.$ZodIssue, show: (v: unknown) => string)
   const message = quoted === null ? issue.message : issue.message.split(quoted).join(show(issue.input));
   switch (issue.code) {
     case 'unrecognized_keys':
-      return issue.keys.map((k) => `${where === '(root)' ? k : `${where}.${k}`}: unknown option`).join('\n');
+      return issue.keys
+        .map((k) => {
+          const given = issue.input !== null && typeof issue.input === 'object' ? Object.keys(issue.input) : [];
+          const near = closestOption(issue.path, k, given);
+          return `${where === '(root)' ? k : `${where}.${k}`}: unknown option${near === null ? '' : ` (did you mean ${near}?)`}`;
+        })
+        .join('\n');
     case 'invalid_type':
       return `${where}: expected ${issue.expected}, got ${show(issue.input)}`;
     case 'too_small':

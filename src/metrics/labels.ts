@@ -47,6 +47,10 @@ export const FAILOVER_REASONS = [
   'timeout',
   'http_5xx',
   'http_429',
+  /** A 404 whose body is no JSON-RPC answer (answers.ts badBody); http_4xx: another 4xx but 429. */
+  'http_404',
+  'http_4xx',
+  /** Any other status but 200 whose body is no JSON-RPC answer (1xx, 2xx, 3xx). */
   'http_other',
   'bad_body',
   'node_limit',

@@ -21,6 +21,7 @@ import { cordonLine, cordonRoute, isCordonPath } from './admin-cordons.js';
 import { incidentRoute, isIncidentPath } from './admin-incidents.js';
 import type { IncidentDesk } from '../uptime/incidents.js';
 import { isMaintenancePath, maintenanceRoute } from './admin-maintenance.js';
+import { stateReason } from './admin-reason.js';
 import { servingLine } from './admin-serving.js';
 import { adminHostAllowed } from './admin-host.js';
 import { refuseWrite } from './admin-writes.js';
@@ -97,6 +98,11 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
     upstreams: fleet.upstreams.map((u) => ({
       name: u.name,
       state: fleet.cordons.has(u.name) ? 'cordoned' : u.state,
+      reason: stateReason(u, {
+        cordon: fleet.cordons.get(u.name),
+        lag: fleet.lag(u),
+        maxLagBlocks: deps.maxLagBlocks,
+      }),
       probeState: u.state,
       quarantine:
         u.quarantineWhy === null

@@ -239,8 +239,20 @@ function statusVerdict(status: number): Verdict | undefined {
   return undefined;
 }
 
+/**
+ * A body that is no JSON-RPC answer, named by its status: a 404 is most often a wrong path in the
+ * node's URL (a provider's key left out), another 4xx a refusal (401/403: a key it does not take).
+ */
 function badBody(status: number): Verdict {
-  return { kind: 'retry', reason: status === 200 ? 'bad_body' : 'http_other', health: true };
+  const reason =
+    status === 200
+      ? 'bad_body'
+      : status === 404
+        ? 'http_404'
+        : status >= 400 && status < 500
+          ? 'http_4xx'
+          : 'http_other';
+  return { kind: 'retry', reason, health: true };
 }
 
 /** The body as JSON, or the verdict when the status or the body already says the node failed. */

@@ -262,12 +262,15 @@ export class Fleet extends EventEmitter {
 
   /** A probe could not reach the node, or its answer was not one. */
   markDown(u: Upstream, why?: string): void {
+    this.s(u).stateWhy = why ?? null;
     this.setState(u, 'down', why);
   }
 
   /** The node answers another chain id (`got`, or null when unreadable): never routed until it is right. */
   quarantine(u: Upstream, got: number | null): void {
     this.s(u).quarantineWhy = 'another chain id';
+    this.s(u).stateWhy =
+      `wrong chain ${got === null ? 'id (unreadable)' : `0x${got.toString(16)}`} (expected 0x${this.opts.chainId.toString(16)})`;
     if (this.s(u).state !== 'quarantined') {
       this.metrics.recordQuarantine(u.name);
       this.log.error(
@@ -293,6 +296,7 @@ export class Fleet extends EventEmitter {
     if (s.wrongAt.length < quarantineAfter || s.state === 'quarantined') return;
     s.wrongAt = [];
     s.quarantineWhy = 'wrong answers';
+    s.stateWhy = `${quarantineAfter} wrong answers within ${Math.round(windowMs / 1000)} s`;
     s.quarantinedUntil = now + quarantineMs;
     this.metrics.recordQuarantine(u.name);
     this.log.error(
@@ -317,6 +321,7 @@ export class Fleet extends EventEmitter {
 
   private setState(u: Upstream, state: UpstreamState, why?: string): void {
     const s = this.s(u);
+    if (state === 'healthy') s.stateWhy = null;
     if (s.state !== state) {
       const level = state === 'healthy' ? 'info' : 'warn';
       this.log[level]({ upstream: u.name, from: s.state, to: state, why }, 'upstream state changed');

@@ -38,6 +38,11 @@ export class Breaker {
     this.cooldownMs = opts.cooldownMs;
   }
 
+  /** Failures since the last success: what opened it, when it is open (/status's reason). */
+  get failuresInARow(): number {
+    return this.consecutive;
+  }
+
   get state(): BreakerState {
     if (!this.opened) return 'closed';
     return this.now() - this.openedAt >= this.cooldownMs ? 'half-open' : 'open';

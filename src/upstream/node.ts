@@ -35,6 +35,11 @@ export interface NodeStatus {
   late: boolean;
   /** Why it is quarantined (`another chain id`, `wrong answers`), or null. */
   quarantineWhy: string | null;
+  /**
+   * What put it in its state, in words for /status (`latest block: timeout`, `wrong chain 0x1
+   * (expected 0xba)`, `3 wrong answers within 600 s`): no URL, never a node's own text. Null when healthy.
+   */
+  stateWhy: string | null;
   /** A quarantine for wrong answers lasts until then (the fleet's clock); 0: none. */
   quarantinedUntil: number;
   /** When its recent wrong answers came (routing/verified.ts), oldest first, at most routing.verify.quarantineAfter. */
@@ -53,6 +58,7 @@ export function freshStatus(): NodeStatus {
     retiring: false,
     late: false,
     quarantineWhy: null,
+    stateWhy: null,
     quarantinedUntil: 0,
     wrongAt: [],
   };
@@ -132,6 +138,10 @@ export class Upstream {
   /** Why it is quarantined, or null. */
   get quarantineWhy(): string | null {
     return this.status.state === 'quarantined' ? this.status.quarantineWhy : null;
+  }
+  /** What put it in its state (NodeStatus.stateWhy), or null. */
+  get stateWhy(): string | null {
+    return this.status.stateWhy;
   }
   /** When a quarantine for wrong answers ends (the fleet's clock), or null. */
   get quarantinedUntil(): number | null {

@@ -145,7 +145,9 @@ export async function startSwitchyardBuild(
   try {
     return await startSwitchyardProcess(...args);
   } catch (err) {
-    const unknown = [...(err as Error).message.matchAll(/^\s+([\w.]+): unknown option$/gm)].map((m) => m[1]!);
+    const unknown = [
+      ...(err as Error).message.matchAll(/^\s+([\w.]+): unknown option(?: \(did you mean \w+\?\))?$/gm),
+    ].map((m) => m[1]!);
     if (unknown.length === 0) throw err;
     process.stdout.write(`${name}: left out the options it does not know: ${unknown.join(', ')}\n`);
     const pruned = structuredClone(config);

@@ -88,7 +88,11 @@ t.before(() => {
 t.test('bad files exit 2 and name the key path', async (t) => {
   const cases: [name: string, yaml: string, expected: string | RegExp][] = [
     ['unknown-top-level', `${PORTS}${GOOD_UPSTREAM}frobnicate: true\n`, '  frobnicate: unknown option'],
-    ['unknown-nested', `server: { prot: 8545 }\n${GOOD_UPSTREAM}`, '  server.prot: unknown option'],
+    [
+      'unknown-nested',
+      `server: { prot: 8545 }\n${GOOD_UPSTREAM}`,
+      '  server.prot: unknown option (did you mean port?)',
+    ],
     ['wrong-type', `server: { port: "x" }\n${GOOD_UPSTREAM}`, '  server.port: expected number, got "x"'],
     [
       'port-too-big',
@@ -116,11 +120,6 @@ t.test('bad files exit 2 and name the key path', async (t) => {
       'unset-variable',
       `${PORTS}upstreams:\n  - name: a\n    url: http://127.0.0.1:1/\${${UNSET}}\n`,
       `  upstreams[0].url: environment variable ${UNSET} is not set`,
-    ],
-    [
-      'invalid-yaml',
-      `${PORTS}upstreams: [ { name: a\nserver: : :\n`,
-      /^ {2}config is not valid YAML: .+ at line \d+, column \d+/m,
     ],
   ];
   const dir = t.testdir(Object.fromEntries(cases.map(([name, yaml]) => [`${name}.yaml`, yaml])));
@@ -178,7 +177,7 @@ t.test('a missing file exits 2 and names it', async (t) => {
   const file = join(dir, 'nope.yaml');
   const r = await run(['--config', file]);
   t.equal(r.code, 2);
-  t.ok(r.stderr.includes(`cannot read config file ${file}: ENOENT`), r.stderr);
+  t.equal(r.stderr, `config file not found: ${file}\n`, 'one line, no bare ENOENT');
 });
 
 t.test('no config at all exits 2', async (t) => {

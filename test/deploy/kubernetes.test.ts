@@ -70,6 +70,16 @@ t.test('the manifests agree with the configuration they ship', async (t) => {
     c.readinessProbe.periodSeconds * 1000 * c.readinessProbe.failureThreshold < config.server.shutdownDelayMs,
     'the readiness probe fails within the shutdown delay',
   );
+  // One stall of a second (a GC pause, a throttled CPU) must not take a pod out of the Service.
+  t.ok(c.readinessProbe.failureThreshold >= 3, 'readiness: three failures before the pod is dropped');
+  t.ok(c.readinessProbe.timeoutSeconds >= 2, 'readiness: an answer may take 2 s');
+  t.ok(c.livenessProbe.timeoutSeconds >= 2 && c.livenessProbe.failureThreshold >= 3, 'liveness as patient');
+  for (const name of ['switchyard', 'switchyard-redis'])
+    t.equal(
+      find('Deployment', name).spec.template.spec.automountServiceAccountToken,
+      false,
+      `${name}: no service account token mounted (neither calls the Kubernetes API)`,
+    );
   const configArg = c.args[c.args.indexOf('--config') + 1];
   const mount = c.volumeMounts.find((m: any) => m.name === 'config');
   t.equal(configArg, `${mount.mountPath}/config.yaml`, 'the config path is the mounted ConfigMap');

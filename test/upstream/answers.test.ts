@@ -113,3 +113,12 @@ t.test(
     );
   },
 );
+
+t.test('a body that is no answer is named by its status: 404, another 4xx, 200, the rest', async (t) => {
+  const page = '<html><body>Not Found</body></html>';
+  t.same(classifyHttp(404, page), { kind: 'retry', reason: 'http_404', health: true }, 'a 404: its own reason');
+  t.same(classifyHttp(403, page), { kind: 'retry', reason: 'http_4xx', health: true }, 'a 403');
+  t.same(classifyHttp(200, page), { kind: 'retry', reason: 'bad_body', health: true }, 'a 200');
+  t.same(classifyHttp(302, page), { kind: 'retry', reason: 'http_other', health: true }, 'a redirect');
+  t.same(classifyHttp(429, page), { kind: 'retry', reason: 'http_429', health: false, holdOff: true }, '429 as before');
+});

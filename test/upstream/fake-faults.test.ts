@@ -24,12 +24,14 @@ const FAULTS: [string, FakeAnswer][] = [
   ['garbage body', { status: 200, body: 'not json' }],
   ['hang after headers', { hangAfterHeaders: true }],
   ['HTTP 500', { status: 500, body: 'internal server error' }],
+  ['HTTP 404', { status: 404, body: '<html><body>404 Not Found</body></html>' }],
   ['connection reset', { reset: true }],
 ];
 const FAILOVER_REASON: Record<string, string> = {
   'garbage body': 'bad_body',
   'hang after headers': 'timeout',
   'HTTP 500': 'http_5xx',
+  'HTTP 404': 'http_404',
   'connection reset': 'transport',
 };
 
