@@ -29,6 +29,7 @@ import {
   type Sendable,
 } from './failover.js';
 import { pinnedNode } from './pinned.js';
+import { quorum } from './quorum.js';
 import { choose, eligible, type Requirement } from './select.js';
 import { confirmed, judged } from './verified.js';
 
@@ -54,10 +55,12 @@ function one(a: Attempted): Attempted[] {
   return [a];
 }
 
-/** A call on its own way: every attempt from the first, or to every node at once (broadcast). */
+/** A call on its own way: every attempt from the first, to every node at once (broadcast), or to several (quorum). */
 function alone(call: Sendable, ctx: DispatchContext): Promise<Attempted> {
-  // A request pinned to one node (pinned.ts) sends its transaction there only.
-  return call.broadcast === true && ctx.useUpstream === undefined ? broadcast(ctx, call) : attempt(ctx, call, fresh());
+  // A request pinned to one node (pinned.ts) sends its call there only.
+  if (ctx.useUpstream !== undefined) return attempt(ctx, call, fresh());
+  if (call.quorum !== undefined && ctx.routing.quorum !== undefined) return quorum(ctx, call, call.quorum);
+  return call.broadcast === true ? broadcast(ctx, call) : attempt(ctx, call, fresh());
 }
 
 /** One requirement's calls (indexes into `calls`), in exchanges of up to the chosen node's batch size. */
