@@ -45,6 +45,9 @@ const ruleSchema = z
     minGroups: positiveInt.default(1),
   })
   .superRefine((r, ctx) => {
+    // Judged once each number is a positive whole number: a 0 is refused on its own, once.
+    const ok = (n: number): boolean => Number.isInteger(n) && n > 0;
+    if (!ok(r.min) || !ok(r.of) || !ok(r.minGroups)) return;
     if (r.min > r.of)
       ctx.addIssue({ code: 'custom', path: ['min'], message: `expected min <= of (${r.of}), got ${r.min}` });
     if (r.minGroups > r.min)
