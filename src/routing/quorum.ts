@@ -202,7 +202,9 @@ class Vote {
     this.sides = null;
     noteAnswered(this.ctx);
     const most = sides.reduce((m, s) => Math.max(m, s.count), 0);
-    this.resolve(undecided(this.ctx, this.call, sides.length > 1 ? 'dispute' : 'too few answers', most, this.asked.length));
+    this.resolve(
+      undecided(this.ctx, this.call, sides.length > 1 ? 'dispute' : 'too few answers', most, this.asked.length),
+    );
   }
 
   /** `u` answered otherwise than the agreed answer: counted, shown in /status, logged (never params nor answers). */
@@ -229,7 +231,12 @@ function ask(ctx: DispatchContext, call: Sendable, u: Upstream, limit: number): 
   return u.call(call.method, call.paramsJson, limit, opts).then(({ verdict: read, ms }) => {
     const verdict = judged(r, call, read);
     span?.end(verdict);
-    r.metrics.recordUpstreamCall(u.name, call.label, verdict.kind === 'retry' ? verdict.reason : verdict.kind, ms / 1000);
+    r.metrics.recordUpstreamCall(
+      u.name,
+      call.label,
+      verdict.kind === 'retry' ? verdict.reason : verdict.kind,
+      ms / 1000,
+    );
     if (verdict.kind === 'result' && verdict.confirm !== undefined) return confirmed(r, u, verdict, limit);
     return verdict;
   });

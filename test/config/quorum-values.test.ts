@@ -27,7 +27,11 @@ t.test('defaults: no rule, 256 in flight, no group', async (t) => {
   t.equal(c.routing.quorumMaxInFlight, 256);
   t.equal(c.upstreams[0]!.group, null);
   const r = validateConfig({ upstreams: UP, ...quorum({ methods: ['eth_getBalance'] }) });
-  t.strictSame(r.routing.quorum, [{ methods: ['eth_getBalance'], min: 2, of: 3, minGroups: 1 }], 'a rule with its defaults');
+  t.strictSame(
+    r.routing.quorum,
+    [{ methods: ['eth_getBalance'], min: 2, of: 3, minGroups: 1 }],
+    'a rule with its defaults',
+  );
 });
 
 t.test('a rule whose numbers cannot agree is refused by key path', async (t) => {
@@ -43,7 +47,10 @@ t.test('a rule whose numbers cannot agree is refused by key path', async (t) => 
 
 t.test('only reads of the method table', async (t) => {
   const cases: [string, RegExp][] = [
-    ['eth_sendRawTransaction', /expected a read method, got "eth_sendRawTransaction" \(a write would be sent to several nodes\)/],
+    [
+      'eth_sendRawTransaction',
+      /expected a read method, got "eth_sendRawTransaction" \(a write would be sent to several nodes\)/,
+    ],
     ['eth_newFilter', /filter lives on one node/],
     ['eth_getFilterChanges', /filter lives on one node/],
     ['eth_subscribe', /subscription is served by Switchyard itself/],

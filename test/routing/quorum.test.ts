@@ -137,10 +137,15 @@ t.test('one liar of three: the honest answer, 2/3, dissent counted for the liar 
   t.equal(got.headers['x-switchyard-quorum'], '2/3', 'two of three agreed');
   t.equal(got.headers['x-switchyard-attempts'], '3', 'three nodes asked');
   t.equal(balanceCalls(nodes), 3, 'each node asked once');
-  t.equal(await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'liar' }), 0, 'the liar has not answered yet');
+  t.equal(
+    await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'liar' }),
+    0,
+    'the liar has not answered yet',
+  );
   first.release();
-  await waitFor('the late dissent is counted', async () =>
-    (await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'liar' })) === 1,
+  await waitFor(
+    'the late dissent is counted',
+    async () => (await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'liar' })) === 1,
   );
   t.equal(await metric(sy, 'switchyard_quorum_calls_total', { method: 'eth_getBalance', outcome: 'agreed' }), 1);
 
@@ -156,16 +161,19 @@ t.test('one liar of three: the honest answer, 2/3, dissent counted for the liar 
   hb[1]!.hold = hb[0]!.hold;
   const other = `0x${'22'.repeat(20)}`;
   const pending = balance(sy, other, 3);
-  await waitFor('the liar answered', async () =>
-    (await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'liar' })) === 1 &&
-    (await metric(sy, 'switchyard_upstream_calls_total', { upstream: 'liar', method: 'eth_getBalance' })) === 2,
+  await waitFor(
+    'the liar answered',
+    async () =>
+      (await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'liar' })) === 1 &&
+      (await metric(sy, 'switchyard_upstream_calls_total', { upstream: 'liar', method: 'eth_getBalance' })) === 2,
   );
   liarFirst.release();
   const second = await pending;
   t.equal(second.json().result, (await call(a!.url, 'eth_getBalance', [other, 'latest'])).result, 'honest again');
   t.equal(second.headers['x-switchyard-quorum'], '2/3', '2/3 again');
-  await waitFor('the early dissent is counted', async () =>
-    (await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'liar' })) === 2,
+  await waitFor(
+    'the early dissent is counted',
+    async () => (await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'liar' })) === 2,
   );
   t.equal(await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'a' }), 0, 'no dissent for a');
   t.equal(await metric(sy, 'switchyard_upstream_dissent_total', { upstream: 'b' }), 0, 'no dissent for b');
