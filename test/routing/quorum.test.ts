@@ -258,7 +258,12 @@ t.test('too few nodes or groups: NO_QUORUM "too few nodes", no node asked', asyn
 t.test('minGroups: two nodes of one group agreeing are not enough', async (t) => {
   const [a, b, c] = await anvils(t, 3);
   const third: Behaviour = { forge: plus(1n), hold: null };
-  const nodes = [await proxy(t, a!, honest()), await proxy(t, b!, honest()), await proxy(t, c!, third)];
+  let xAnswered = 0;
+  let bothX = gate();
+  const xDone = (): void => {
+    if (++xAnswered % 2 === 0) bothX.release();
+  };
+  const nodes = [await proxy(t, a!, honest(), xDone), await proxy(t, b!, honest(), xDone), await proxy(t, c!, third)];
   const sy = await stack(
     t,
     [
@@ -268,11 +273,23 @@ t.test('minGroups: two nodes of one group agreeing are not enough', async (t) =>
     ],
     { quorum: [{ methods: ['eth_getBalance'], min: 2, of: 3, minGroups: 2 }] },
   );
+  // y1 answers last each time: x1 and x2 (one group) have agreed before it.
+  third.hold = bothX.promise;
   const got = await balance(sy);
   t.equal(got.json().error?.data?.why, 'dispute', 'x1 and x2 agree, y1 does not: no quorum');
   t.equal(got.headers['x-switchyard-quorum'], '2/3', 'two agreed of three');
+
   third.forge = null;
-  const ok = await balance(sy, DEV_ADDRESS, 2);
+  bothX = gate();
+  third.hold = bothX.promise;
+  let answered = false;
+  const pending = balance(sy, DEV_ADDRESS, 2).then((r) => {
+    answered = true;
+    return r;
+  });
+  await bothX.promise;
+  t.notOk(answered, 'not answered while only one group agreed');
+  const ok = await pending;
   t.equal(ok.json().result, (await call(a!.url, 'eth_getBalance', [DEV_ADDRESS, 'latest'])).result);
   t.equal(ok.headers['x-switchyard-quorum'], '3/3', 'answered once the other group agreed too');
 });
