@@ -139,8 +139,24 @@ class Vote {
     });
   }
 
+  /** Every asked node's answer comes here once; the place in quorumMaxInFlight is given back with the last. */
   private answer(i: number, u: Upstream, v: Verdict): void {
     this.pending--;
+    try {
+      this.take(i, u, v);
+    } catch (err) {
+      // A fault here must neither leave the client without an answer nor keep the place.
+      this.ctx.log?.error({ err, method: this.call.label }, 'quorum read failed inside the service');
+      if (this.sides !== null) {
+        this.sides = null;
+        this.resolve({ outcome: { error: new RpcError('INTERNAL_ERROR') } });
+      }
+    } finally {
+      if (this.pending === 0) this.ctx.routing.quorum!.gate.leave();
+    }
+  }
+
+  private take(i: number, u: Upstream, v: Verdict): void {
     const digest = v.kind === 'result' || v.kind === 'node-error' ? digestOf(v) : null;
     this.digests[i] = digest;
     if (v.kind === 'retry' && v.reason === 'wrong_answer') wrongAnswer(this.ctx, u, this.call, v.why);
@@ -150,7 +166,6 @@ class Vote {
       if (digest !== null) this.count(u, v as Exclude<Verdict, { kind: 'retry' }>, digest);
       if (this.sides !== null && !this.possible()) this.fail();
     }
-    if (this.pending === 0) this.ctx.routing.quorum!.gate.leave();
   }
 
   private count(u: Upstream, v: Exclude<Verdict, { kind: 'retry' }>, digest: string): void {
