@@ -8,7 +8,8 @@
  * go alone with their options: expensive ones (a slow one would hold every call sharing it; a
  * timeout is final), a null that may mean a lagging node (second opinion), a transaction waiting
  * for its receipt (one attempt), a filter call (its one node), a split eth_getLogs chunk (its byte
- * budget), and a broadcast transaction (every node, broadcast.ts). A node with a budget
+ * budget), a broadcast transaction (every node, broadcast.ts), and a quorum read (several nodes
+ * at once, quorum.ts). A node with a budget
  * (upstreams[].rateLimit) gets a chunk only when its budget gives a token for every call of it.
  * Refuses: what a call is and what its answer means for the cache (pipeline/), and the shape of
  * an exchange on the wire (upstream/client.ts).
