@@ -318,6 +318,36 @@ t.test('routing.quorumMaxInFlight: the next quorum call gets -32005 QUORUM_BUSY,
   t.equal(after.headers['x-switchyard-quorum'], '2/2', 'a place again once they are done');
 });
 
+t.test('each node asked takes a token of its budget; a node out of budget is not asked', async (t) => {
+  const [a, b, c] = await anvils(t, 3);
+  const nodes = [await proxy(t, a!, honest()), await proxy(t, b!, honest()), await proxy(t, c!, honest())];
+  // A budget that does not refill within the test: 4 calls, then none (other routed calls, such as
+  // the chain feed's block fetches, may take some of them too).
+  const sy = await stack(
+    t,
+    [
+      { name: 'n0', url: nodes[0]!.url },
+      { name: 'n1', url: nodes[1]!.url },
+      { name: 'small', url: nodes[2]!.url, rateLimit: { ratePerSec: 0.001, burst: 4 } } as never,
+    ],
+    RULE,
+  );
+  const asked = (): number => nodes[2]!.calls.filter((x) => x.method === 'eth_getBalance').length;
+  const headers: string[] = [];
+  for (let i = 0; i < 8; i++) {
+    const r = await balance(sy, `0x${(0x3100 + i).toString(16).padStart(40, '0')}`, i);
+    t.ok(r.json().result !== undefined, `call ${i}: answered`);
+    headers.push(String(r.headers['x-switchyard-quorum']));
+  }
+  t.ok(asked() <= 4, `the budgeted node got ${asked()} of the 8 quorum calls: no more than its budget`);
+  t.equal(headers.filter((h) => h === '2/3').length, asked(), 'three asked while it had tokens (one token each call)');
+  t.equal(headers.filter((h) => h === '2/2').length, 8 - asked(), 'then the other two, still making min');
+  t.ok(
+    (await metric(sy, 'switchyard_upstream_budget_exhausted_total', { upstream: 'small' })) >= 8 - asked(),
+    'counted as out of budget',
+  );
+});
+
 function rssBytes(): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
   return Number(m![1]) * 1024;
