@@ -161,7 +161,7 @@ class Vote {
     this.digests[i] = digest;
     if (v.kind === 'retry' && v.reason === 'wrong_answer') wrongAnswer(this.ctx, u, this.call, v.why);
     if (this.agreed !== null) {
-      if (digest !== null && digest !== this.agreed) this.dissent(u);
+      if (digest !== null && digest !== this.agreed) this.dissent(u, digest);
     } else if (this.sides !== null) {
       if (digest !== null) this.count(u, v as Exclude<Verdict, { kind: 'retry' }>, digest);
       if (this.sides !== null && !this.possible()) this.fail();
@@ -190,7 +190,7 @@ class Vote {
     ctx.routing.metrics.recordQuorumCall(call.label, 'agreed');
     (ctx.quorum ??= []).push(`${side.count}/${this.asked.length}`);
     this.digests.forEach((d, i) => {
-      if (d !== undefined && d !== null && d !== side.digest) this.dissent(this.asked[i]!);
+      if (d !== undefined && d !== null && d !== side.digest) this.dissent(this.asked[i]!, d);
     });
     this.resolve(
       side.unverified
@@ -223,8 +223,10 @@ class Vote {
   }
 
   /** `u` answered otherwise than the agreed answer: counted, shown in /status, logged (never params nor answers). */
-  private dissent(u: Upstream): void {
+  private dissent(u: Upstream, digest: string): void {
     const { ctx, call } = this;
+    // A null for a lookup by hash may only mean the node has not seen the block yet (failover.ts nullMayLag): no dissent.
+    if (call.nullMayLag === true && digest === NULL_DIGEST) return;
     const { metrics, fleet, quorum: q } = ctx.routing;
     metrics.recordDissent(u.name);
     fleet.dissented(u);
@@ -275,6 +277,9 @@ function digestOf(v: Extract<Verdict, { kind: 'result' | 'node-error' }>): strin
     .update(text)
     .digest('base64');
 }
+
+/** A `null` result's digest. */
+const NULL_DIGEST = digestOf({ kind: 'result', result: 'null' });
 
 /** JSON text with every object's members sorted by name. */
 function canonical(v: unknown): string {
