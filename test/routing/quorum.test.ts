@@ -348,6 +348,40 @@ t.test('each node asked takes a token of its budget; a node out of budget is not
   );
 });
 
+t.test('a null for a lookup that may lag votes but is no dissent', async (t) => {
+  const [anvil] = await anvils(t, 1);
+  const tx = (
+    await call(anvil!.url, 'eth_sendTransaction', [{ from: DEV_ADDRESS, to: `0x${'44'.repeat(20)}`, value: '0x1' }])
+  ).result as string;
+  const forward = (method: string, params: unknown[]): FakeAnswer => ({
+    defer: async () => {
+      const r = await call(anvil!.url, method, params);
+      return r.error ? { error: r.error } : { result: r.result };
+    },
+  });
+  const nodes = [
+    await startFakeNode(t, forward),
+    await startFakeNode(t, forward),
+    // Has not seen the block yet: null for the transaction.
+    await startFakeNode(t, (m, p) => (m === 'eth_getTransactionByHash' ? { result: null } : forward(m, p))),
+  ];
+  const sy = await stack(
+    t,
+    nodes.map((n, i) => ({ name: `n${i}`, url: n.url })),
+    { quorum: [{ methods: ['eth_getTransactionByHash'], min: 2, of: 3 }] },
+  );
+  const got = await post(sy.url, { jsonrpc: '2.0', id: 1, method: 'eth_getTransactionByHash', params: [tx] });
+  t.equal(got.json().result?.hash, tx, 'the transaction, as two nodes agree');
+  t.equal(got.headers['x-switchyard-quorum'], '2/3');
+  await waitFor(
+    'the null answer came',
+    async () =>
+      (await metric(sy, 'switchyard_upstream_calls_total', { upstream: 'n2', method: 'eth_getTransactionByHash' })) ===
+      1,
+  );
+  t.equal(await metric(sy, 'switchyard_upstream_dissent_total', {}), 0, 'no dissent for the null');
+});
+
 function rssBytes(): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
   return Number(m![1]) * 1024;
