@@ -37,6 +37,7 @@ import { PendingFeed } from './subscriptions/pending.js';
 import { VERSION } from './version.js';
 import { largeAnswers } from './upstream/answer-bytes.js';
 import { Tracing } from './tracing/index.js';
+import { QuorumGate } from './routing/quorum-gate.js';
 import { ShadowReads } from './routing/shadow.js';
 
 export type { Ports } from './server/listeners.js';
@@ -80,6 +81,7 @@ interface Rooms {
   /** The span exporter (tracing.enabled at start); null when tracing is off. */
   tracing: Tracing | null;
   shadows: ShadowReads;
+  quorum: QuorumGate;
 }
 
 function buildRooms(config: Config, opts: AppOptions): Rooms {
@@ -124,6 +126,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     pending: new PendingFeed(fleet, log.child({ room: 'subscriptions' })),
     tracing: config.tracing.enabled ? new Tracing(config.tracing, metrics, log.child({ room: 'tracing' })) : null,
     shadows: new ShadowReads(fleet, metrics, log.child({ room: 'shadow' })),
+    quorum: new QuorumGate(),
   };
 }
 

@@ -8,6 +8,7 @@ import { heightOf } from '../jsonrpc/hex.js';
 import { parseCidr } from '../net/cidrs.js';
 import { portClashes, redisUrl, shadowsOnly } from './checks.js';
 import { maintenanceSchema } from './maintenance-schema.js';
+import { quorumSchema } from './quorum-schema.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
 import { publicUrlSchema, webhooksSchema } from './uptime-schema.js';
@@ -207,6 +208,13 @@ export const configSchema = z
         /** Share of answered reads copied to each shadow upstream; copies in flight at most (more: skipped, counted). */
         shadowSampleRate: z.number().min(0).max(1).default(0.1),
         shadowMaxInFlight: positiveInt.max(10_000).default(64),
+        /**
+         * Quorum reads (SPEC 4.9, routing/quorum.ts): a listed method is asked of `of` nodes and
+         * answered once `min` agree from `minGroups` groups; each asked node is a node call.
+         */
+        quorum: quorumSchema,
+        /** Quorum calls at once, each until its last asked node answered or timed out; more: -32005 QUORUM_BUSY. */
+        quorumMaxInFlight: positiveInt.max(100_000).default(256),
         /**
          * Verified answers (SPEC 4.9, docs/verification.md): blocks, transactions and block receipts
          * checked against what they commit to before they are served or cached. A node with

@@ -74,4 +74,16 @@ export const upstreamSchema = z.strictObject({
   discover: z.boolean().default(true),
   /** Never answers a client; gets copies of a sample of answered reads to compare (routing/shadow.ts). */
   shadow: z.boolean().default(false),
+  /**
+   * The operator or provider running the node: quorum reads count agreeing nodes by group
+   * (routing.quorum minGroups), and an unverifiable block is confirmed by a node of another group
+   * where there is one (routing/quorum.ts, routing/failover.ts); null = its own name.
+   */
+  group: z
+    .string()
+    .regex(/^[a-zA-Z0-9_.-]{1,64}$/, {
+      error: (iss) => `expected a group name of letters, digits, _ . - (at most 64), got ${JSON.stringify(iss.input)}`,
+    })
+    .nullable()
+    .default(null),
 });

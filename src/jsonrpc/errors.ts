@@ -143,6 +143,18 @@ export const CATALOGUE = {
     message: 'upstream call timed out or was cut off: an expensive call runs on one node only',
     doc: 'an expensive call (`eth_call`, `eth_estimateGas`, `eth_createAccessList`, `eth_simulateV1`, `eth_getLogs`, `eth_getFilterLogs`, `debug_trace*`, an allowed `trace_*`) got no answer within its timeout (`routing.methodTimeoutsMs`, else `routing.upstreamTimeoutMs`) or lost its connection once sent; not retried on another node (`data.last`: `timeout` or `transport`)',
   },
+  NO_QUORUM: {
+    code: -32002,
+    http: 200,
+    message: 'no quorum: the nodes asked did not agree',
+    doc: 'a quorum read (`routing.quorum`) got no `min` agreeing answers from `minGroups` groups (`data.why`: `dispute` when answers differed, `too few answers` when too many asked nodes failed, `too few nodes` when fewer than `min` nodes or `minGroups` groups were eligible; `data.asked`, `data.agreeing`)',
+  },
+  QUORUM_BUSY: {
+    code: -32005,
+    http: 503,
+    message: 'too many quorum calls in flight: retry later',
+    doc: '`routing.quorumMaxInFlight` quorum calls are in flight (each until its last asked node answered or timed out); answered at once, sent to no node; `data.retryAfterSeconds`',
+  },
   FILTER_NOT_FOUND: {
     code: -32000,
     http: 200,

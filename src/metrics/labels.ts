@@ -71,3 +71,10 @@ export type BreakerStateLabel = (typeof BREAKER_STATES)[number];
 /** What became of one webhook delivery (uptime/webhooks.ts). */
 export const WEBHOOK_OUTCOMES = ['delivered', 'retried', 'failed', 'dropped'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
+
+/**
+ * How a quorum read ended (switchyard_quorum_calls_total's `outcome`; routing/quorum.ts): enough
+ * nodes agreed, the answers differed, or too few nodes were eligible (or answered) for `min` to agree.
+ */
+export const QUORUM_OUTCOMES = ['agreed', 'dispute', 'too_few'] as const;
+export type QuorumOutcome = (typeof QUORUM_OUTCOMES)[number];

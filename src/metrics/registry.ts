@@ -16,6 +16,7 @@ import { CallMetrics } from './calls.js';
 import { DirectiveMetrics } from './directives.js';
 import { ConnectionMetrics } from './connections.js';
 import { RedisMetrics } from './redis.js';
+import { QuorumMetrics } from './quorum.js';
 import { ShadowMetrics } from './shadow.js';
 import { ServiceMetrics, type BuildInfo } from './service.js';
 import { TracingMetrics } from './tracing.js';
@@ -48,6 +49,7 @@ export class Metrics {
   private readonly webhooks = new WebhookMetrics(this.registry);
   private readonly uptimeShared = new UptimeSharedMetrics(this.registry);
   private readonly verify = new VerifyMetrics(this.registry);
+  private readonly quorum = new QuorumMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -88,6 +90,9 @@ export class Metrics {
   // Verified answers (verify.ts)
   readonly recordWrongAnswer = this.verify.recordWrongAnswer.bind(this.verify);
   readonly recordUnverified = this.verify.recordUnverified.bind(this.verify);
+  // Quorum reads (quorum.ts)
+  readonly recordQuorumCall = this.quorum.recordQuorumCall.bind(this.quorum);
+  readonly recordDissent = this.quorum.recordDissent.bind(this.quorum);
 
   // The answer cache (cache.ts)
   readonly recordCacheLookup = this.cache.recordCacheLookup.bind(this.cache);

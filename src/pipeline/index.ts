@@ -283,6 +283,7 @@ export class Pipeline {
       shared = claimed;
     }
     const raw = spec.handling === 'write' && typeof call.params[0] === 'string' ? call.params[0] : undefined;
+    const quorum = spec.handling === 'read' ? d.quorum?.rules.get(call.method) : undefined;
     return {
       kind: 'plan',
       index: call.index,
@@ -291,8 +292,13 @@ export class Pipeline {
       paramsJson,
       requirement,
       // An expensive call goes alone: in an exchange, a slow one would hold every call sharing it.
+      // A quorum read goes to several nodes on its own way (routing/quorum.ts).
       batchable:
-        spec.handling === 'read' && spec.nullMayLag !== true && spec.expensive !== true && budget === undefined,
+        spec.handling === 'read' &&
+        spec.nullMayLag !== true &&
+        spec.expensive !== true &&
+        budget === undefined &&
+        quorum === undefined,
       nullMayLag: spec.nullMayLag,
       rawTransaction: raw,
       broadcast: raw !== undefined && d.broadcastTransactions && spec.waitsForReceipt !== true,
@@ -310,6 +316,7 @@ export class Pipeline {
       shared,
       key,
       trace: undefined,
+      quorum,
     };
   }
 
@@ -360,6 +367,7 @@ export class Pipeline {
       shared: undefined,
       key: undefined,
       trace: undefined,
+      quorum: undefined,
     };
   }
 }

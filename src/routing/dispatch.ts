@@ -8,7 +8,8 @@
  * go alone with their options: expensive ones (a slow one would hold every call sharing it; a
  * timeout is final), a null that may mean a lagging node (second opinion), a transaction waiting
  * for its receipt (one attempt), a filter call (its one node), a split eth_getLogs chunk (its byte
- * budget), and a broadcast transaction (every node, broadcast.ts). A node with a budget
+ * budget), a broadcast transaction (every node, broadcast.ts), and a quorum read (several nodes
+ * at once, quorum.ts). A node with a budget
  * (upstreams[].rateLimit) gets a chunk only when its budget gives a token for every call of it.
  * Refuses: what a call is and what its answer means for the cache (pipeline/), and the shape of
  * an exchange on the wire (upstream/client.ts).
@@ -29,6 +30,7 @@ import {
   type Sendable,
 } from './failover.js';
 import { pinnedNode } from './pinned.js';
+import { quorum } from './quorum.js';
 import { choose, eligible, type Requirement } from './select.js';
 import { confirmed, judged } from './verified.js';
 
@@ -54,10 +56,12 @@ function one(a: Attempted): Attempted[] {
   return [a];
 }
 
-/** A call on its own way: every attempt from the first, or to every node at once (broadcast). */
+/** A call on its own way: every attempt from the first, to every node at once (broadcast), or to several (quorum). */
 function alone(call: Sendable, ctx: DispatchContext): Promise<Attempted> {
-  // A request pinned to one node (pinned.ts) sends its transaction there only.
-  return call.broadcast === true && ctx.useUpstream === undefined ? broadcast(ctx, call) : attempt(ctx, call, fresh());
+  // A request pinned to one node (pinned.ts) sends its call there only.
+  if (ctx.useUpstream !== undefined) return attempt(ctx, call, fresh());
+  if (call.quorum !== undefined && ctx.routing.quorum !== undefined) return quorum(ctx, call, call.quorum);
+  return call.broadcast === true ? broadcast(ctx, call) : attempt(ctx, call, fresh());
 }
 
 /** One requirement's calls (indexes into `calls`), in exchanges of up to the chosen node's batch size. */

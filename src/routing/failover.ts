@@ -27,6 +27,7 @@ import { overBudget } from './budget.js';
 import { heldLaneFull, laneFull } from './lane.js';
 import { pinnedNode } from './pinned.js';
 import { choose, eligible, willing, type Ineligible, type Requirement } from './select.js';
+import type { QuorumDeps, QuorumRule } from './quorum-gate.js';
 import type { MethodTimeouts } from './timeouts.js';
 import { confirmed, judged, sameJson } from './verified.js';
 
@@ -42,6 +43,8 @@ export interface RoutingDeps {
   sendSyncTimeoutMs?: number;
   /** routing.verify.enabled: node answers are verified (verified.ts); absent = on. */
   verify?: boolean;
+  /** routing.quorum (quorum.ts); absent when no rule is configured. */
+  quorum?: QuorumDeps;
 }
 
 /** What the calls of one request share on their way: the settings they started with, the deadline, the head. */
@@ -66,6 +69,10 @@ export interface DispatchContext {
   upstreamFrom?: number;
   upstreamTo?: number;
   answered?: string[];
+  /** X-Switchyard-Quorum: `k/n` of each quorum call of the request (quorum.ts), in the order they were decided. */
+  quorum?: string[];
+  /** The request's id (HTTP x-request-id), for lines logged after its answer. */
+  reqId?: string;
 }
 
 /** `n` calls leave for a node now (the diagnostic headers' attempts and upstream time). */
@@ -122,6 +129,8 @@ export interface Sendable {
   budget?: BytePool;
   /** The call's span when its request is traced: each attempt is a CLIENT span under it. */
   trace?: CallTrace;
+  /** routing.quorum: asked of several nodes and answered once enough agree (quorum.ts). */
+  quorum?: QuorumRule;
 }
 
 /** How long, and how many times, a call waits for a node to reach the block it needs. */
@@ -149,6 +158,8 @@ export interface Progress {
   laneFull?: Upstream[];
   /** The first answer that could not be verified (verified.ts): served only if another node's is the same. */
   unverified?: string;
+  /** The node that gave it: the node that confirms it is of another group where there is one. */
+  unverifiedFrom?: Upstream;
 }
 
 /** A call's way before its first attempt. */
@@ -295,22 +306,37 @@ export function interpretVerdict(
 
 /**
  * An answer that could not be verified: served when it is the same (as parsed JSON) as one another
- * node returned before; else kept to compare and the call goes on to another node, whose answer
- * wins if it verifies.
+ * node returned before, that node being of another group (upstreams[].group) where one is left to
+ * ask; else kept to compare and the call goes on to another node, whose answer wins if it verifies.
  */
 function unverified(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, result: string): Attempted | null {
   ctx.routing.metrics.recordUnverified(call.label);
-  if (p.unverified !== undefined && sameJson(p.unverified, result))
+  if (p.unverified !== undefined && sameJson(p.unverified, result) && confirms(ctx, call, p, u))
     return { outcome: { result }, upstream: u, unverified: true };
-  p.unverified ??= result;
+  if (p.unverified === undefined) {
+    p.unverified = result;
+    p.unverifiedFrom = u;
+  }
   p.lastReason = 'unverified';
   ctx.routing.metrics.recordFailover('unverified');
   ctx.log?.debug({ method: call.label, upstream: u.name, reason: 'unverified', attempt: p.attempt + 1 }, 'failover');
   return null;
 }
 
+/**
+ * `u`, which returned the same unverifiable answer as the first node, confirms it: it is of another
+ * group, or no node of another group is left that the call may still go to. Two nodes of one
+ * operator may share one fault (or one liar), so the other group is asked first.
+ */
+function confirms(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream): boolean {
+  const first = p.unverifiedFrom!.group;
+  if (u.group !== first || p.attempt + 1 >= attemptsOf(ctx, call) || ctx.useUpstream !== undefined) return true;
+  const left = eligible(ctx.routing.fleet, call.requirement, p.tried);
+  return typeof left === 'string' || !left.some((x) => x.group !== first);
+}
+
 /** `u`'s answer was wrong (verified.ts): counted, logged, and told to the fleet, which may quarantine it. */
-function wrongAnswer(ctx: DispatchContext, u: Upstream, call: Sendable, why: string | undefined): void {
+export function wrongAnswer(ctx: DispatchContext, u: Upstream, call: Sendable, why: string | undefined): void {
   ctx.routing.metrics.recordWrongAnswer(u.name, call.label);
   ctx.log?.warn(
     { upstream: u.name, method: call.label, why },
@@ -416,7 +442,7 @@ export function goOn(
 }
 
 /** The upstream client's options for a call: none for most, a shared object for a plain expensive or held one. */
-function callOptions(call: Sendable): CallOptions | undefined {
+export function callOptions(call: Sendable): CallOptions | undefined {
   if (call.budget !== undefined)
     return { expensive: call.expensive === true, held: call.held === true, budget: call.budget };
   if (call.held === true) return call.expensive === true ? HELD_EXPENSIVE : HELD;
@@ -424,7 +450,7 @@ function callOptions(call: Sendable): CallOptions | undefined {
 }
 
 /** A traced call's options: one object literal, so the client's reads of them keep one shape. */
-function tracedOptions(call: Sendable, traceparent: string): CallOptions {
+export function tracedOptions(call: Sendable, traceparent: string): CallOptions {
   return { expensive: call.expensive === true, held: call.held === true, budget: call.budget, traceparent };
 }
 
@@ -440,7 +466,7 @@ function exhausted(p: Progress): Attempted {
 }
 
 /** Some untried routable node is below the block the call needs, so it may reach it soon. */
-function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: readonly Upstream[]): boolean {
+export function couldCatchUp(fleet: Fleet, minHead: number | undefined, tried: readonly Upstream[]): boolean {
   if (minHead === undefined) return false;
   return fleet.upstreams.some(
     (u) =>

@@ -130,6 +130,9 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       heldOffUntil: u.heldOffUntil === null ? null : new Date(u.heldOffUntil).toISOString(),
       selectionCost: Math.round(cost(u) * 100) / 100,
       budget: u.budget?.status() ?? null,
+      // Quorum reads (routing/quorum.ts): its group, and its answers that differed from the agreed one.
+      group: u.group,
+      dissent: u.dissent,
       ...servingLine(u),
     })),
     ...deps.extraStatus?.(),

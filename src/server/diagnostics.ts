@@ -17,12 +17,14 @@ export interface Diagnostics {
   attempts: number;
   /** From the first call sent to a node to the last answer; null when none was sent. */
   upstreamMs: number | null;
+  /** `k/n` of each quorum read (routing/quorum.ts): k answers agreed of n nodes asked. */
+  quorum: readonly string[];
 }
 
 /** X-Switchyard-Upstream lists at most this many names. */
 const MAX_UPSTREAMS = 8;
 
-const NONE: Diagnostics = Object.freeze({ answered: [], cache: 'none', attempts: 0, upstreamMs: null });
+const NONE: Diagnostics = Object.freeze({ answered: [], cache: 'none', attempts: 0, upstreamMs: null, quorum: [] });
 
 /** What the request's context and outcomes say; `cacheable[i]`: slot i went to a node under a cache plan. */
 export function summarize(
@@ -39,12 +41,13 @@ export function summarize(
     else if (cacheable?.[i] === true) misses++;
   }
   const attempts = ctx.attempts ?? 0;
-  if (hits === 0 && misses === 0 && attempts === 0) return NONE;
+  if (hits === 0 && misses === 0 && attempts === 0 && ctx.quorum === undefined) return NONE;
   return {
     answered: ctx.answered ?? NONE.answered,
     cache: hits > 0 ? (misses > 0 ? 'partial' : 'hit') : misses > 0 ? 'miss' : 'none',
     attempts,
     upstreamMs: ctx.upstreamFrom && ctx.upstreamTo ? ctx.upstreamTo - ctx.upstreamFrom : null,
+    quorum: ctx.quorum ?? NONE.quorum,
   };
 }
 
@@ -70,6 +73,8 @@ export function diagnosticHeaders(d: Diagnostics | undefined, totalMs: number): 
     '*',
   ];
   if (s.answered.length > 0) h.push('x-switchyard-upstream', upstreamList(s.answered));
+  // One `k/n` per quorum read, in the order they were decided (at most MAX_UPSTREAMS).
+  if (s.quorum.length > 0) h.push('x-switchyard-quorum', s.quorum.slice(0, MAX_UPSTREAMS).join(','));
   return h;
 }
 

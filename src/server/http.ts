@@ -143,7 +143,7 @@ function crashed(deps: HttpDeps, res: Reply, err: unknown): void {
  * its trace, and the X-Request-Id the uptime page's "Report a problem" asks users to quote (SPEC 12.3).
  */
 const EXPOSE =
-  'Retry-After, X-Request-Id, X-Switchyard-Upstream, X-Switchyard-Cache, X-Switchyard-Attempts, Server-Timing, traceparent';
+  'Retry-After, X-Request-Id, X-Switchyard-Upstream, X-Switchyard-Cache, X-Switchyard-Attempts, X-Switchyard-Quorum, Server-Timing, traceparent';
 const EXPOSED = { 'access-control-expose-headers': EXPOSE };
 
 const ALLOW_ANY: Readonly<Record<string, string>> = Object.freeze({ 'access-control-allow-origin': '*', ...EXPOSED });

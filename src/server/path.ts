@@ -18,6 +18,7 @@ import { MethodPolicy } from '../methods/policy.js';
 import type { Metrics } from '../metrics/registry.js';
 import { Pipeline, type PipelineDeps } from '../pipeline/index.js';
 import type { RedisConnections } from '../redis/connections.js';
+import type { QuorumDeps, QuorumGate, QuorumRule } from '../routing/quorum-gate.js';
 import { MethodTimeouts } from '../routing/timeouts.js';
 import type { ShadowReads } from '../routing/shadow.js';
 import type { ChainFeed } from '../subscriptions/chain.js';
@@ -55,6 +56,8 @@ export interface PathParts {
   pending: PendingFeed;
   /** Copies of reads for shadow upstreams: its in-flight count outlives reloads. */
   shadows: ShadowReads;
+  /** Quorum calls in flight (routing.quorumMaxInFlight): the count outlives reloads. */
+  quorum: QuorumGate;
   uptime: Uptime | null;
   /** The span exporter, built at start when tracing.enabled; null when off. */
   tracing: Tracing | null;
@@ -135,7 +138,19 @@ function pipelineDeps(c: Config, parts: PathParts): PipelineDeps {
       c.routing.shadowSampleRate > 0 && c.upstreams.some((u) => u.shadow)
         ? { reads: parts.shadows, sampleRate: c.routing.shadowSampleRate, maxInFlight: c.routing.shadowMaxInFlight }
         : undefined,
+    quorum: quorumDeps(c, parts),
   };
+}
+
+/** routing.quorum as routing reads it: each listed method's rule; undefined when there is none. */
+function quorumDeps(c: Config, parts: PathParts): QuorumDeps | undefined {
+  if (c.routing.quorum.length === 0) return undefined;
+  const rules = new Map<string, QuorumRule>();
+  for (const r of c.routing.quorum) {
+    const rule = Object.freeze({ min: r.min, of: r.of, minGroups: r.minGroups });
+    for (const m of r.methods) rules.set(m, rule);
+  }
+  return Object.freeze({ gate: parts.quorum, maxInFlight: c.routing.quorumMaxInFlight, rules });
 }
 
 function httpDeps(c: Config, parts: PathParts, front: Front, clientIp: ClientIp, rateLimits: RateLimits): HttpDeps {

@@ -11,6 +11,7 @@
  *   markLate(u)                   a poll timed out: not routed until a poll answers (probe.ts)
  *   quarantine(u, got)            the node answers another chain id
  *   wrongAnswer(u)                an answer from u failed verification (routing/verified.ts)
+ *   dissented(u)                  u's answer to a quorum read differed from the agreed one (routing/quorum.ts)
  *   observeHeader(u, h, askedAt)  a `latest` header from a poll or a newHeads subscription
  *   proveBlock(u, n)              an answer from u proved it has block n (its head is at least n)
  *   takeShared(u, n)              another replica saw u at n (Redis): taken only within reach
@@ -304,6 +305,11 @@ export class Fleet extends EventEmitter {
       'upstream gave wrong answers: quarantined',
     );
     this.setState(u, 'quarantined', 'wrong answers');
+  }
+
+  /** `u` answered a quorum read otherwise than the nodes that agreed: counted for /status (no health mark). */
+  dissented(u: Upstream): void {
+    this.s(u).dissent++;
   }
 
   /** The node's own `finalized` block. */

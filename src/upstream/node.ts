@@ -44,6 +44,8 @@ export interface NodeStatus {
   quarantinedUntil: number;
   /** When its recent wrong answers came (routing/verified.ts), oldest first, at most routing.verify.quarantineAfter. */
   wrongAt: number[];
+  /** Its answers to quorum reads that differed from the agreed one (routing/quorum.ts), since start. */
+  dissent: number;
 }
 
 export function freshStatus(): NodeStatus {
@@ -61,6 +63,7 @@ export function freshStatus(): NodeStatus {
     stateWhy: null,
     quarantinedUntil: 0,
     wrongAt: [],
+    dissent: 0,
   };
 }
 
@@ -177,6 +180,14 @@ export class Upstream {
   }
   get latencyMs(): number {
     return this.client.latencyMs;
+  }
+  /** Answers to quorum reads that differed from the agreed one (routing/quorum.ts). */
+  get dissent(): number {
+    return this.status.dissent;
+  }
+  /** upstreams[].group, else its name: quorum reads and unverifiable answers count nodes by it. */
+  get group(): string {
+    return this.client.config.group ?? this.name;
   }
   get calls(): number {
     return this.client.calls;

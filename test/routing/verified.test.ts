@@ -39,7 +39,7 @@ function liar(
 
 async function stack(
   t: Parameters<typeof startFakeNode>[0],
-  upstreams: { name: string; url: string; weight?: number }[],
+  upstreams: { name: string; url: string; weight?: number; group?: string }[],
   verify = {},
 ): Promise<RunningSwitchyard> {
   const sy = await startSwitchyard(t, {
@@ -261,6 +261,46 @@ t.test('a header with an unknown member: served only when another node returns t
     const counted = await metric(sy, 'switchyard_answers_unverified_total', { method: 'eth_getBlockByNumber' });
     // At least these four: the fleet's own feed of new blocks (subscriptions/chain.ts) is counted too.
     t.ok(counted >= 4, `each node answer counted (${counted})`);
+  });
+});
+
+t.test('an unverifiable block is confirmed by a node of another group where there is one', async (t) => {
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  await chain(anvil);
+  const pad: Forge = (m, _p, r) =>
+    m.startsWith('eth_getBlockByNumber') && r !== null ? { ...r, futureRoot: `0x${'ee'.repeat(32)}` } : r;
+  const truth = (await call(anvil.url, 'eth_getBlockByNumber', ['0x2', false])).result as Json;
+
+  t.test('two padding nodes of one group, an honest node of another: the honest answer', async (t) => {
+    const a = await liar(t, anvil, { now: pad });
+    const b = await liar(t, anvil, { now: pad });
+    // The padding nodes are asked first (weight); the anvil only when their agreement is not enough.
+    const sy = await stack(
+      t,
+      [
+        { name: 'a', url: a.url, weight: 1000, group: 'acme' },
+        { name: 'b', url: b.url, weight: 1000, group: 'acme' },
+        { name: 'anvil', url: anvil.url, weight: 0.001 },
+      ],
+      { quarantineAfter: 1000 },
+    );
+    const asked = (): number =>
+      [...a.calls, ...b.calls].filter((c) => c.method === 'eth_getBlockByNumber' && c.params[0] === '0x2').length;
+    const got = await ask(sy, 'eth_getBlockByNumber', ['0x2', false]);
+    t.same(got.result, truth, "the anvil's block: one operator's two nodes do not confirm each other");
+    t.equal(asked(), 2, 'both padding nodes were asked first');
+  });
+
+  t.test('two padding nodes of one group and no other group: served', async (t) => {
+    const a = await liar(t, anvil, { now: pad });
+    const b = await liar(t, anvil, { now: pad });
+    const sy = await stack(t, [
+      { name: 'a', url: a.url, group: 'acme' },
+      { name: 'b', url: b.url, group: 'acme' },
+    ]);
+    const got = await ask(sy, 'eth_getBlockByNumber', ['0x2', false]);
+    t.same(got.result, { ...truth, futureRoot: `0x${'ee'.repeat(32)}` }, 'no other group is there: the padded block');
   });
 });
 

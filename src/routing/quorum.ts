@@ -1,0 +1,290 @@
+/**
+ * Quorum reads (SPEC 4.9, routing.quorum): a call of a listed method is asked of `of` eligible
+ * nodes at once (fewer when fewer are eligible; as many groups as there are first, the cheapest
+ * node of each), all at the block the pipeline pinned its params to, and answered as soon as `min`
+ * answers agree (parsed JSON, member order ignored; a node's error counts as an answer too) and
+ * the agreeing nodes span `minGroups` distinct upstreams[].group. Reached through dispatch.ts only.
+ * Each asked node is a node call: a token of its budget, its in-flight count, a CLIENT span of the
+ * call's trace, an attempt in X-Switchyard-Attempts. An asked node that fails (timeout, transport,
+ * a wrong answer) has no say and is not replaced.
+ * Once the call is decided the other asked nodes are left to answer within their attempt timeout,
+ * not aborted: an answer that differs from the agreed one is dissent however late it comes. The
+ * call keeps its place in routing.quorumMaxInFlight until then, so a node that hangs holds at most
+ * quorumMaxInFlight x of calls, each until its timeout; of each answer only a digest is kept, and
+ * one answer per distinct digest until the call is decided.
+ * Owns: choosing the asked nodes, the vote, dissent (counted, logged at warn without params) and
+ * NO_QUORUM. Refuses: which calls are quorum reads (pipeline/), sending (upstream/client.ts).
+ */
+import { createHash } from 'node:crypto';
+import { RpcError } from '../jsonrpc/errors.js';
+import { textOf } from '../jsonrpc/raw.js';
+import type { Outcome } from '../jsonrpc/response.js';
+import type { QuorumOutcome } from '../metrics/labels.js';
+import type { Verdict } from '../upstream/classify.js';
+import type { Upstream } from '../upstream/node.js';
+import { funded, overBudget } from './budget.js';
+import {
+  callOptions,
+  couldCatchUp,
+  noteAnswered,
+  noteSent,
+  timeoutOf,
+  tracedOptions,
+  wrongAnswer,
+  type Attempted,
+  type DispatchContext,
+  type Sendable,
+} from './failover.js';
+import type { QuorumRule } from './quorum-gate.js';
+import { cost, eligible, willing } from './select.js';
+import { confirmed, judged } from './verified.js';
+
+const NONE: readonly Upstream[] = [];
+
+/** How long, and how many times, a quorum call waits for enough nodes to reach its block (as failover.ts). */
+const BLOCK_WAIT_MS = 2_000;
+const MAX_BLOCK_WAITS = 3;
+
+/** The call, asked of several nodes; its answer once `rule` is met or cannot be. */
+export async function quorum(ctx: DispatchContext, call: Sendable, rule: QuorumRule): Promise<Attempted> {
+  const { fleet, metrics } = ctx.routing;
+  const q = ctx.routing.quorum!;
+  let asked = candidates(ctx, call, rule);
+  // A node a block behind the snapshot head is not eligible for it yet: wait (bounded) as a call sent alone does.
+  for (let waits = 0; !enough(asked, rule) && waits < MAX_BLOCK_WAITS; waits++) {
+    const remaining = ctx.deadline - fleet.now();
+    if (remaining <= 0 || !couldCatchUp(fleet, call.requirement.minHead, asked)) break;
+    await fleet.nextHeadChange(Math.min(remaining, BLOCK_WAIT_MS));
+    asked = candidates(ctx, call, rule);
+  }
+  if (!enough(asked, rule)) return undecided(ctx, call, 'too few nodes', 0, 0);
+  if (!q.gate.enter(q.maxInFlight))
+    return { outcome: { error: new RpcError('QUORUM_BUSY', { data: { retryAfterSeconds: 1 } }) } };
+  const targets = asked.some((u) => u.budget !== null) ? await funded(asked, metrics) : asked;
+  if (!enough(targets, rule)) {
+    q.gate.leave();
+    return { outcome: { error: overBudget(asked.filter((u) => !targets.includes(u))) } };
+  }
+  return new Vote(ctx, call, rule, targets).decided;
+}
+
+/** The nodes to ask: as many groups as there are among the eligible first, the cheapest node of each, then the cheapest others. */
+function candidates(ctx: DispatchContext, call: Sendable, rule: QuorumRule): Upstream[] {
+  const found = eligible(ctx.routing.fleet, call.requirement, NONE);
+  if (typeof found === 'string') return [];
+  const pool = (willing(found, call.method) ?? []).slice().sort((a, b) => cost(a) - cost(b));
+  const out: Upstream[] = [];
+  const groups = new Set<string>();
+  for (const u of pool)
+    if (out.length < rule.of && !groups.has(u.group)) {
+      out.push(u);
+      groups.add(u.group);
+    }
+  for (const u of pool) if (out.length < rule.of && !out.includes(u)) out.push(u);
+  return out;
+}
+
+function enough(nodes: readonly Upstream[], rule: QuorumRule): boolean {
+  return nodes.length >= rule.min && new Set(nodes.map((u) => u.group)).size >= rule.minGroups;
+}
+
+type Why = 'dispute' | 'too few answers' | 'too few nodes';
+
+/** NO_QUORUM: counted, and said in the answer's X-Switchyard-Quorum. */
+function undecided(ctx: DispatchContext, call: Sendable, why: Why, agreeing: number, asked: number): Attempted {
+  const outcome: QuorumOutcome = why === 'dispute' ? 'dispute' : 'too_few';
+  ctx.routing.metrics.recordQuorumCall(call.label, outcome);
+  (ctx.quorum ??= []).push(`${agreeing}/${asked}`);
+  return {
+    outcome: { error: new RpcError('NO_QUORUM', { message: `no quorum: ${why}`, data: { why, asked, agreeing } }) },
+  };
+}
+
+/** One answer and the nodes that gave it (as parsed JSON). */
+interface Side {
+  readonly digest: string;
+  readonly outcome: Outcome;
+  readonly upstream: Upstream;
+  /** Some node's copy could not be verified (verified.ts): served, never cached. */
+  unverified: boolean;
+  count: number;
+  readonly groups: Set<string>;
+}
+
+/** One quorum call's vote: the asked nodes' answers as they come, and what was decided. */
+class Vote {
+  readonly decided: Promise<Attempted>;
+  private resolve!: (a: Attempted) => void;
+  private sides: Side[] | null = [];
+  private agreed: string | null = null;
+  /** Each asked node's answer digest once it answered (null: no say), for dissent counted at agreement. */
+  private readonly digests: (string | null | undefined)[];
+  private pending: number;
+
+  constructor(
+    private readonly ctx: DispatchContext,
+    private readonly call: Sendable,
+    private readonly rule: QuorumRule,
+    private readonly asked: readonly Upstream[],
+  ) {
+    this.decided = new Promise((r) => (this.resolve = r));
+    this.digests = new Array(asked.length);
+    this.pending = asked.length;
+    const limit = Math.min(timeoutOf(ctx.routing, call), Math.max(1, ctx.deadline - ctx.routing.fleet.now()));
+    asked.forEach((u, i) => {
+      void ask(ctx, call, u, limit).then(
+        (v) => this.answer(i, u, v),
+        () => this.answer(i, u, { kind: 'retry', reason: 'transport', health: false }),
+      );
+    });
+  }
+
+  /** Every asked node's answer comes here once; the place in quorumMaxInFlight is given back with the last. */
+  private answer(i: number, u: Upstream, v: Verdict): void {
+    this.pending--;
+    try {
+      this.take(i, u, v);
+    } catch (err) {
+      // A fault here must neither leave the client without an answer nor keep the place.
+      this.ctx.log?.error({ err, method: this.call.label }, 'quorum read failed inside the service');
+      if (this.sides !== null) {
+        this.sides = null;
+        this.resolve({ outcome: { error: new RpcError('INTERNAL_ERROR') } });
+      }
+    } finally {
+      if (this.pending === 0) this.ctx.routing.quorum!.gate.leave();
+    }
+  }
+
+  private take(i: number, u: Upstream, v: Verdict): void {
+    const digest = v.kind === 'result' || v.kind === 'node-error' ? digestOf(v) : null;
+    this.digests[i] = digest;
+    if (v.kind === 'retry' && v.reason === 'wrong_answer') wrongAnswer(this.ctx, u, this.call, v.why);
+    if (this.agreed !== null) {
+      if (digest !== null && digest !== this.agreed) this.dissent(u, digest);
+    } else if (this.sides !== null) {
+      if (digest !== null) this.count(u, v as Exclude<Verdict, { kind: 'retry' }>, digest);
+      if (this.sides !== null && !this.possible()) this.fail();
+    }
+  }
+
+  private count(u: Upstream, v: Exclude<Verdict, { kind: 'retry' }>, digest: string): void {
+    const sides = this.sides!;
+    let side = sides.find((s) => s.digest === digest);
+    if (side === undefined) {
+      const outcome: Outcome = v.kind === 'result' ? { result: v.result } : { nodeError: v.error };
+      side = { digest, outcome, upstream: u, unverified: false, count: 0, groups: new Set() };
+      sides.push(side);
+    }
+    side.count++;
+    side.groups.add(u.group);
+    if (v.kind === 'result' && v.unverified === true) side.unverified = true;
+    if (side.count >= this.rule.min && side.groups.size >= this.rule.minGroups) this.agree(side);
+  }
+
+  private agree(side: Side): void {
+    const { ctx, call } = this;
+    this.agreed = side.digest;
+    this.sides = null;
+    noteAnswered(ctx);
+    ctx.routing.metrics.recordQuorumCall(call.label, 'agreed');
+    (ctx.quorum ??= []).push(`${side.count}/${this.asked.length}`);
+    this.digests.forEach((d, i) => {
+      if (d !== undefined && d !== null && d !== side.digest) this.dissent(this.asked[i]!, d);
+    });
+    this.resolve(
+      side.unverified
+        ? { outcome: side.outcome, upstream: side.upstream, unverified: true }
+        : { outcome: side.outcome, upstream: side.upstream },
+    );
+  }
+
+  /** Some answer can still reach `min` from `minGroups` groups with the nodes yet to answer. */
+  private possible(): boolean {
+    const { min, minGroups } = this.rule;
+    const waiting = new Set<string>();
+    this.asked.forEach((u, i) => {
+      if (this.digests[i] === undefined) waiting.add(u.group);
+    });
+    if (this.pending >= min && waiting.size >= minGroups) return true;
+    return this.sides!.some(
+      (s) => s.count + this.pending >= min && new Set([...s.groups, ...waiting]).size >= minGroups,
+    );
+  }
+
+  private fail(): void {
+    const sides = this.sides!;
+    this.sides = null;
+    noteAnswered(this.ctx);
+    const most = sides.reduce((m, s) => Math.max(m, s.count), 0);
+    this.resolve(
+      undecided(this.ctx, this.call, sides.length > 1 ? 'dispute' : 'too few answers', most, this.asked.length),
+    );
+  }
+
+  /** `u` answered otherwise than the agreed answer: counted, shown in /status, logged (never params nor answers). */
+  private dissent(u: Upstream, digest: string): void {
+    const { ctx, call } = this;
+    // A null for a lookup by hash may only mean the node has not seen the block yet (failover.ts nullMayLag): no dissent.
+    if (call.nullMayLag === true && digest === NULL_DIGEST) return;
+    const { metrics, fleet, quorum: q } = ctx.routing;
+    metrics.recordDissent(u.name);
+    fleet.dissented(u);
+    if (q!.gate.mayLog(Date.now()))
+      ctx.log?.warn(
+        { upstream: u.name, method: call.label, block: call.requirement.minHead ?? null, req: ctx.reqId },
+        'quorum read: upstream answer differs from the agreed one',
+      );
+  }
+}
+
+/** One asked node's verdict, verified as any answer is (verified.ts). */
+function ask(ctx: DispatchContext, call: Sendable, u: Upstream, limit: number): Promise<Verdict> {
+  const r = ctx.routing;
+  ctx.trail.push(u.name);
+  const span = call.trace?.attempt(u.name);
+  noteSent(ctx, 1);
+  const opts = span === undefined ? callOptions(call) : tracedOptions(call, span.traceparent);
+  return u.call(call.method, call.paramsJson, limit, opts).then(({ verdict: read, ms }) => {
+    const verdict = judged(r, call, read);
+    span?.end(verdict);
+    r.metrics.recordUpstreamCall(
+      u.name,
+      call.label,
+      verdict.kind === 'retry' ? verdict.reason : verdict.kind,
+      ms / 1000,
+    );
+    if (verdict.kind === 'result' && verdict.confirm !== undefined) return confirmed(r, u, verdict, limit);
+    return verdict;
+  });
+}
+
+/**
+ * What an answer says, as parsed JSON with members in one order: two answers agree when their
+ * digests are equal. Only the digest is kept of an answer that does not open a new side.
+ */
+function digestOf(v: Extract<Verdict, { kind: 'result' | 'node-error' }>): string {
+  const raw = v.kind === 'result' ? textOf(v.result) : v.error;
+  let text: string;
+  try {
+    text = canonical(JSON.parse(raw));
+  } catch {
+    // Not JSON after all: compared as the bytes it is.
+    text = raw;
+  }
+  return createHash('sha256')
+    .update(v.kind === 'result' ? 'r' : 'e')
+    .update(text)
+    .digest('base64');
+}
+
+/** A `null` result's digest. */
+const NULL_DIGEST = digestOf({ kind: 'result', result: 'null' });
+
+/** JSON text with every object's members sorted by name. */
+function canonical(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  const keys = Object.keys(v).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+}
