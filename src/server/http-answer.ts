@@ -2,7 +2,7 @@
  * A JSON-RPC answer written to an HTTP response: one writeHead with every header (type, length,
  * request id, CORS, the caller's extras), a large body a piece at a time so no turn of the event
  * loop encodes all of it, and gzip for a client that accepts it. Refuses: what the answer says and
- * which headers it gets (http.ts).
+ * which headers it gets (http-request.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';

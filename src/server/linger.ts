@@ -9,7 +9,7 @@
  * passed since the answer, or it sent `bytes`: only then is the socket destroyed.
  *
  * Owns: the reading and dropping, its bounds, and the sockets lingering (a shutdown destroys them).
- * Refuses: deciding when a connection closes (http.ts, http-lane.ts, refusal.ts).
+ * Refuses: deciding when a connection closes (http-request.ts, http-lane.ts, refusal.ts).
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';

@@ -4,7 +4,7 @@
  * Every wait here is on an event (a server's close, the last call ending, the last frame
  * answered) bounded by a deadline, never a poll.
  * Owns: creating and wiring the servers, listen errors, drain and close. Refuses: what a request
- * means (http.ts, front.ts) and which settings are in force (the request path: path.ts).
+ * means (http-request.ts, front.ts) and which settings are in force (the request path: path.ts).
  */
 import { once } from 'node:events';
 import type { Server } from 'node:http';

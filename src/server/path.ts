@@ -30,7 +30,7 @@ import type { Uptime } from '../uptime/index.js';
 import { VERSION } from '../version.js';
 import { ClientIp } from './client-ip.js';
 import { Front } from './front.js';
-import type { HttpDeps } from './http.js';
+import type { HttpDeps } from './http-request.js';
 
 export interface RequestPath {
   readonly config: Config;

@@ -8,7 +8,7 @@
  * one, every replica shows one page: one probes (the lease holder) and all share the store (shared.ts).
  * Incident changes and windows starting or ending go to uptime.webhooks (notify.ts). The clock
  * is injected; tests drive probe() themselves.
- * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http.ts asks
+ * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http-request.ts asks
  * routes.ts for an answer).
  *
  * A store file that cannot be used at start (not a database, damaged, newer schema, unwritable)
