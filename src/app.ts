@@ -37,6 +37,7 @@ import { PendingFeed } from './subscriptions/pending.js';
 import { VERSION } from './version.js';
 import { largeAnswers } from './upstream/answer-bytes.js';
 import { Tracing } from './tracing/index.js';
+import { HedgeFigures } from './routing/hedge-figures.js';
 import { ShadowReads } from './routing/shadow.js';
 
 export type { Ports } from './server/listeners.js';
@@ -80,6 +81,8 @@ interface Rooms {
   /** The span exporter (tracing.enabled at start); null when tracing is off. */
   tracing: Tracing | null;
   shadows: ShadowReads;
+  /** Hedged reads' figures (routing/hedge-figures.ts), kept across reloads. */
+  hedges: HedgeFigures;
 }
 
 function buildRooms(config: Config, opts: AppOptions): Rooms {
@@ -124,6 +127,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     pending: new PendingFeed(fleet, log.child({ room: 'subscriptions' })),
     tracing: config.tracing.enabled ? new Tracing(config.tracing, metrics, log.child({ room: 'tracing' })) : null,
     shadows: new ShadowReads(fleet, metrics, log.child({ room: 'shadow' })),
+    hedges: new HedgeFigures(),
   };
 }
 
@@ -205,6 +209,7 @@ export class App {
         websocket: this.listeners.ws.status(),
       }),
       reload: () => this.reloadFile(),
+      hedgesWon: (u) => this.rooms.hedges.wonBy(u),
       cordons: this.rooms.cordons,
       maintenance: uptime?.maintenanceAdmin,
       incidents: uptime?.desk,

@@ -67,3 +67,7 @@ export type BreakerStateLabel = (typeof BREAKER_STATES)[number];
 /** What became of one webhook delivery (uptime/webhooks.ts). */
 export const WEBHOOK_OUTCOMES = ['delivered', 'retried', 'failed', 'dropped'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
+
+/** What became of a hedged read's hedge (routing/hedge.ts): its answer served, the first node's served, or not sent. */
+export const HEDGE_OUTCOMES = ['won', 'lost', 'skipped'] as const;
+export type HedgeOutcome = (typeof HEDGE_OUTCOMES)[number];

@@ -14,6 +14,7 @@ import { BudgetMetrics } from './budget.js';
 import { CacheMetrics } from './cache.js';
 import { CallMetrics } from './calls.js';
 import { DirectiveMetrics } from './directives.js';
+import { HedgeMetrics } from './hedge.js';
 import { ConnectionMetrics } from './connections.js';
 import { RedisMetrics } from './redis.js';
 import { ShadowMetrics } from './shadow.js';
@@ -48,6 +49,7 @@ export class Metrics {
   private readonly webhooks = new WebhookMetrics(this.registry);
   private readonly uptimeShared = new UptimeSharedMetrics(this.registry);
   private readonly verify = new VerifyMetrics(this.registry);
+  private readonly hedges = new HedgeMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -88,6 +90,9 @@ export class Metrics {
   // Verified answers (verify.ts)
   readonly recordWrongAnswer = this.verify.recordWrongAnswer.bind(this.verify);
   readonly recordUnverified = this.verify.recordUnverified.bind(this.verify);
+
+  // Hedged reads (hedge.ts)
+  readonly recordHedge = this.hedges.recordHedge.bind(this.hedges);
 
   // The answer cache (cache.ts)
   readonly recordCacheLookup = this.cache.recordCacheLookup.bind(this.cache);

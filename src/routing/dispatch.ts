@@ -28,6 +28,7 @@ import {
   type DispatchContext,
   type Sendable,
 } from './failover.js';
+import { hedged, mayHedge } from './hedge.js';
 import { pinnedNode } from './pinned.js';
 import { choose, eligible, type Requirement } from './select.js';
 import { confirmed, judged } from './verified.js';
@@ -57,7 +58,9 @@ function one(a: Attempted): Attempted[] {
 /** A call on its own way: every attempt from the first, or to every node at once (broadcast). */
 function alone(call: Sendable, ctx: DispatchContext): Promise<Attempted> {
   // A request pinned to one node (pinned.ts) sends its transaction there only.
-  return call.broadcast === true && ctx.useUpstream === undefined ? broadcast(ctx, call) : attempt(ctx, call, fresh());
+  if (call.broadcast === true && ctx.useUpstream === undefined) return broadcast(ctx, call);
+  // A read the first node is late with may be asked of a second (hedge.ts).
+  return mayHedge(ctx, call) ? hedged(ctx, call) : attempt(ctx, call, fresh());
 }
 
 /** One requirement's calls (indexes into `calls`), in exchanges of up to the chosen node's batch size. */

@@ -19,6 +19,7 @@ import type { Metrics } from '../metrics/registry.js';
 import { Pipeline, type PipelineDeps } from '../pipeline/index.js';
 import type { RedisConnections } from '../redis/connections.js';
 import { MethodTimeouts } from '../routing/timeouts.js';
+import type { HedgeFigures } from '../routing/hedge-figures.js';
 import type { ShadowReads } from '../routing/shadow.js';
 import type { ChainFeed } from '../subscriptions/chain.js';
 import type { PendingFeed } from '../subscriptions/pending.js';
@@ -55,6 +56,8 @@ export interface PathParts {
   pending: PendingFeed;
   /** Copies of reads for shadow upstreams: its in-flight count outlives reloads. */
   shadows: ShadowReads;
+  /** Hedged reads' latency figures and token bucket (routing/hedge-figures.ts): kept across reloads. */
+  hedges: HedgeFigures;
   uptime: Uptime | null;
   /** The span exporter, built at start when tracing.enabled; null when off. */
   tracing: Tracing | null;
@@ -122,6 +125,14 @@ function pipelineDeps(c: Config, parts: PathParts): PipelineDeps {
     maxAttempts: c.routing.maxAttempts,
     upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
     verify: c.routing.verify.enabled,
+    hedge: c.routing.hedge.enabled
+      ? {
+          figures: parts.hedges,
+          quantile: c.routing.hedge.quantile,
+          minDelayMs: c.routing.hedge.minDelayMs,
+          maxRatio: c.routing.hedge.maxRatio,
+        }
+      : undefined,
     logs: {
       maxBlockRange: c.routing.maxLogsBlockRange,
       split: c.routing.splitLogsRange,
