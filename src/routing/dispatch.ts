@@ -10,6 +10,8 @@
  * for its receipt (one attempt), a filter call (its one node), a split eth_getLogs chunk (its byte
  * budget), and a broadcast transaction (every node, broadcast.ts). A node with a budget
  * (upstreams[].rateLimit) gets a chunk only when its budget gives a token for every call of it.
+ * A read on its own way may be hedged (hedge.ts): asked of a second node when the first is late;
+ * a read in an exchange with others is not (the exchange answers them together).
  * Refuses: what a call is and what its answer means for the cache (pipeline/), and the shape of
  * an exchange on the wire (upstream/client.ts).
  */
