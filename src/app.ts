@@ -38,6 +38,7 @@ import { VERSION } from './version.js';
 import { largeAnswers } from './upstream/answer-bytes.js';
 import { Tracing } from './tracing/index.js';
 import { QuorumGate } from './routing/quorum-gate.js';
+import { HedgeFigures } from './routing/hedge-figures.js';
 import { ShadowReads } from './routing/shadow.js';
 
 export type { Ports } from './server/listeners.js';
@@ -82,6 +83,8 @@ interface Rooms {
   tracing: Tracing | null;
   shadows: ShadowReads;
   quorum: QuorumGate;
+  /** Hedged reads' figures (routing/hedge-figures.ts), kept across reloads. */
+  hedges: HedgeFigures;
 }
 
 function buildRooms(config: Config, opts: AppOptions): Rooms {
@@ -127,6 +130,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     tracing: config.tracing.enabled ? new Tracing(config.tracing, metrics, log.child({ room: 'tracing' })) : null,
     shadows: new ShadowReads(fleet, metrics, log.child({ room: 'shadow' })),
     quorum: new QuorumGate(),
+    hedges: new HedgeFigures(),
   };
 }
 
@@ -208,6 +212,7 @@ export class App {
         websocket: this.listeners.ws.status(),
       }),
       reload: () => this.reloadFile(),
+      hedgesWon: (u) => this.rooms.hedges.wonBy(u),
       cordons: this.rooms.cordons,
       maintenance: uptime?.maintenanceAdmin,
       incidents: uptime?.desk,

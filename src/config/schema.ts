@@ -228,6 +228,20 @@ export const configSchema = z
             quarantineMs: positiveInt.default(600_000),
           })
           .prefault({}),
+        /**
+         * Hedged reads (SPEC 4.9, docs/routing.md "Hedging"): a read still unanswered after the
+         * `quantile` latency of its method across the healthy nodes (at least `minDelayMs`) is sent
+         * once more to another node; the first good answer wins. At most `maxRatio` of calls (a
+         * token bucket each call adds maxRatio to, burst 20).
+         */
+        hedge: z
+          .strictObject({
+            enabled: z.boolean().default(true),
+            quantile: z.number().gt(0).max(1).default(0.95),
+            minDelayMs: nonNegativeInt.default(20),
+            maxRatio: z.number().min(0).max(1).default(0.1),
+          })
+          .prefault({}),
         /** Per-upstream circuit breaker: opens after this many consecutive failures, half-opens after cooldownMs. */
         breaker: z
           .strictObject({

@@ -78,3 +78,6 @@ export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
  */
 export const QUORUM_OUTCOMES = ['agreed', 'dispute', 'too_few'] as const;
 export type QuorumOutcome = (typeof QUORUM_OUTCOMES)[number];
+/** What became of a hedged read's hedge (routing/hedge.ts): its answer served, the first node's served, or not sent. */
+export const HEDGE_OUTCOMES = ['won', 'lost', 'skipped'] as const;
+export type HedgeOutcome = (typeof HEDGE_OUTCOMES)[number];

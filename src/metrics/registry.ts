@@ -14,6 +14,7 @@ import { BudgetMetrics } from './budget.js';
 import { CacheMetrics } from './cache.js';
 import { CallMetrics } from './calls.js';
 import { DirectiveMetrics } from './directives.js';
+import { HedgeMetrics } from './hedge.js';
 import { ConnectionMetrics } from './connections.js';
 import { RedisMetrics } from './redis.js';
 import { QuorumMetrics } from './quorum.js';
@@ -50,6 +51,7 @@ export class Metrics {
   private readonly uptimeShared = new UptimeSharedMetrics(this.registry);
   private readonly verify = new VerifyMetrics(this.registry);
   private readonly quorum = new QuorumMetrics(this.registry);
+  private readonly hedges = new HedgeMetrics(this.registry);
 
   constructor(opts: MetricsOptions = {}) {
     this.service.setBuildInfo(opts);
@@ -93,6 +95,9 @@ export class Metrics {
   // Quorum reads (quorum.ts)
   readonly recordQuorumCall = this.quorum.recordQuorumCall.bind(this.quorum);
   readonly recordDissent = this.quorum.recordDissent.bind(this.quorum);
+
+  // Hedged reads (hedge.ts)
+  readonly recordHedge = this.hedges.recordHedge.bind(this.hedges);
 
   // The answer cache (cache.ts)
   readonly recordCacheLookup = this.cache.recordCacheLookup.bind(this.cache);

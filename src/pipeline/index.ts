@@ -10,9 +10,10 @@ import type { Logger } from 'pino';
 import type { Call } from '../jsonrpc/parse.js';
 import { RpcError, blameOf, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
-import type { MethodSpec } from '../methods/table.js';
+import { METHODS, type MethodSpec } from '../methods/table.js';
 import type { CallOutcome } from '../metrics/registry.js';
 import type { Attempted } from '../routing/dispatch.js';
+import type { Requirement } from '../routing/select.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import { planCache, type CachePlan } from '../cache/index.js';
 import type { Shared } from '../cache/coalesce.js';
@@ -305,6 +306,7 @@ export class Pipeline {
       waitsForReceipt: spec.waitsForReceipt,
       expensive: spec.expensive,
       held: spec.held,
+      hedgeable: hedgeable(call.method, spec, requirement, budget),
       only: undefined,
       budget,
       spec,
@@ -357,6 +359,7 @@ export class Pipeline {
       waitsForReceipt: undefined,
       expensive: spec.expensive,
       held: spec.held,
+      hedgeable: false,
       only: found.upstream,
       budget: undefined,
       spec,
@@ -380,4 +383,20 @@ function heightIn(result: JsonText): number | null {
   if (typeof result === 'string') return heightInText(result, true);
   const text = result.members.get('number') ?? result.members.get('blockNumber');
   return text === undefined ? null : heightOf(text.slice(1, -1));
+}
+
+/**
+ * A call a second node may be asked for when the first is late (routing/hedge.ts): a read of the
+ * method table's (a forwarded method's nature is unknown: it may write), not expensive (it would
+ * run twice) nor held, not sticky to one node (`pending`), not a chunk of a split request.
+ */
+function hedgeable(method: string, spec: MethodSpec, req: Requirement, budget: BytePool | undefined): boolean {
+  return (
+    spec.handling === 'read' &&
+    METHODS[method] === spec &&
+    spec.expensive !== true &&
+    spec.held !== true &&
+    req.stickyKey === undefined &&
+    budget === undefined
+  );
 }

@@ -11,6 +11,8 @@
  * budget), a broadcast transaction (every node, broadcast.ts), and a quorum read (several nodes
  * at once, quorum.ts). A node with a budget
  * (upstreams[].rateLimit) gets a chunk only when its budget gives a token for every call of it.
+ * A read on its own way may be hedged (hedge.ts): asked of a second node when the first is late;
+ * a read in an exchange with others is not (the exchange answers them together).
  * Refuses: what a call is and what its answer means for the cache (pipeline/), and the shape of
  * an exchange on the wire (upstream/client.ts).
  */
@@ -29,6 +31,7 @@ import {
   type DispatchContext,
   type Sendable,
 } from './failover.js';
+import { hedged, mayHedge } from './hedge.js';
 import { pinnedNode } from './pinned.js';
 import { quorum } from './quorum.js';
 import { choose, eligible, type Requirement } from './select.js';
@@ -61,7 +64,9 @@ function alone(call: Sendable, ctx: DispatchContext): Promise<Attempted> {
   // A request pinned to one node (pinned.ts) sends its call there only.
   if (ctx.useUpstream !== undefined) return attempt(ctx, call, fresh());
   if (call.quorum !== undefined && ctx.routing.quorum !== undefined) return quorum(ctx, call, call.quorum);
-  return call.broadcast === true ? broadcast(ctx, call) : attempt(ctx, call, fresh());
+  if (call.broadcast === true) return broadcast(ctx, call);
+  // A read the first node is late with may be asked of a second (hedge.ts).
+  return mayHedge(ctx, call) ? hedged(ctx, call) : attempt(ctx, call, fresh());
 }
 
 /** One requirement's calls (indexes into `calls`), in exchanges of up to the chosen node's batch size. */

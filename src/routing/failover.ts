@@ -21,9 +21,11 @@ import type { Fleet } from '../upstream/fleet.js';
 import type { Verdict } from '../upstream/classify.js';
 import type { BytePool } from '../upstream/answer-bytes.js';
 import type { CallOptions } from '../upstream/client.js';
+import type { Cancel } from '../upstream/cancel.js';
 import type { Upstream } from '../upstream/node.js';
 import type { CallTrace, RequestTrace } from '../tracing/index.js';
 import { overBudget } from './budget.js';
+import type { HedgeRoute } from './hedge-figures.js';
 import { heldLaneFull, laneFull } from './lane.js';
 import { pinnedNode } from './pinned.js';
 import { choose, eligible, willing, type Ineligible, type Requirement } from './select.js';
@@ -45,6 +47,8 @@ export interface RoutingDeps {
   verify?: boolean;
   /** routing.quorum (quorum.ts); absent when no rule is configured. */
   quorum?: QuorumDeps;
+  /** routing.hedge (hedge.ts); absent = hedging off. */
+  hedge?: HedgeRoute;
 }
 
 /** What the calls of one request share on their way: the settings they started with, the deadline, the head. */
@@ -131,13 +135,23 @@ export interface Sendable {
   trace?: CallTrace;
   /** routing.quorum: asked of several nodes and answered once enough agree (quorum.ts). */
   quorum?: QuorumRule;
+  /**
+   * A read of the method table's that may be asked of a second node when the first is late
+   * (hedge.ts): no write, filter, expensive, held or sticky (`pending`) call, no split chunk.
+   */
+  hedgeable?: boolean;
 }
 
 /** How long, and how many times, a call waits for a node to reach the block it needs. */
 const BLOCK_WAIT_MS = 2_000;
-const MAX_BLOCK_WAITS = 3;
+export const MAX_BLOCK_WAITS = 3;
 
 const ALREADY_KNOWN = /already known|already imported/i;
+
+/** What a cancelled way of a hedged read ends with (hedge.ts): never served, the other way's answer is. */
+const CANCELLED_WAY: Attempted = {
+  outcome: { error: new RpcError('UPSTREAM_FAILED', { data: { attempts: 0, last: 'cancelled' } }) },
+};
 
 const EXPENSIVE = { expensive: true } as const;
 const HELD = { held: true } as const;
@@ -160,6 +174,10 @@ export interface Progress {
   unverified?: string;
   /** The node that gave it: the node that confirms it is of another group where there is one. */
   unverifiedFrom?: Upstream;
+  /** A hedged read's way (hedge.ts): cancelled once the other way answered; its calls may be cut off. */
+  cancel?: Cancel;
+  /** This way is the hedge itself (hedge.ts): its attempt's span says so. */
+  hedge?: true;
 }
 
 /** A call's way before its first attempt. */
@@ -275,6 +293,8 @@ export function interpretVerdict(
     if (p.nullFrom) return { outcome: { result: 'null' }, upstream: p.nullFrom };
     return { outcome: { nodeError: verdict.error }, upstream: u };
   }
+  // The other way of a hedged read answered first (hedge.ts): this way ends here, its answer unused.
+  if (verdict.reason === 'cancelled') return CANCELLED_WAY;
   // Every node would send the same oversized answer: no failover, the client narrows its request.
   if (verdict.reason === 'response_too_large') return { outcome: { error: new RpcError('RESPONSE_TOO_LARGE') } };
   // Switchyard holds as many large answers as it may: another node's would be refused alike.
@@ -362,6 +382,7 @@ function refused(ctx: DispatchContext, u: Upstream, call: Sendable): void {
  */
 export function attempt(ctx: DispatchContext, call: Sendable, p: Progress): Promise<Attempted> {
   const r = ctx.routing;
+  if (p.cancel?.cancelled === true) return Promise.resolve(CANCELLED_WAY);
   if (p.attempt >= attemptsOf(ctx, call)) return Promise.resolve(exhausted(p));
   const remaining = ctx.deadline - r.fleet.now();
   if (remaining <= 0) {
@@ -404,11 +425,19 @@ function send(ctx: DispatchContext, call: Sendable, p: Progress, u: Upstream, re
   const before = u.breaker.state;
   const limit = Math.min(timeoutOf(r, call), remaining);
   const span = call.trace?.attempt(u.name);
-  const opts = span === undefined ? callOptions(call) : tracedOptions(call, span.traceparent);
+  if (p.hedge === true) span?.hedge();
+  const opts =
+    p.cancel !== undefined
+      ? cancellableOptions(call, p.cancel, span?.traceparent)
+      : span === undefined
+        ? callOptions(call)
+        : tracedOptions(call, span.traceparent);
   noteSent(ctx, 1);
   return u.call(call.method, call.paramsJson, limit, opts).then(({ verdict: read, ms }) => {
     const verdict = judged(r, call, read);
     span?.end(verdict);
+    // Hedge delays are learnt from answers (a result or the node's own error) to calls that may be hedged.
+    if (verdict.kind !== 'retry' && call.hedgeable === true) r.hedge?.figures.sample(u, call.label, ms);
     noteAnswered(ctx);
     r.metrics.recordUpstreamCall(
       u.name,
@@ -452,6 +481,11 @@ export function callOptions(call: Sendable): CallOptions | undefined {
 /** A traced call's options: one object literal, so the client's reads of them keep one shape. */
 export function tracedOptions(call: Sendable, traceparent: string): CallOptions {
   return { expensive: call.expensive === true, held: call.held === true, budget: call.budget, traceparent };
+}
+
+/** A hedged read's options (hedge.ts): the way's cancel handle with them. */
+function cancellableOptions(call: Sendable, cancel: Cancel, traceparent: string | undefined): CallOptions {
+  return { expensive: call.expensive === true, held: call.held === true, budget: call.budget, traceparent, cancel };
 }
 
 /** Every attempt failed or none was possible: null or a node's error when one answered, else -32002. */

@@ -16,6 +16,7 @@ import type { Metrics } from '../metrics/registry.js';
 import { cost } from '../routing/select.js';
 import type { Cordons } from '../upstream/cordons.js';
 import type { Fleet } from '../upstream/fleet.js';
+import type { Upstream } from '../upstream/node.js';
 import type { MaintenanceAdmin } from '../uptime/maintenance.js';
 import { cordonLine, cordonRoute, isCordonPath } from './admin-cordons.js';
 import { incidentRoute, isIncidentPath } from './admin-incidents.js';
@@ -36,6 +37,8 @@ export interface AdminDeps {
   isDraining: () => boolean;
   version: string;
   extraStatus?: () => Record<string, unknown>;
+  /** Hedged reads a node's answer won (routing/hedge-figures.ts); absent: 0. */
+  hedgesWon?: (u: Upstream) => number;
   /** Refreshes gauges owned by other rooms before a scrape. */
   collect?: () => void;
   /** POST /-/reload: reads the config file again (as SIGHUP does). */
@@ -133,6 +136,7 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       // Quorum reads (routing/quorum.ts): its group, and its answers that differed from the agreed one.
       group: u.group,
       dissent: u.dissent,
+      hedgesWon: deps.hedgesWon?.(u) ?? 0,
       ...servingLine(u),
     })),
     ...deps.extraStatus?.(),

@@ -20,6 +20,7 @@ import { Pipeline, type PipelineDeps } from '../pipeline/index.js';
 import type { RedisConnections } from '../redis/connections.js';
 import type { QuorumDeps, QuorumGate, QuorumRule } from '../routing/quorum-gate.js';
 import { MethodTimeouts } from '../routing/timeouts.js';
+import type { HedgeFigures } from '../routing/hedge-figures.js';
 import type { ShadowReads } from '../routing/shadow.js';
 import type { ChainFeed } from '../subscriptions/chain.js';
 import type { PendingFeed } from '../subscriptions/pending.js';
@@ -58,6 +59,8 @@ export interface PathParts {
   shadows: ShadowReads;
   /** Quorum calls in flight (routing.quorumMaxInFlight): the count outlives reloads. */
   quorum: QuorumGate;
+  /** Hedged reads' latency figures and token bucket (routing/hedge-figures.ts): kept across reloads. */
+  hedges: HedgeFigures;
   uptime: Uptime | null;
   /** The span exporter, built at start when tracing.enabled; null when off. */
   tracing: Tracing | null;
@@ -125,6 +128,14 @@ function pipelineDeps(c: Config, parts: PathParts): PipelineDeps {
     maxAttempts: c.routing.maxAttempts,
     upstreamTimeoutMs: c.routing.upstreamTimeoutMs,
     verify: c.routing.verify.enabled,
+    hedge: c.routing.hedge.enabled
+      ? {
+          figures: parts.hedges,
+          quantile: c.routing.hedge.quantile,
+          minDelayMs: c.routing.hedge.minDelayMs,
+          maxRatio: c.routing.hedge.maxRatio,
+        }
+      : undefined,
     logs: {
       maxBlockRange: c.routing.maxLogsBlockRange,
       split: c.routing.splitLogsRange,

@@ -312,11 +312,19 @@ export class Attempt {
     readonly traceparent: string,
   ) {}
 
-  /** The node's verdict: `result`, `node-error`, or why the call goes elsewhere. */
+  /** The attempt is a hedge (routing/hedge.ts): a second node asked while the first was still out. */
+  hedge(): void {
+    this.span.attributes['switchyard.hedge'] = true;
+  }
+
+  /**
+   * The node's verdict: `result`, `node-error`, or why the call goes elsewhere. A hedged read's
+   * loser, cancelled once the other answered, is no failure of the request.
+   */
   end(verdict: Verdict): void {
     const outcome = verdict.kind === 'retry' ? verdict.reason : verdict.kind;
     this.span.attributes['switchyard.outcome'] = outcome;
-    if (verdict.kind !== 'result') {
+    if (verdict.kind !== 'result' && outcome !== 'cancelled') {
       this.span.failed = true;
       this.span.attributes['error.type'] = outcome;
       this.owner.markFailed();

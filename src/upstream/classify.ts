@@ -46,6 +46,8 @@ export type RetryReason =
   | 'response_too_large'
   /** The process's pool of large answers being received was full (upstream/answer-bytes.ts). */
   | 'answers_busy'
+  /** The caller no longer wanted the answer (a hedged read another node answered first: routing/hedge.ts). */
+  | 'cancelled'
   | (typeof FAILOVER_REASONS)[number];
 
 /** A -32005 about the size of what the call asked for, not about how often the node is asked. */
@@ -101,6 +103,12 @@ const NOT_SENT: ReadonlySet<string> = new Set([
 /** HTTP 429: the node (or the provider in front of it) says "too many requests". */
 export const TOO_MANY_REQUESTS: Verdict = { kind: 'retry', reason: 'http_429', health: false, holdOff: true };
 
+/**
+ * A call its caller cancelled (upstream/cancel.ts): final, since nobody waits for it, and no
+ * health signal: the node was not slow by any measure it can be blamed for.
+ */
+export const CANCELLED: Verdict = { kind: 'retry', reason: 'cancelled', health: false, final: true };
+
 export function classifyTransport(err: unknown): Verdict {
   const name = (err as { name?: string; code?: string } | null)?.name ?? '';
   const code = (err as { code?: string } | null)?.code ?? '';
@@ -112,6 +120,7 @@ export function classifyTransport(err: unknown): Verdict {
     code === 'UND_ERR_CONNECT_TIMEOUT';
   // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (routing/failover.ts stops).
   if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { kind: 'retry', reason: 'response_too_large', health: false };
+  if (code === 'SWITCHYARD_CANCELLED') return CANCELLED;
   // Switchyard's own pool of large answers was full: nothing to say about the node, nor the call.
   if (code === 'SWITCHYARD_ANSWERS_BUSY') return { kind: 'retry', reason: 'answers_busy', health: false };
   // A connection that could not be made in time: the node never saw the call, and is failing.

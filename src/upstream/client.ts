@@ -31,7 +31,8 @@ import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { largeAnswers, type BytePool } from './answer-bytes.js';
 import { classifyBatch, classifyBatchInOrder, classifyHttp, tooLarge } from './answers.js';
-import { classifyTransport, expensiveVerdict, heldVerdict, type Verdict } from './classify.js';
+import type { Cancel } from './cancel.js';
+import { CANCELLED, classifyTransport, expensiveVerdict, heldVerdict, type Verdict } from './classify.js';
 import { firstTraceparent, postJson, tracedTarget } from './exchange.js';
 import { Breaker } from './health.js';
 import { HoldOff } from './holdoff.js';
@@ -90,6 +91,12 @@ export interface CallOptions {
   budget?: BytePool;
   /** W3C traceparent for the exchange (tracing/): the attempt's CLIENT span, so the node's trace joins. */
   traceparent?: string;
+  /**
+   * The caller may cancel the call (a hedged read: routing/hedge.ts). Cancelled, it is answered at
+   * once with the CANCELLED verdict: dropped when still queued, its exchange cut off when it left
+   * alone (the connection is not left busy), left to finish for the others when it left in a batch.
+   */
+  cancel?: Cancel;
 }
 
 export interface ManyTiming {
@@ -125,6 +132,7 @@ interface Pending {
   resolve: (t: CallTiming) => void;
   budget?: BytePool;
   traceparent?: string;
+  cancel?: Cancel;
 }
 
 /** A batch answer that left a call out. */
@@ -201,6 +209,11 @@ export class HttpUpstreamClient implements UpstreamClient {
     return new Promise((resolve) => {
       const p = this.pending(method, paramsJson, timeoutMs, opts.probe !== true, resolve, opts.expensive === true);
       if (opts.traceparent !== undefined) p.traceparent = opts.traceparent;
+      if (opts.cancel !== undefined) {
+        p.cancel = opts.cancel;
+        // Queued, or in a batch exchange with other calls: answered now, the exchange left to the others.
+        opts.cancel.hold(() => this.finish(p, CANCELLED));
+      }
       if (opts.held === true) {
         p.held = true;
         this.heldInFlight++;
@@ -247,6 +260,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       resolve,
       budget: undefined, // set later for some calls, here so every Pending has one shape
       traceparent: undefined,
+      cancel: undefined,
     };
   }
 
@@ -308,8 +322,10 @@ export class HttpUpstreamClient implements UpstreamClient {
   }
 
   private readonly flush = (): void => {
-    const queue = this.queue;
+    let queue = this.queue;
     this.queue = [];
+    // Calls cancelled while queued were answered already: they do not leave.
+    if (queue.some(isDone)) queue = queue.filter((p) => !p.done);
     const size = this.config.maxBatchSize;
     for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
   };
@@ -324,7 +340,11 @@ export class HttpUpstreamClient implements UpstreamClient {
     const sweep = single ? null : this.sweepDeadlines(batch, last);
     let verdicts: Map<number, Verdict> | Verdict | null;
     try {
-      const bytes = { pool: this.pool, budget: single ? batch[0]!.budget : undefined };
+      const bytes = {
+        pool: this.pool,
+        budget: single ? batch[0]!.budget : undefined,
+        cancel: single ? batch[0]!.cancel : undefined,
+      };
       const { status, text, large, retryAfter } = await postJson(
         single && batch[0]!.held ? this.heldDispatcher : this.dispatcher,
         tracedTarget(this.target, firstTraceparent(batch)),
@@ -396,6 +416,14 @@ export class HttpUpstreamClient implements UpstreamClient {
   private recordVerdict(verdict: Verdict, ms: number, passive: boolean, held = false): void {
     // The call's own cost, a held call's wait, or a hold-off (holdoff.ts): not the node failing.
     // No failure, no latency, the slot back.
+    // A call cancelled by its caller (a hedged read another node answered first) took at least this
+    // long: the time is a sample, so a node whose calls are cut off for lateness does not go on
+    // looking quick to the selection; no failure, the slot back.
+    if (verdict.kind === 'retry' && verdict.reason === 'cancelled') {
+      if (!held) this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
+      if (passive) this.breaker.release();
+      return;
+    }
     if (verdict.kind === 'retry' && (verdict.final === true || verdict.holdOff === true || (held && !verdict.health))) {
       if (passive) this.breaker.release();
       return;
@@ -423,6 +451,10 @@ export class HttpUpstreamClient implements UpstreamClient {
   async close(): Promise<void> {
     await Promise.all(this.owned.map((p) => p.close().catch(() => undefined)));
   }
+}
+
+function isDone(p: Pending): boolean {
+  return p.done;
 }
 
 /** A pool of `connections` to the node; the main pool and the held lane differ only in size. */

@@ -14,6 +14,7 @@
  */
 import type { Dispatcher } from 'undici';
 import { LARGE_ANSWER_BYTES, type BytePool } from './answer-bytes.js';
+import { cancelledError, type Cancel } from './cancel.js';
 import { LargeAnswer, type LargeBody } from './large-answer.js';
 
 export interface Answer {
@@ -32,6 +33,8 @@ export interface Answer {
 export interface ExchangeBytes {
   pool?: BytePool;
   budget?: BytePool;
+  /** The call's cancel handle (cancel.ts), for an exchange of one cancellable call: cancelling cuts it off. */
+  cancel?: Cancel;
 }
 
 /** Over a request's budget: read by classify.ts as the answer being too large, like undici's own cap. */
@@ -84,7 +87,8 @@ export function timeoutError(): Error {
 class Exchange implements Dispatcher.DispatchHandler {
   private settled = false;
   private controller: Controller | null = null;
-  private timedOut = false;
+  /** Why it was cut off (a timeout, a cancel), for a request still queued for a connection. */
+  private cutOff: Error | null = null;
   private status = 0;
   private retryAfter: string | undefined = undefined;
   private first: Buffer | undefined = undefined;
@@ -132,7 +136,6 @@ class Exchange implements Dispatcher.DispatchHandler {
       x.timer = setTimeout(Exchange.expire, more, x);
       return;
     }
-    x.timedOut = true;
     x.cut(timeoutError());
   }
 
@@ -150,7 +153,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     else this.resolve(answer!);
   }
 
-  private cut(err: Error): void {
+  cut(err: Error): void {
+    if (this.settled) return;
+    this.cutOff = err;
     this.controller?.abort(err);
     this.done(err);
   }
@@ -171,8 +176,8 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onRequestStart(c: Controller): void {
     this.controller = c;
-    // Still queued for a connection when the time ran out: never send it.
-    if (this.timedOut) c.abort(timeoutError());
+    // Still queued for a connection when the time ran out or the call was cancelled: never send it.
+    if (this.cutOff !== null) c.abort(this.cutOff);
   }
 
   onResponseStart(_c: Controller, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
@@ -257,6 +262,7 @@ export function postJson(
 ): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     const exchange = new Exchange(resolve, reject, timeoutMs, bytes);
+    bytes.cancel?.hold(() => exchange.cut(cancelledError()));
     try {
       dispatcher.dispatch(
         { origin: target.origin, path: target.path, method: 'POST', headers: target.headers, body },

@@ -55,6 +55,7 @@ import { connect, type Socket } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hedgeBad, hedgeBench, hedgeRows } from './hedge.js';
 import { geomean, sideBySide, type Loaded, type SideBySide } from './side-by-side.js';
 import {
   answersWrong,
@@ -328,6 +329,8 @@ async function main(): Promise<number> {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
+  // Hedged reads (hedge.ts): three anvils of their own behind delaying proxies, once the rest has stopped.
+  const hedging = !ONLY || ONLY.test('hedge') ? await hedgeBench(ROOT, QUICK) : undefined;
 
   const row = (label: string, target: string) => rows.find((r) => r.label === label && r.target === target);
   const rps = (label: string, target: string) => row(label, target)?.median.r.rps ?? 0;
@@ -413,6 +416,7 @@ async function main(): Promise<number> {
       `| what the cache costs in RSS: MB, and per counted MB | ${cacheRss.toFixed(1)} | ${rss.loaded.cacheMb > 1 ? (cacheRss / rss.loaded.cacheMb).toFixed(2) : 'n/a'} | sizing: RSS ~ cache-off RSS + this x cache.maxBytes |`,
     );
   }
+  if (hedging) lines.push(...hedgeRows(hedging));
   lines.push('');
   process.stdout.write(lines.join('\n'));
   const endLoad = loadavg()[0]!;
@@ -424,6 +428,7 @@ async function main(): Promise<number> {
   for (const [label, pair] of Object.entries(tracingCost ?? {}))
     if ([...pair.on, ...pair.control].some((p) => p.bad > 0))
       problems.push(`bad answers or socket errors in tracing's ${label} rounds`);
+  if (hedging && hedgeBad(hedging) > 0) problems.push('bad answers in the hedged reads runs');
   const node = rps('miss', 'anvil');
   const haproxy = rps('miss', 'haproxy');
   if (node > 0 && haproxy > 0 && node < NODE_MARGIN * haproxy) {
