@@ -95,7 +95,7 @@ export class IncidentDesk {
     return () => this.listeners.delete(listener);
   }
 
-  /** A probe's incident opened or closed with its check (index.ts; the probe refreshes the page itself). */
+  /** A probe's incident opened or closed with its check (probe-loop.ts; the probe refreshes the page itself). */
   probeChanged(type: 'opened' | 'resolved', id: number): void {
     const r = this.listeners.size === 0 ? null : this.get(id);
     if (r !== null) this.notify(type, r, null);

@@ -24,7 +24,7 @@
  * MAX_IMAGE_BYTES or not a store of ours is refused (logged once per version, counted), and the
  * local copy goes on.
  * Owns: the keys, the sync loop, publishing and loading. Refuses: what the store holds (store.ts),
- * probing (index.ts).
+ * probing (probe-loop.ts).
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';

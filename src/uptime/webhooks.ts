@@ -11,7 +11,7 @@
  * A webhook URL is a secret (a Slack webhook's path is its key): logs and /status name a webhook
  * by its `name` or its place in the list, and an error is logged by its code, never its message
  * (undici's messages can carry the address).
- * Owns: queues, attempts, backoff. Refuses: what events happen (index.ts) and what a body says.
+ * Owns: queues, attempts, backoff. Refuses: what events happen (probe-loop.ts, incidents.ts, maintenance.ts) and what a body says.
  */
 import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
