@@ -6,9 +6,9 @@
  * (server/admin-incidents.ts), storage (incident-store.ts), presentation (page-incident.ts).
  */
 import type { Logger } from 'pino';
-import type { IncidentRecord, IncidentUpdate, Refusal, UpdateStatus } from './incident-store.js';
-import type { UptimeStore } from './store.js';
-import type { Impact } from './impact.js';
+import type { IncidentRecord, IncidentUpdate, Refusal, UpdateStatus } from './store/incident-store.js';
+import type { UptimeStore } from './store/store.js';
+import type { Impact } from './store/impact.js';
 
 export type IncidentEventType = 'opened' | 'updated' | 'resolved';
 

@@ -21,9 +21,9 @@ import {
   parseScope,
   type MaintenanceConfig,
 } from '../config/maintenance-schema.js';
-import { MAX_KEPT_WINDOWS, type Scope, type WindowKeeper } from './maintenance-store.js';
+import { MAX_KEPT_WINDOWS, type Scope, type WindowKeeper } from './store/maintenance-store.js';
 
-export type { Scope, WindowKeeper } from './maintenance-store.js';
+export type { Scope, WindowKeeper } from './store/maintenance-store.js';
 
 /** Admin-made windows not yet over, at most: past it a POST is refused (409). */
 export const MAX_ADMIN_WINDOWS = 50;

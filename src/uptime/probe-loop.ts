@@ -12,13 +12,13 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
 import { HeadWatch, confirmChain, type FleetView } from './checks.js';
 import { ComponentHistory, componentLines, tallyComponents, type ComponentLine } from './components.js';
-import { LatencyHistory } from './history-store.js';
+import { LatencyHistory } from './store/history-store.js';
 import { DAYS, dailyLines, latencyReport, markMaintenance } from './history.js';
 import type { IncidentDesk } from './incidents.js';
 import { lastProbeText, parseLastProbe, type LastProbe } from './last-probe.js';
 import type { Maintenance } from './maintenance.js';
 import { history, incidentLines, observedWindows, uptimeWindows, type ReportParts } from './report.js';
-import { DAY_MS, FLUSH_EVERY, floorTo, type Incident, type IncidentKind, type UptimeStore } from './store.js';
+import { DAY_MS, FLUSH_EVERY, floorTo, type Incident, type IncidentKind, type UptimeStore } from './store/store.js';
 import { incidentChanges, type Change } from './tracker.js';
 
 export interface Clock {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FleetView, UpstreamView } from '../../src/uptime/checks.js';
 import { ComponentHistory, componentLines, tallyComponents } from '../../src/uptime/components.js';
-import { DAY_MS, UptimeStore } from '../../src/uptime/store.js';
+import { DAY_MS, UptimeStore } from '../../src/uptime/store/store.js';
 import type { UpstreamState } from '../../src/upstream/node.js';
 
 const T0 = Date.UTC(2026, 5, 1);

@@ -17,8 +17,8 @@ import { COMPONENTS_STYLE } from './page-components.js';
 import { MAINTENANCE_STYLE } from './page-maintenance.js';
 import { PAGE_SCRIPT } from './page-script.js';
 import { supportSection } from './page-support.js';
-import type { UptimeReport } from './report.js';
-import type { SupportConfig } from '../config/support.js';
+import type { UptimeReport } from '../report.js';
+import type { SupportConfig } from '../../config/support.js';
 
 export const STYLE = `
 :root{--bg:#f6f7f9;--card:#fff;--text:#1b1f24;--muted:#5f6b7a;--line:#e3e7ec;--ok:#1f9d55;--warn:#d08a00;--bad:#d64545;--none:#d5dae1;--ok-t:#13703a;--warn-t:#8a5a00;--bad-t:#b02a2a;--ok-b:#13703a;--warn-b:#8a5a00;--bad-b:#b02a2a;--idle-b:#5f6b7a;--link:#0b57d0}

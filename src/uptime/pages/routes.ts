@@ -8,13 +8,13 @@
  * interval, so a CDN or browser in front never shows a result older than one more probe.
  */
 import { createHash } from 'node:crypto';
-import type { UptimeReport } from './report.js';
+import type { UptimeReport } from '../report.js';
 import { renderBadge } from './badge.js';
-import { feedBase, feedEntries, renderFeed } from './feed.js';
+import { feedBase, feedEntries, renderFeed } from '../notify/feed.js';
 import { PAGE_CSP, pageParts, partsEtag, renderPage, renderParts } from './page.js';
 import { incidentAnswer, type IncidentPages } from './routes-incidents.js';
 import { statusJson, summaryJson } from './statuspage.js';
-import type { SupportConfig } from '../config/support.js';
+import type { SupportConfig } from '../../config/support.js';
 
 export interface UptimePages {
   report(): UptimeReport | null;
