@@ -103,7 +103,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     metrics,
     log,
     upstreamTimeoutMs: config.routing.upstreamTimeoutMs,
-    // One page for every replica through the top-level redis (uptime/shared.ts).
+    // One page for every replica through the top-level redis (uptime/share/shared.ts).
     shared: config.redis === null ? null : { connections: redis, url: config.redis },
   };
   const uptime = config.uptime.enabled ? new Uptime(config.uptime, uptimeDeps) : null;

@@ -364,7 +364,7 @@ export const configSchema = z
           .default(null),
         /** Base of the feed's and webhooks' links, e.g. https://rpc.example.com; null: the feed uses the request's Host. */
         publicUrl: publicUrlSchema,
-        /** A POST to each on every incident opened, updated or resolved, every window starting or ending (uptime/webhooks.ts). */
+        /** A POST to each on every incident opened, updated or resolved, every window starting or ending (uptime/notify/webhooks.ts). */
         webhooks: webhooksSchema,
       })
       .prefault({}),

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { httpUrl } from './checks.js';
 
-/** Webhooks at most: each has its own queue and sender (uptime/webhooks.ts). */
+/** Webhooks at most: each has its own queue and sender (uptime/notify/webhooks.ts). */
 export const MAX_WEBHOOKS = 20;
 
 export const webhookSchema = z.strictObject({

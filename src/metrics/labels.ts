@@ -37,7 +37,7 @@ export type SubscriptionKind = (typeof SUBSCRIPTION_KINDS)[number];
 export const DIRECTIVES = ['use_upstream', 'skip_cache', 'trace'] as const;
 export type Directive = (typeof DIRECTIVES)[number];
 
-/** The kinds of incident the uptime probe opens (uptime/store.ts). */
+/** The kinds of incident the uptime probe opens (uptime/store/store.ts). */
 export const INCIDENT_KINDS = ['unreachable', 'stalled'] as const;
 export type IncidentKind = (typeof INCIDENT_KINDS)[number];
 
@@ -68,7 +68,7 @@ export const FAILOVER_REASONS = [
 export const BREAKER_STATES = ['closed', 'half_open', 'open'] as const;
 export type BreakerStateLabel = (typeof BREAKER_STATES)[number];
 
-/** What became of one webhook delivery (uptime/webhooks.ts). */
+/** What became of one webhook delivery (uptime/notify/webhooks.ts). */
 export const WEBHOOK_OUTCOMES = ['delivered', 'retried', 'failed', 'dropped'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 

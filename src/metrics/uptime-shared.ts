@@ -1,4 +1,4 @@
-/** The uptime page shared by replicas through Redis (uptime/shared.ts): who probes, and the images moved. */
+/** The uptime page shared by replicas through Redis (uptime/share/shared.ts): who probes, and the images moved. */
 import { Counter, Gauge, type Registry } from 'prom-client';
 
 export const IMAGE_OPS = ['publish', 'load'] as const;

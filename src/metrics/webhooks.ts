@@ -1,4 +1,4 @@
-/** The uptime page's webhooks (uptime/webhooks.ts): each delivery's outcome, never a webhook's URL or name. */
+/** The uptime page's webhooks (uptime/notify/webhooks.ts): each delivery's outcome, never a webhook's URL or name. */
 import { Counter, type Registry } from 'prom-client';
 import { WEBHOOK_OUTCOMES, type WebhookOutcome } from './labels.js';
 

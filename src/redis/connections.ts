@@ -11,7 +11,7 @@
  * after a failed command reports it unusable for a second (every user skips it meanwhile), so a
  * hung server costs at most one timeout a second, not one per call.
  * The connections are named `switchyard` and `switchyard-sub` (CLIENT LIST shows them); the shared
- * uptime page opens one more of its own for its store images (`switchyard-uptime`, uptime/shared.ts).
+ * uptime page opens one more of its own for its store images (`switchyard-uptime`, uptime/share/shared.ts).
  * Owns: connections, their state, the up metric's value and the transition lines. Refuses: keys, commands
  * and fallbacks (each user's own). URLs are never logged (they may carry a password).
  */

@@ -22,9 +22,9 @@ import {
   isUpdateStatus,
   type IncidentRecord,
   type UpdateStatus,
-} from '../uptime/incident-store.js';
+} from '../uptime/store/incident-store.js';
 import type { DeskResult, IncidentDesk } from '../uptime/incidents.js';
-import { IMPACTS, isImpact, type Impact } from '../uptime/impact.js';
+import { IMPACTS, isImpact, type Impact } from '../uptime/store/impact.js';
 import { isJsonContentType, readBody } from './body.js';
 import { sendJson } from './json-reply.js';
 

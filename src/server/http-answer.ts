@@ -56,7 +56,7 @@ export function sendAnswer(
     out.writeHead(status, headers);
     return writeRaw(out, body);
   }
-  // Bytes made once (uptime/page-memo.ts) are written whole: nothing is left to encode.
+  // Bytes made once (uptime/pages/page-memo.ts) are written whole: nothing is left to encode.
   const whole = typeof body !== 'string' || body.length <= WRITE_PIECE_CHARS;
   if (res instanceof LaneReply) {
     if (whole && res.send(status, headers, body)) return;

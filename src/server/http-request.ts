@@ -18,8 +18,8 @@ import {
   type RequestTrace,
   type RequestTracing,
 } from '../tracing/index.js';
-import type { UptimePages } from '../uptime/routes.js';
-import { memoUptimeAnswer } from '../uptime/page-memo.js';
+import type { UptimePages } from '../uptime/pages/routes.js';
+import { memoUptimeAnswer } from '../uptime/pages/page-memo.js';
 import { type BodyResult, isJsonContentType, readBody } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import { diagnosticHeaders } from './diagnostics.js';

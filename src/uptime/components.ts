@@ -10,7 +10,7 @@
  * Owns: the component_days table and what a component's state is. Refuses: the page (page-components.ts).
  */
 import type { FleetView } from './checks.js';
-import { DAY_MS, RETAIN_MS, floorTo, type Tally, type UptimeStore } from './store.js';
+import { DAY_MS, RETAIN_MS, floorTo, type Tally, type UptimeStore } from './store/store.js';
 
 export type ComponentKind = 'check' | 'upstream';
 export type ComponentState = 'operational' | 'degraded' | 'down' | 'maintenance';

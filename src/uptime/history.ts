@@ -4,10 +4,10 @@
  * and its incidents) and the probe latency of the last 24 hours (p50 and p95 per hour).
  * Owns: turning stored sums into report lines. Refuses: storing them (history-store.ts, store.ts).
  */
-import { dailyTallies, type LatencyHistory } from './history-store.js';
+import { dailyTallies, type LatencyHistory } from './store/history-store.js';
 import type { MaintenanceWindow } from './maintenance.js';
 import { fraction, iso, type DayLine, type LatencyReport, type UptimeReport } from './report.js';
-import { DAY_MS, HOUR_MS, floorTo, type Incident, type UptimeStore } from './store.js';
+import { DAY_MS, HOUR_MS, floorTo, type Incident, type UptimeStore } from './store/store.js';
 
 /** Daily bars: today (UTC, still filling) and the 89 days before it. */
 export const DAYS = 90;

@@ -6,9 +6,9 @@
  * (server/admin-incidents.ts), storage (incident-store.ts), presentation (page-incident.ts).
  */
 import type { Logger } from 'pino';
-import type { IncidentRecord, IncidentUpdate, Refusal, UpdateStatus } from './incident-store.js';
-import type { UptimeStore } from './store.js';
-import type { Impact } from './impact.js';
+import type { IncidentRecord, IncidentUpdate, Refusal, UpdateStatus } from './store/incident-store.js';
+import type { UptimeStore } from './store/store.js';
+import type { Impact } from './store/impact.js';
 
 export type IncidentEventType = 'opened' | 'updated' | 'resolved';
 
@@ -95,7 +95,7 @@ export class IncidentDesk {
     return () => this.listeners.delete(listener);
   }
 
-  /** A probe's incident opened or closed with its check (index.ts; the probe refreshes the page itself). */
+  /** A probe's incident opened or closed with its check (probe-loop.ts; the probe refreshes the page itself). */
   probeChanged(type: 'opened' | 'resolved', id: number): void {
     const r = this.listeners.size === 0 ? null : this.get(id);
     if (r !== null) this.notify(type, r, null);

@@ -2,7 +2,7 @@
  * Maintenance windows (SPEC 12.2): from uptime.maintenance (replaced on reload) and from the admin
  * port (kept in the uptime store). Each has a scope: `all` or upstream names. A probe that fails
  * while the windows under way cover every node that could have answered is not a failure: it is
- * left out of the figures (no data, not downtime) and opens no incident (index.ts asks
+ * left out of the figures (no data, not downtime) and opens no incident (probe-loop.ts asks
  * excusing()); a window for some nodes never hides an outage of the others (SPEC 12.3).
  * Windows apply to probes as they run: one added for a past time changes no figure.
  * Owns: the windows, their checks (the admin port's body as untrusted input), and telling
@@ -21,9 +21,9 @@ import {
   parseScope,
   type MaintenanceConfig,
 } from '../config/maintenance-schema.js';
-import { MAX_KEPT_WINDOWS, type Scope, type WindowKeeper } from './maintenance-store.js';
+import { MAX_KEPT_WINDOWS, type Scope, type WindowKeeper } from './store/maintenance-store.js';
 
-export type { Scope, WindowKeeper } from './maintenance-store.js';
+export type { Scope, WindowKeeper } from './store/maintenance-store.js';
 
 /** Admin-made windows not yet over, at most: past it a POST is refused (409). */
 export const MAX_ADMIN_WINDOWS = 50;

@@ -5,12 +5,12 @@
  */
 import { toQuantity } from '../jsonrpc/hex.js';
 import type { FleetView } from './checks.js';
-import type { HourLatency } from './history-store.js';
-import type { IncidentRecord, IncidentSource, UpdateStatus } from './incident-store.js';
+import type { HourLatency } from './store/history-store.js';
+import type { IncidentRecord, IncidentSource, UpdateStatus } from './store/incident-store.js';
 import type { MaintenanceLine } from './maintenance.js';
-import { DAY_MS, floorTo, type Tally, type UptimeStore } from './store.js';
+import { DAY_MS, floorTo, type Tally, type UptimeStore } from './store/store.js';
 import { overallState, type OverallState } from './tracker.js';
-import { stateOfImpact, worse, worstImpact, type Impact } from './impact.js';
+import { stateOfImpact, worse, worstImpact, type Impact } from './store/impact.js';
 import type { LastProbe } from './last-probe.js';
 
 /** One daily bar of the history (history.ts dailyLines). */

@@ -8,8 +8,8 @@
  * Owns: the open/close decisions. Refuses: storage (store.ts) and checks (checks.ts).
  */
 import { toQuantity } from '../jsonrpc/hex.js';
-import type { IncidentKind } from './store.js';
-import type { OverallState } from './impact.js';
+import type { IncidentKind } from './store/store.js';
+import type { OverallState } from './store/impact.js';
 
 export type { OverallState };
 

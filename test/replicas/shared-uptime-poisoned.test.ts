@@ -1,5 +1,5 @@
 /**
- * The shared uptime image is input (SPEC 12 Replicas, uptime/store-image.ts): two replicas on a
+ * The shared uptime image is input (SPEC 12 Replicas, uptime/share/store-image.ts): two replicas on a
  * real redis-server in front of one real anvil, and a writer of the test's own that replaces the
  * image with garbage, then with a value over the size limit, then with another SQLite database,
  * each with a higher version. Asserted: both pages keep answering with their incident, every
@@ -15,8 +15,8 @@ import { startRedis } from '../helpers/redis.js';
 import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard, type RunningSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
-import { MAX_IMAGE_BYTES } from '../../src/uptime/store-image.js';
-import { imageOf } from '../../src/uptime/sqlite.js';
+import { MAX_IMAGE_BYTES } from '../../src/uptime/share/store-image.js';
+import { imageOf } from '../../src/uptime/store/sqlite.js';
 
 const KEY = 'switchyard:186:uptime:';
 

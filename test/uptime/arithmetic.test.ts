@@ -7,7 +7,7 @@
 import t from 'tap';
 import { HeadWatch } from '../../src/uptime/checks.js';
 import { HISTORY_SEGMENTS, SEGMENT_MS, WINDOWS, fraction, history, uptimeWindows } from '../../src/uptime/report.js';
-import { DAY_MS, HOUR_MS, MINUTE_MS, UptimeStore, type ProbeRow } from '../../src/uptime/store.js';
+import { DAY_MS, HOUR_MS, MINUTE_MS, UptimeStore, type ProbeRow } from '../../src/uptime/store/store.js';
 import { incidentChanges, overallState, type ProbeResult } from '../../src/uptime/tracker.js';
 
 /** An hour boundary, so every window border falls on a bucket border and the figures are exact. */

@@ -4,8 +4,8 @@
  * document parses as XML with every element Atom requires, and hostile text stays text.
  */
 import t from 'tap';
-import { incidentEvents, type EventIncident } from '../../src/uptime/events.js';
-import { FEED_ENTRIES, feedBase, feedEntries, renderFeed } from '../../src/uptime/feed.js';
+import { incidentEvents, type EventIncident } from '../../src/uptime/notify/events.js';
+import { FEED_ENTRIES, feedBase, feedEntries, renderFeed } from '../../src/uptime/notify/feed.js';
 import { checkAtom, parseAtom, text } from '../helpers/atom.js';
 
 const PROBE: EventIncident = {

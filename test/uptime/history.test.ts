@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { dailyLines, DAYS, latencyReport } from '../../src/uptime/history.js';
-import { bucketOf, bucketTop, dailyTallies, LatencyHistory, quantile } from '../../src/uptime/history-store.js';
+import { bucketOf, bucketTop, dailyTallies, LatencyHistory, quantile } from '../../src/uptime/store/history-store.js';
 import { fraction } from '../../src/uptime/report.js';
-import { DAY_MS, HOUR_MS, SCHEMA_VERSION, UptimeStore, type ProbeRow } from '../../src/uptime/store.js';
-import { pragma } from '../../src/uptime/sqlite.js';
+import { DAY_MS, HOUR_MS, SCHEMA_VERSION, UptimeStore, type ProbeRow } from '../../src/uptime/store/store.js';
+import { pragma } from '../../src/uptime/store/sqlite.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 

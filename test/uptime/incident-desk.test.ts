@@ -12,12 +12,12 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { createLogger } from '../../src/log/logger.js';
 import { Metrics } from '../../src/metrics/registry.js';
-import { ARCHIVE_KEPT_MS, MAX_OPEN_BY_HAND, MAX_UPDATES } from '../../src/uptime/incident-store.js';
+import { ARCHIVE_KEPT_MS, MAX_OPEN_BY_HAND, MAX_UPDATES } from '../../src/uptime/store/incident-store.js';
 import type { IncidentEvent } from '../../src/uptime/incidents.js';
 import { Uptime } from '../../src/uptime/index.js';
-import { SCHEMA_VERSION, UptimeStore } from '../../src/uptime/store.js';
+import { SCHEMA_VERSION, UptimeStore } from '../../src/uptime/store/store.js';
 import type { CallTiming } from '../../src/upstream/node.js';
-import { pragma } from '../../src/uptime/sqlite.js';
+import { pragma } from '../../src/uptime/store/sqlite.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12);
 

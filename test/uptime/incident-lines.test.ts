@@ -6,9 +6,9 @@
  */
 import t from 'tap';
 import { incidentLines } from '../../src/uptime/report.js';
-import { openImage } from '../../src/uptime/store-image.js';
-import { UptimeStore } from '../../src/uptime/store.js';
-import { imageOf } from '../../src/uptime/sqlite.js';
+import { openImage } from '../../src/uptime/share/store-image.js';
+import { UptimeStore } from '../../src/uptime/store/store.js';
+import { imageOf } from '../../src/uptime/store/sqlite.js';
 
 const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 10, 1);

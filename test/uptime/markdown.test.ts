@@ -7,10 +7,10 @@
  * incident page and on the archive built from such text.
  */
 import t from 'tap';
-import type { IncidentRecord } from '../../src/uptime/incident-store.js';
-import { renderMarkdown } from '../../src/uptime/markdown.js';
-import { renderArchive } from '../../src/uptime/page-archive.js';
-import { renderIncidentPage } from '../../src/uptime/page-incident.js';
+import type { IncidentRecord } from '../../src/uptime/store/incident-store.js';
+import { renderMarkdown } from '../../src/uptime/pages/markdown.js';
+import { renderArchive } from '../../src/uptime/pages/page-archive.js';
+import { renderIncidentPage } from '../../src/uptime/pages/page-incident.js';
 
 const HOSTILE = [
   '<script>alert(1)</script>',

@@ -1,5 +1,5 @@
 /**
- * The uptime answers made at most once a second (uptime/page-memo.ts): served again within
+ * The uptime answers made at most once a second (uptime/pages/page-memo.ts): served again within
  * MEMO_MS unless the report changed (a probe, an incident, a window), keyed only by what the answer
  * depends on, bounded in entries and bytes. Then, measured: a Switchyard with the largest report
  * there is (50 incidents of 50 updates of 2,000 characters: uptime.json of about 5 MB) polled as
@@ -10,8 +10,8 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { UptimeReport } from '../../src/uptime/report.js';
-import { MEMO_BYTES, MEMO_ENTRIES, MEMO_MS, memoUptimeAnswer } from '../../src/uptime/page-memo.js';
-import type { UptimePages } from '../../src/uptime/routes.js';
+import { MEMO_BYTES, MEMO_ENTRIES, MEMO_MS, memoUptimeAnswer } from '../../src/uptime/pages/page-memo.js';
+import type { UptimePages } from '../../src/uptime/pages/routes.js';
 import { startAnvil } from '../helpers/anvil.js';
 import { get, post } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';

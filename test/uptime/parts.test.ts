@@ -4,7 +4,7 @@
  * held, nothing comes back and the ETag stays the same (the route answers 304).
  */
 import t from 'tap';
-import { pageParts, partsEtag, renderParts } from '../../src/uptime/page.js';
+import { pageParts, partsEtag, renderParts } from '../../src/uptime/pages/page.js';
 import type { UptimeReport } from '../../src/uptime/report.js';
 
 const T = Date.UTC(2026, 10, 29, 5, 33);

@@ -12,7 +12,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import type { UpstreamView } from '../../src/uptime/checks.js';
 import { Uptime, type UptimeSettings } from '../../src/uptime/index.js';
-import { UptimeStore } from '../../src/uptime/store.js';
+import { UptimeStore } from '../../src/uptime/store/store.js';
 import type { CallTiming, UpstreamState } from '../../src/upstream/node.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 

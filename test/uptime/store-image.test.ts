@@ -5,9 +5,9 @@
  */
 import t from 'tap';
 import { DatabaseSync } from 'node:sqlite';
-import { MAX_IMAGE_BYTES, openImage } from '../../src/uptime/store-image.js';
-import { SCHEMA_VERSION, UptimeStore } from '../../src/uptime/store.js';
-import { imageOf as dbImage } from '../../src/uptime/sqlite.js';
+import { MAX_IMAGE_BYTES, openImage } from '../../src/uptime/share/store-image.js';
+import { SCHEMA_VERSION, UptimeStore } from '../../src/uptime/store/store.js';
+import { imageOf as dbImage } from '../../src/uptime/store/sqlite.js';
 
 const T0 = Date.UTC(2026, 3, 1, 12);
 

@@ -12,10 +12,10 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LatencyHistory } from '../../src/uptime/history-store.js';
-import { storedWindows } from '../../src/uptime/maintenance-store.js';
-import { openImage } from '../../src/uptime/store-image.js';
-import { DAY_MS, HOUR_MS, UptimeStore } from '../../src/uptime/store.js';
+import { LatencyHistory } from '../../src/uptime/store/history-store.js';
+import { storedWindows } from '../../src/uptime/store/maintenance-store.js';
+import { openImage } from '../../src/uptime/share/store-image.js';
+import { DAY_MS, HOUR_MS, UptimeStore } from '../../src/uptime/store/store.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/store-v4.db', import.meta.url));
 const T0 = Date.UTC(2026, 0, 1);

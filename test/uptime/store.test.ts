@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { fraction, uptimeWindows } from '../../src/uptime/report.js';
-import { DAY_MS, SCHEMA_VERSION, StoreError, UptimeStore } from '../../src/uptime/store.js';
-import { pragma } from '../../src/uptime/sqlite.js';
+import { DAY_MS, SCHEMA_VERSION, StoreError, UptimeStore } from '../../src/uptime/store/store.js';
+import { pragma } from '../../src/uptime/store/sqlite.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 

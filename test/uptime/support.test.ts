@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { ConfigError, validateConfig } from '../../src/config/load.js';
-import { renderPage } from '../../src/uptime/page.js';
+import { renderPage } from '../../src/uptime/pages/page.js';
 import { supportLink } from '../../src/config/support.js';
 
 const base = { upstreams: [{ name: 'a', url: 'http://127.0.0.1:1' }] };

@@ -8,9 +8,9 @@
  * Ids are stable text: `incident-<n>`, `maintenance-<id>`, `check-<name>`, `upstream-<name>`.
  */
 import { createHash } from 'node:crypto';
-import type { ComponentLine } from './components.js';
-import { worstImpact, type Impact } from './impact.js';
-import type { IncidentLine, UptimeReport } from './report.js';
+import type { ComponentLine } from '../components.js';
+import { worstImpact, type Impact } from '../store/impact.js';
+import type { IncidentLine, UptimeReport } from '../report.js';
 
 type Indicator = Impact | 'maintenance';
 

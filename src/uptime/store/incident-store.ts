@@ -11,7 +11,7 @@
  * incidents are kept ARCHIVE_KEPT_MS and at most ARCHIVE_MAX of them (the oldest go first).
  */
 import type { Db } from './sqlite.js';
-import { INCIDENT_KINDS, type IncidentKind } from '../metrics/labels.js';
+import { INCIDENT_KINDS, type IncidentKind } from '../../metrics/labels.js';
 
 export interface Incident {
   id: number;

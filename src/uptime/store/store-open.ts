@@ -6,7 +6,7 @@
  */
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { Metrics } from '../metrics/registry.js';
+import type { Metrics } from '../../metrics/registry.js';
 import { UptimeStore } from './store.js';
 
 export function openUptimeStore(path: string | null, now: number, log: Logger): UptimeStore {

@@ -7,7 +7,7 @@
  */
 import { duration, percent } from './figures.js';
 import { escapeHtml, hhmm } from './html.js';
-import type { DayLine, UptimeReport } from './report.js';
+import type { DayLine, UptimeReport } from '../report.js';
 
 export const HISTORY_STYLE = `
 :root{--maint:#2b6cb0;--maint-b:#1d4f91;--p50:#2b6cb0;--p95:#9cc2ee}
@@ -17,7 +17,7 @@ export const HISTORY_STYLE = `
 .days i{height:34px;border-radius:2px;background:var(--none);min-width:1px}
 .days.small i{height:18px}
 .days i.ok{background:var(--ok)}.days i.warn{background:var(--warn)}.days i.bad{background:var(--bad)}
-.days i.maint{background:var(--maint)}.days i.mday{box-shadow:inset 0 -5px 0 var(--maint)}
+.days i.maint{background:var(--maint)}.days i.mday{box-shadow:inset 0 -12px 0 var(--maint)}
 .days:focus-visible{outline:3px solid var(--text);outline-offset:3px}
 .days i.sel{outline:2px solid var(--text);outline-offset:1px}
 .legend{display:flex;flex-wrap:wrap;gap:4px 12px;color:var(--muted);font-size:.78rem;margin-top:6px}
@@ -28,7 +28,7 @@ svg.lat{display:block;width:100%;height:auto;margin-top:8px}
 svg.lat .p50{fill:var(--p50)}svg.lat .p95{fill:var(--p95)}svg.lat line{stroke:var(--line)}
 svg.lat text{fill:var(--muted);font-size:11px}
 details{margin-top:6px;font-size:.88rem}summary{cursor:pointer;color:var(--muted)}
-@media (max-width:560px){.days{grid-template-columns:repeat(30,1fr);gap:3px}.days i{height:24px}.days.small{grid-template-columns:repeat(90,1fr);gap:1px}.days.small i{height:18px}svg.lat text{font-size:24px}}
+@media (max-width:560px){.days{grid-template-columns:repeat(30,1fr);gap:3px}.days i{height:24px}.days i.mday{box-shadow:inset 0 -9px 0 var(--maint)}.days.small{grid-template-columns:repeat(90,1fr);gap:1px}.days.small i{height:18px}svg.lat text{font-size:24px}}
 `;
 
 export function dayText(d: DayLine): string {

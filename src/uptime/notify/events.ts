@@ -5,11 +5,11 @@
  * any source (a probe's incident, an operator's, a window from config or the admin port) becomes
  * events the same way.
  * Owns: the event shapes, their stable ids, and the one line of text that names each.
- * Refuses: deciding when something happens (index.ts, tracker.ts), rendering and sending.
+ * Refuses: deciding when something happens (probe-loop.ts, tracker.ts), rendering and sending.
  */
 import { createHash } from 'node:crypto';
-import type { IncidentEvent } from './incidents.js';
-import { incidentLine, iso } from './report.js';
+import type { IncidentEvent } from '../incidents.js';
+import { incidentLine, iso } from '../report.js';
 
 export interface IncidentUpdate {
   status: string;

@@ -8,13 +8,13 @@
  * interval, so a CDN or browser in front never shows a result older than one more probe.
  */
 import { createHash } from 'node:crypto';
-import type { UptimeReport } from './report.js';
+import type { UptimeReport } from '../report.js';
 import { renderBadge } from './badge.js';
-import { feedBase, feedEntries, renderFeed } from './feed.js';
+import { feedBase, feedEntries, renderFeed } from '../notify/feed.js';
 import { PAGE_CSP, pageParts, partsEtag, renderPage, renderParts } from './page.js';
 import { incidentAnswer, type IncidentPages } from './routes-incidents.js';
 import { statusJson, summaryJson } from './statuspage.js';
-import type { SupportConfig } from '../config/support.js';
+import type { SupportConfig } from '../../config/support.js';
 
 export interface UptimePages {
   report(): UptimeReport | null;
@@ -53,20 +53,7 @@ export function uptimeAnswer(
 ): UptimeAnswer | null {
   const [path = '/', query = ''] = url.split('?', 2);
   const maxAge = Math.max(1, Math.floor(pages.probeIntervalMs / 1000));
-  if (path === '/uptime' || (path === '/' && wantsHtml(headers.accept))) {
-    return {
-      status: 200,
-      body: renderPage(pages.report(), pages.title, pages.support ?? null, now, pages.probeIntervalMs),
-      headers: {
-        ...COMMON,
-        'content-type': 'text/html; charset=utf-8',
-        'cache-control': `public, max-age=${maxAge}`,
-        'content-security-policy': PAGE_CSP,
-        // `/` answers HTML or JSON by Accept: a shared cache must keep the two apart.
-        ...(path === '/' ? { vary: 'Accept' } : {}),
-      },
-    };
-  }
+  if (path === '/uptime' || (path === '/' && wantsHtml(headers.accept))) return pageAnswer(pages, path, now, maxAge);
   if (path === '/uptime/parts') return partsAnswer(pages.report(), query, headers['if-none-match']);
   if (path === '/uptime/api/v2/status.json' || path === '/uptime/api/v2/summary.json') {
     const report = pages.report();
@@ -77,40 +64,45 @@ export function uptimeAnswer(
   }
   if (path === '/uptime.json') {
     const report = pages.report();
-    const cors = { 'access-control-allow-origin': '*' };
-    if (report === null) {
-      return {
-        status: 503,
-        body: JSON.stringify({ error: 'no probe has finished yet' }),
-        headers: {
-          ...COMMON,
-          ...cors,
-          'content-type': 'application/json',
-          'cache-control': 'no-store',
-          'retry-after': '1',
-        },
-      };
-    }
+    if (report === null) return notYet();
     return jsonAnswer(JSON.stringify(report), headers['if-none-match'], maxAge);
   }
   if (path === '/uptime/feed.atom') return feedAnswer(pages, headers.host, maxAge);
-  if (path === '/uptime/badge.svg') {
-    return {
-      status: 200,
-      body: renderBadge(pages.uptime30d()),
-      headers: {
-        ...COMMON,
-        'content-type': 'image/svg+xml; charset=utf-8',
-        'cache-control': 'public, max-age=300',
-        'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
-      },
-    };
-  }
+  if (path === '/uptime/badge.svg') return badgeAnswer(pages);
   if (pages.desk && path.startsWith('/uptime/incidents')) return incidentAnswer(pages.desk, pages, path, query, now);
   return null;
 }
 
 const CORS = { 'access-control-allow-origin': '*' };
+
+/** The page itself, for GET /uptime and a browser's GET /. */
+function pageAnswer(pages: UptimePages, path: string, now: number, maxAge: number): UptimeAnswer {
+  return {
+    status: 200,
+    body: renderPage(pages.report(), pages.title, pages.support ?? null, now, pages.probeIntervalMs),
+    headers: {
+      ...COMMON,
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': `public, max-age=${maxAge}`,
+      'content-security-policy': PAGE_CSP,
+      // `/` answers HTML or JSON by Accept: a shared cache must keep the two apart.
+      ...(path === '/' ? { vary: 'Accept' } : {}),
+    },
+  };
+}
+
+function badgeAnswer(pages: UptimePages): UptimeAnswer {
+  return {
+    status: 200,
+    body: renderBadge(pages.uptime30d()),
+    headers: {
+      ...COMMON,
+      'content-type': 'image/svg+xml; charset=utf-8',
+      'cache-control': 'public, max-age=300',
+      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+    },
+  };
+}
 
 function notYet(): UptimeAnswer {
   return {

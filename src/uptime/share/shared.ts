@@ -24,16 +24,16 @@
  * MAX_IMAGE_BYTES or not a store of ours is refused (logged once per version, counted), and the
  * local copy goes on.
  * Owns: the keys, the sync loop, publishing and loading. Refuses: what the store holds (store.ts),
- * probing (index.ts).
+ * probing (probe-loop.ts).
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Metrics } from '../metrics/registry.js';
-import type { ImageOp } from '../metrics/uptime-shared.js';
-import type { RedisConnections, RedisLink } from '../redis/connections.js';
+import type { Metrics } from '../../metrics/registry.js';
+import type { ImageOp } from '../../metrics/uptime-shared.js';
+import type { RedisConnections, RedisLink } from '../../redis/connections.js';
 import { Lease } from './lease.js';
 import { imageOf, MAX_IMAGE_BYTES, openImage } from './store-image.js';
-import type { UptimeStore } from './store.js';
+import type { UptimeStore } from '../store/store.js';
 
 /** How often a replica reads the version (and steps the lease): writes show elsewhere within about this. */
 export const SYNC_MS = 250;

@@ -4,7 +4,7 @@
  * configuration is their home. Rows are input like any file: one that is not a window is left out.
  */
 import type { Db } from './sqlite.js';
-import { parseScope } from '../config/maintenance-schema.js';
+import { parseScope } from '../../config/maintenance-schema.js';
 import { RETAIN_MS, type UptimeStore } from './store.js';
 
 /** What a maintenance window covers: `all`, or the upstream names it covers (SPEC 12.3). */

@@ -6,7 +6,7 @@
  * render markup an operator typed), and characters XML 1.0 cannot carry are dropped.
  * Entry ids are name-based UUIDs of the event (events.ts): the same event keeps its id across
  * restarts and replicas, whatever address the feed was fetched from.
- * Owns: the feed's entries and document. Refuses: where incidents come from (index.ts, store.ts).
+ * Owns: the feed's entries and document. Refuses: where incidents come from (probe-loop.ts, store.ts).
  */
 import { Feed } from 'feed';
 import {

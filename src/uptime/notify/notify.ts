@@ -4,13 +4,13 @@
  * maintenance window starting or ending (maintenance.ts). The feed needs no wiring: it is read
  * from the report at each request (feed.ts).
  */
-import { toQuantity } from '../jsonrpc/hex.js';
+import { toQuantity } from '../../jsonrpc/hex.js';
 import { uptimeEvent, type UptimeEvent } from './events.js';
-import type { IncidentDesk } from './incidents.js';
-import type { Maintenance, MaintenanceChange } from './maintenance.js';
+import type { IncidentDesk } from '../incidents.js';
+import type { Maintenance, MaintenanceChange } from '../maintenance.js';
 import type { PageContext } from './webhook-body.js';
 import type { Logger } from 'pino';
-import type { WebhookConfig } from '../config/uptime-schema.js';
+import type { WebhookConfig } from '../../config/uptime-schema.js';
 import { Webhooks, type WebhookDeps } from './webhooks.js';
 
 export function maintenanceEvent(c: MaintenanceChange): UptimeEvent {

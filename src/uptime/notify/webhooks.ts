@@ -11,12 +11,12 @@
  * A webhook URL is a secret (a Slack webhook's path is its key): logs and /status name a webhook
  * by its `name` or its place in the list, and an error is logged by its code, never its message
  * (undici's messages can carry the address).
- * Owns: queues, attempts, backoff. Refuses: what events happen (index.ts) and what a body says.
+ * Owns: queues, attempts, backoff. Refuses: what events happen (probe-loop.ts, incidents.ts, maintenance.ts) and what a body says.
  */
 import type { Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
-import type { WebhookConfig } from '../config/uptime-schema.js';
-import type { WebhookOutcome } from '../metrics/labels.js';
+import type { WebhookConfig } from '../../config/uptime-schema.js';
+import type { WebhookOutcome } from '../../metrics/labels.js';
 import type { UptimeEvent } from './events.js';
 import { webhookBody, type PageContext } from './webhook-body.js';
 
@@ -25,7 +25,7 @@ import { webhookBody, type PageContext } from './webhook-body.js';
  * failed: given up (retryForMs passed, or an answer that retrying cannot change: 3xx, 4xx but 408
  * and 429); dropped: never sent to the end (the queue was full, or a reload or shutdown removed it).
  */
-export { WEBHOOK_OUTCOMES, type WebhookOutcome } from '../metrics/labels.js';
+export { WEBHOOK_OUTCOMES, type WebhookOutcome } from '../../metrics/labels.js';
 
 export interface WebhookTuning {
   /** Deliveries waiting behind the one being sent, per webhook; beyond it the oldest waiting is dropped. */

@@ -3,8 +3,8 @@
  * GET /uptime/incidents/{id} (one incident). An unknown id, or a page past the last, is a 404 page.
  * They change only when someone writes or a probe opens or closes an incident: cached briefly.
  */
-import type { SupportConfig } from '../config/support.js';
-import { ARCHIVE_PAGE_SIZE, type IncidentDesk } from './incidents.js';
+import type { SupportConfig } from '../../config/support.js';
+import { ARCHIVE_PAGE_SIZE, type IncidentDesk } from '../incidents.js';
 import { INCIDENT_CSP, documentOf } from './page-parts.js';
 import { renderArchive } from './page-archive.js';
 import { renderIncidentPage } from './page-incident.js';

@@ -3,7 +3,7 @@
  * CordonKeeper): across restarts when the store is a file. A row that is not a cordon (the file
  * is input too) is left out. A write that fails even in memory rejects.
  */
-import { cordonText, parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../upstream/cordons.js';
+import { cordonText, parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../../upstream/cordons.js';
 import type { UptimeStore } from './store.js';
 
 /** `write` runs a store operation, moving the store to memory if its file fails (index.ts); undefined: failed. */

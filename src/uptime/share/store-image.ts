@@ -7,8 +7,8 @@
  * Figures (a full store: a day of 5 s probes, a week of minutes, 91 days of hours and of latency
  * hours, 70 incidents with 20 post-mortems): 1.3 MB; image 10 ms, open and check 25 ms.
  */
-import { type Db, imageOf, memoryCopyOf, openDb, withImageFile } from './sqlite.js';
-import { prepare } from './store-schema.js';
+import { type Db, imageOf, memoryCopyOf, openDb, withImageFile } from '../store/sqlite.js';
+import { prepare } from '../store/store-schema.js';
 
 export { imageOf };
 

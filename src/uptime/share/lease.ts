@@ -4,7 +4,7 @@
  * SET NX PX, renewed and released by the holder only while the key still holds its own token (a
  * script compares first), so a holder that paused past the time to live never renews or releases
  * the lease another replica has taken since.
- * Owns: the key and the token. Refuses: when to step (shared.ts), what the prober does (index.ts).
+ * Owns: the key and the token. Refuses: when to step (shared.ts), what the prober does (probe-loop.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';

@@ -2,9 +2,10 @@
  * The public uptime page: one self-contained HTML document (inline CSS and script, no external
  * fonts, scripts or images), rendered on the server (page-live.ts), so without JavaScript it
  * already shows the state, the open incidents, the checks and the bars as they were when served.
- * The script only keeps it current: every few seconds it asks uptime/parts for the sections whose
- * hash it does not have (a 304 when none changed) and swaps those in, and it keeps the relative
- * ages and the UTC clock ticking. Every text is escaped on the server. A Content-Security-Policy
+ * The script (page-script.ts, checked source whose text the page carries inline) only keeps it
+ * current: every few seconds it asks uptime/parts for the sections whose hash it does not have (a
+ * 304 when none changed) and swaps those in, and it keeps the relative ages and the UTC clock
+ * ticking. Every text is escaped on the server. A Content-Security-Policy
  * with the hashes of the inline style and script lets the browser refuse anything else, other
  * origins included.
  */
@@ -14,9 +15,10 @@ import { HISTORY_STYLE } from './page-history.js';
 import { PART_IDS, liveParts, partHash, wrapPart } from './page-live.js';
 import { COMPONENTS_STYLE } from './page-components.js';
 import { MAINTENANCE_STYLE } from './page-maintenance.js';
+import { PAGE_SCRIPT } from './page-script.js';
 import { supportSection } from './page-support.js';
-import type { UptimeReport } from './report.js';
-import type { SupportConfig } from '../config/support.js';
+import type { UptimeReport } from '../report.js';
+import type { SupportConfig } from '../../config/support.js';
 
 export const STYLE = `
 :root{--bg:#f6f7f9;--card:#fff;--text:#1b1f24;--muted:#5f6b7a;--line:#e3e7ec;--ok:#1f9d55;--warn:#d08a00;--bad:#d64545;--none:#d5dae1;--ok-t:#13703a;--warn-t:#8a5a00;--bad-t:#b02a2a;--ok-b:#13703a;--warn-b:#8a5a00;--bad-b:#b02a2a;--idle-b:#5f6b7a;--link:#0b57d0}
@@ -71,138 +73,7 @@ footer a{color:inherit}
 @media (max-width:560px){.grid{grid-template-columns:1fr}.value{font-size:1.15rem}.bar{height:28px;gap:1px}}
 ${HISTORY_STYLE}${MAINTENANCE_STYLE}${COMPONENTS_STYLE}`;
 
-// Plain ES2017, no template literals: this text lives inside a TypeScript template string.
-const SCRIPT = `
-(function () {
-  'use strict';
-  var $ = function (id) { return document.getElementById(id); };
-  var period = Math.min(10000, Math.max(2000, Number(document.body.getAttribute('data-period')) || 5000));
-  var etag = document.body.getAttribute('data-etag');
-  var lastOk = Date.now();
-  var failing = false;
-  function dur(ms) {
-    var s = Math.max(0, Math.round(ms / 1000));
-    if (s < 60) return s + ' s';
-    var m = Math.floor(s / 60);
-    if (m < 60) return m + ' min ' + (s % 60) + ' s';
-    var h = Math.floor(m / 60);
-    if (h < 48) return h + ' h ' + (m % 60) + ' min';
-    return Math.floor(h / 24) + ' d ' + (h % 24) + ' h';
-  }
-  function utcNow() {
-    return new Date().toISOString().slice(0, 19).replace('T', ' ') + ' UTC';
-  }
-  // Relative ages tick here; the server wrote them as of when it served the page.
-  function ages() {
-    var list = document.querySelectorAll('.ago');
-    for (var i = 0; i < list.length; i++) {
-      var e = list[i];
-      e.textContent = e.getAttribute('data-p') + dur(Date.now() - Date.parse(e.getAttribute('data-t'))) + ' ago' + e.getAttribute('data-s');
-    }
-    if ($('utc-now')) $('utc-now').textContent = utcNow();
-    var feed = $('feed');
-    feed.textContent = failing ? 'status feed unreachable since ' + new Date(lastOk).toISOString().slice(11, 16) + ' UTC' : '';
-    feed.className = failing ? 'stale' : '';
-  }
-  // The visitor's own time beside UTC, in the title of every time shown.
-  function localTitles(root) {
-    var times = root.querySelectorAll('time');
-    for (var i = 0; i < times.length; i++) times[i].title = new Date(times[i].getAttribute('datetime')).toString();
-  }
-  // A bar of segments (the 24 h bar, the daily bars): hover, tap or the arrow keys select one and
-  // its detail line shows that segment's title. 'step' is how far up/down moves (a row of days).
-  var selected = {};
-  function attachBar(bar, detail, step) {
-    if (!bar || !detail) return;
-    var id = bar.id;
-    function pick(i) {
-      var segs = bar.children;
-      if (segs.length === 0) return;
-      var old = selected[id];
-      if (old !== undefined && segs[old]) segs[old].classList.remove('sel');
-      selected[id] = Math.max(0, Math.min(segs.length - 1, i));
-      segs[selected[id]].classList.add('sel');
-      detail.textContent = segs[selected[id]].title;
-    }
-    // The segment under (or nearest to) the pointer: gaps and rows of a grid included.
-    function pickAt(e) {
-      var segs = bar.children, best = -1, dist = Infinity;
-      for (var i = 0; i < segs.length; i++) {
-        var r = segs[i].getBoundingClientRect();
-        var d = Math.max(r.left - e.clientX, 0, e.clientX - r.right) + Math.max(r.top - e.clientY, 0, e.clientY - r.bottom);
-        if (d < dist) { dist = d; best = i; }
-      }
-      if (best >= 0) pick(best);
-    }
-    bar.addEventListener('click', pickAt);
-    bar.addEventListener('mousemove', pickAt);
-    bar.addEventListener('focus', function () { if (selected[id] === undefined) pick(bar.children.length - 1); });
-    bar.addEventListener('keydown', function (e) {
-      var move = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -step, ArrowDown: step, Home: -1e9, End: 1e9 }[e.key];
-      if (!move) return;
-      e.preventDefault();
-      pick((selected[id] === undefined ? bar.children.length - 1 : selected[id]) + move);
-    });
-    if (selected[id] !== undefined) pick(selected[id]);
-  }
-  function attachAll() {
-    var bars = document.querySelectorAll('.bar, .days');
-    for (var i = 0; i < bars.length; i++)
-      attachBar(bars[i], $(bars[i].getAttribute('aria-describedby')), bars[i].classList.contains('days') ? 30 : 0);
-  }
-  // Swaps in the sections that changed, keeping focus and open details where they were.
-  function swap(html) {
-    var doc = new DOMParser().parseFromString(html, 'text/html');
-    var focused = document.activeElement && document.activeElement.id;
-    var parts = doc.body.children;
-    while (parts.length > 0) {
-      var next = document.adoptNode(parts[0]), old = $(next.id);
-      var opened = old ? old.querySelectorAll('details[open]') : [];
-      for (var i = 0; i < opened.length; i++) {
-        var d = next.querySelector('#' + opened[i].id);
-        if (d) d.open = true;
-      }
-      if (old) old.replaceWith(next);
-      localTitles(next);
-    }
-    attachAll();
-    if (focused && $(focused) && document.activeElement !== $(focused)) $(focused).focus();
-    document.title = $('title').textContent;
-  }
-  function have() {
-    var list = document.querySelectorAll('[data-h]'), out = [];
-    for (var i = 0; i < list.length; i++) out.push(list[i].getAttribute('data-h'));
-    return out.join('.');
-  }
-  function refresh() {
-    var headers = { accept: 'text/html' };
-    if (etag) headers['if-none-match'] = etag;
-    fetch('uptime/parts?have=' + have(), { cache: 'no-store', headers: headers })
-      .then(function (res) {
-        if (res.status === 304) return null;
-        if (!res.ok) throw new Error('HTTP ' + res.status);
-        etag = res.headers.get('etag');
-        return res.text();
-      })
-      .then(function (html) {
-        if (html) swap(html);
-        lastOk = Date.now();
-        failing = false;
-        ages();
-      }, function () {
-        failing = true;
-        ages();
-      })
-      .then(function () { setTimeout(refresh, period); });
-  }
-  attachAll();
-  localTitles(document);
-  $('every').textContent = 'Updates every ' + Math.round(period / 1000) + ' s.';
-  ages();
-  setInterval(ages, 1000);
-  setTimeout(refresh, period);
-})();
-`;
+const SCRIPT = PAGE_SCRIPT;
 
 const sha256 = (text: string): string => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
 

@@ -18,7 +18,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { IncidentKind } from '../metrics/labels.js';
+import type { IncidentKind } from '../../metrics/labels.js';
 import { IncidentLog, isProbeIncident, pruneIncidents, type Incident } from './incident-store.js';
 import { type Db, memoryCopyOf, openDb, transaction } from './sqlite.js';
 import { prepare } from './store-schema.js';
@@ -27,7 +27,7 @@ import { StoreError } from './store-error.js';
 export { StoreError };
 export { SCHEMA_VERSION } from './store-schema.js';
 
-export { INCIDENT_KINDS, type IncidentKind } from '../metrics/labels.js';
+export { INCIDENT_KINDS, type IncidentKind } from '../../metrics/labels.js';
 export type { Incident } from './incident-store.js';
 
 export interface ProbeRow {

@@ -5,7 +5,7 @@
  * request made with its X-Request-Id (Switchyard sets that header on every answer).
  */
 import { escapeHtml, utc } from './html.js';
-import { supportLinks, type SupportConfig } from '../config/support.js';
+import { supportLinks, type SupportConfig } from '../../config/support.js';
 
 /** The section, or '' without a support address. `now` is the time printed until a script updates it. */
 export function supportSection(support: SupportConfig | null, now: number): string {
