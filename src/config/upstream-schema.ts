@@ -77,7 +77,7 @@ export const upstreamSchema = z.strictObject({
   /**
    * The operator or provider running the node: quorum reads count agreeing nodes by group
    * (routing.quorum minGroups), and an unverifiable block is confirmed by a node of another group
-   * where there is one (routing/quorum.ts, routing/failover.ts); null = its own name.
+   * where there is one (routing/quorum.ts, routing/verdict.ts); null = its own name.
    */
   group: z
     .string()

@@ -8,15 +8,8 @@
 import { RpcError, rpcErrors } from '../jsonrpc/errors.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import { funded, overBudget } from './budget.js';
-import {
-  alreadyKnown,
-  noteAnswered,
-  noteSent,
-  transactionHash,
-  type Attempted,
-  type DispatchContext,
-  type Sendable,
-} from './failover.js';
+import { alreadyKnown, transactionHash } from './verdict.js';
+import { noteAnswered, noteSent, type Attempted, type DispatchContext, type Sendable } from './way.js';
 
 export async function broadcast(ctx: DispatchContext, call: Sendable): Promise<Attempted> {
   const { fleet, metrics, upstreamTimeoutMs } = ctx.routing;

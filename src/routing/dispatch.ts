@@ -19,25 +19,24 @@
 import type { Verdict } from '../upstream/classify.js';
 import type { Upstream } from '../upstream/node.js';
 import { broadcast } from './broadcast.js';
+import { attempt, goOn } from './failover.js';
+import { hedged, mayHedge } from './hedge.js';
+import { pinnedNode } from './pinned.js';
+import { quorum } from './quorum.js';
+import { choose, eligible, type Requirement } from './select.js';
+import { interpretVerdict } from './verdict.js';
+import { confirmed, judged } from './verified.js';
 import {
-  attempt,
   fresh,
-  goOn,
-  interpretVerdict,
   noteAnswered,
   noteSent,
   timeoutOf,
   type Attempted,
   type DispatchContext,
   type Sendable,
-} from './failover.js';
-import { hedged, mayHedge } from './hedge.js';
-import { pinnedNode } from './pinned.js';
-import { quorum } from './quorum.js';
-import { choose, eligible, type Requirement } from './select.js';
-import { confirmed, judged } from './verified.js';
+} from './way.js';
 
-export type { Attempted, DispatchContext, RoutingDeps, Sendable } from './failover.js';
+export type { Attempted, DispatchContext, RoutingDeps, Sendable } from './way.js';
 
 const NONE: readonly Upstream[] = [];
 

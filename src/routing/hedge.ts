@@ -18,18 +18,10 @@
  * Refuses: the latency figures and the bucket (hedge-figures.ts), how a way reaches a node (failover.ts).
  */
 import { Cancel } from '../upstream/cancel.js';
-import {
-  attempt,
-  attemptsOf,
-  fresh,
-  MAX_BLOCK_WAITS,
-  type Attempted,
-  type DispatchContext,
-  type Progress,
-  type Sendable,
-} from './failover.js';
+import { attempt, MAX_BLOCK_WAITS } from './failover.js';
 import type { HedgeRoute } from './hedge-figures.js';
 import { eligible, willing } from './select.js';
+import { attemptsOf, fresh, type Attempted, type DispatchContext, type Progress, type Sendable } from './way.js';
 
 /** The call may be hedged in this request: a hedgeable read, hedging on, not pinned to one node. */
 export function mayHedge(ctx: DispatchContext, call: Sendable): boolean {

@@ -1,6 +1,6 @@
 /**
  * What quorum reads (quorum.ts) read of the settings, and the one count they share across
- * reloads: how many quorum calls are in flight. A leaf below failover.ts (RoutingDeps holds it)
+ * reloads: how many quorum calls are in flight. A leaf below way.ts (RoutingDeps holds it)
  * and quorum.ts, so neither imports the other's types back.
  */
 

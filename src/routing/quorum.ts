@@ -23,21 +23,12 @@ import type { QuorumOutcome } from '../metrics/labels.js';
 import type { Verdict } from '../upstream/classify.js';
 import type { Upstream } from '../upstream/node.js';
 import { funded, overBudget } from './budget.js';
-import {
-  callOptions,
-  couldCatchUp,
-  noteAnswered,
-  noteSent,
-  timeoutOf,
-  tracedOptions,
-  wrongAnswer,
-  type Attempted,
-  type DispatchContext,
-  type Sendable,
-} from './failover.js';
+import { callOptions, couldCatchUp, tracedOptions } from './failover.js';
 import type { QuorumRule } from './quorum-gate.js';
 import { cost, eligible, willing } from './select.js';
+import { wrongAnswer } from './verdict.js';
 import { confirmed, judged } from './verified.js';
+import { noteAnswered, noteSent, timeoutOf, type Attempted, type DispatchContext, type Sendable } from './way.js';
 
 const NONE: readonly Upstream[] = [];
 
@@ -225,7 +216,7 @@ class Vote {
   /** `u` answered otherwise than the agreed answer: counted, shown in /status, logged (never params nor answers). */
   private dissent(u: Upstream, digest: string): void {
     const { ctx, call } = this;
-    // A null for a lookup by hash may only mean the node has not seen the block yet (failover.ts nullMayLag): no dissent.
+    // A null for a lookup by hash may only mean the node has not seen the block yet (verdict.ts nullMayLag): no dissent.
     if (call.nullMayLag === true && digest === NULL_DIGEST) return;
     const { metrics, fleet, quorum: q } = ctx.routing;
     metrics.recordDissent(u.name);

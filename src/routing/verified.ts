@@ -1,12 +1,12 @@
 /**
  * Verification on the way back from a node (SPEC 4.9): each node answer to a verified method is
  * checked once, here, before it can become a client's answer or a cache entry (verify/answer.ts;
- * a cache hit is never checked again). A wrong answer becomes a `wrong_answer` verdict (failover.ts
+ * a cache hit is never checked again). A wrong answer becomes a `wrong_answer` verdict (verdict.ts
  * counts it and fails over); an answer with what the rules do not know stays a result marked
  * `unverified`; block receipts are held to the receipts root of their block's header, asked of the
  * same node (the header is itself checked: its hash must be the receipts' block hash, so its root
  * is the block's own, whoever sends it).
- * Refuses: what a wrong answer means for the node (fleet.ts) and for the call (failover.ts).
+ * Refuses: what a wrong answer means for the node (fleet.ts) and for the call (verdict.ts).
  */
 import { textOf } from '../jsonrpc/raw.js';
 import { checkAnswer, isVerified } from '../verify/answer.js';
@@ -15,12 +15,12 @@ import type { Upstream } from '../upstream/node.js';
 
 type Result = Extract<Verdict, { kind: 'result' }>;
 
-/** What verification reads of the routing settings (failover.ts RoutingDeps). */
+/** What verification reads of the routing settings (way.ts RoutingDeps). */
 interface VerifySetting {
   verify?: boolean;
 }
 
-/** What verification reads of a call (failover.ts Sendable). */
+/** What verification reads of a call (way.ts Sendable). */
 interface AskedCall {
   method: string;
   paramsJson: string;

@@ -5,7 +5,7 @@
  * (a split eth_getLogs: routing.maxLogsResponseBytes). An exchange takes bytes as they come off the
  * socket and is cut off the moment a pool has none left, so neither bound is ever passed by more
  * than the piece being read.
- * Refuses: deciding what a refusal means for the call (classify.ts, routing/failover.ts).
+ * Refuses: deciding what a refusal means for the call (classify.ts, routing/verdict.ts).
  */
 
 /**

@@ -4,7 +4,7 @@
  * was checked into as it arrived), the id a single call's answer must carry, and a batch answer's
  * elements matched to their calls by id. Each result stays the raw text the node wrote.
  * Refuses: what a node's error or a transport failure means (classify.ts) and what to do about it
- * (routing/failover.ts).
+ * (routing/verdict.ts, routing/failover.ts).
  */
 import { objectMembers, skipValue, skipWs, type Span } from '../jsonrpc/scan.js';
 import { classifyNodeError, TOO_MANY_REQUESTS, type Verdict } from './classify.js';

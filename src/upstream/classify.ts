@@ -3,7 +3,7 @@
  * failure to retry elsewhere (and whether it counts against the node's health).
  * Owns: the verdict and its retry reasons, and the meaning of a node's error (code and message),
  * of a transport error, and of an expensive or a held call's failure.
- * Refuses: reading the answer body (upstream/answers.ts), retry policy itself (routing/failover.ts)
+ * Refuses: reading the answer body (upstream/answers.ts), retry policy itself (routing/verdict.ts, routing/failover.ts)
  * and breaker bookkeeping (upstream/health.ts).
  */
 import type { JsonText } from '../jsonrpc/raw.js';
@@ -118,7 +118,7 @@ export function classifyTransport(err: unknown): Verdict {
     code === 'UND_ERR_HEADERS_TIMEOUT' ||
     code === 'UND_ERR_BODY_TIMEOUT' ||
     code === 'UND_ERR_CONNECT_TIMEOUT';
-  // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (routing/failover.ts stops).
+  // Over upstreams[].maxResponseBytes: the answer, not the node, is the problem (routing/verdict.ts stops).
   if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { kind: 'retry', reason: 'response_too_large', health: false };
   if (code === 'SWITCHYARD_CANCELLED') return CANCELLED;
   // Switchyard's own pool of large answers was full: nothing to say about the node, nor the call.

@@ -1,18 +1,18 @@
 /**
- * The upstream client: transport to one node, nothing else. Owns the undici Pool, the micro-batcher
- * (calls made in the same event-loop turn leave as one JSON-RPC batch; the fleet's probes and calls
- * with a byte budget always leave alone), exchanges of calls sent together by their caller
- * (callMany: one batch now, one verdict per call), the classification of every answer (classify.ts),
- * and the figures that come from answers alone: in-flight count, calls, failures, latency moving
- * average, the passive-health breaker and the hold-off (holdoff.ts: no failure, the breaker untouched).
- * Refuses: any idea of heads, up/down or retiring; that state is the fleet's (fleet.ts).
+ * The upstream client: transport to one node, nothing else. Owns the undici Pools, which calls go
+ * alone and which through the micro-batcher (micro-batch.ts: calls made in the same event-loop turn
+ * leave as one JSON-RPC batch; the fleet's probes and calls with a byte budget always leave alone),
+ * exchanges of calls sent together by their caller (callMany: one batch now, one verdict per call),
+ * the classification of every answer (classify.ts), and the figures that come from answers alone:
+ * in-flight count, calls, failures, latency moving average, the passive-health breaker and the
+ * hold-off (holdoff.ts: no failure, the breaker untouched).
+ * Refuses: any idea of heads, up/down or retiring; that state is the fleet's (fleet.ts). The queue
+ * and the exchanges of queued calls are the micro-batcher's.
  * The URL stays inside this object: only `name` leaves.
  *
- * Deadlines: every call is answered by its own deadline. A call sent alone is timed by its exchange
- * (exchange.ts). In a batch whose members' deadlines differ, one timer per exchange fires at the
- * earliest deadline still pending: a call batched with slower or longer-deadline calls is answered
- * with a `timeout` verdict when its own deadline passes, and the exchange carries on for the others
- * until the last member's deadline. Calls sent together (callMany) share one time limit, their caller's.
+ * Deadlines: every call is answered by its own deadline: by its exchange when it leaves alone
+ * (exchange.ts), by the micro-batcher's sweep in a batch. Calls sent together (callMany) share one
+ * time limit, their caller's.
  *
  * Expensive calls (methods/table.ts `expensive`: eth_call, traces, eth_getLogs...) never join a
  * batch: each leaves in an exchange of its own at once, so a slow one holds only itself, and its
@@ -30,21 +30,18 @@ import { readFileSync } from 'node:fs';
 import { Pool, type Dispatcher } from 'undici';
 import type { UpstreamConfig } from '../config/schema.js';
 import { largeAnswers, type BytePool } from './answer-bytes.js';
-import { classifyBatch, classifyBatchInOrder, classifyHttp, tooLarge } from './answers.js';
+import { classifyBatchInOrder, tooLarge } from './answers.js';
 import type { Cancel } from './cancel.js';
 import { CANCELLED, classifyTransport, expensiveVerdict, heldVerdict, type Verdict } from './classify.js';
-import { firstTraceparent, postJson, tracedTarget } from './exchange.js';
+import { postJson, tracedTarget } from './exchange.js';
 import { Breaker } from './health.js';
 import { HoldOff } from './holdoff.js';
-import { batchText, requestText, type OutgoingCall } from './request-text.js';
+import { MicroBatcher, MISSING, type CallTiming, type Pending } from './micro-batch.js';
+import { batchText, type OutgoingCall } from './request-text.js';
 import { answerCarries, identityOfText, type Identity } from '../methods/identity.js';
 
 export type { OutgoingCall } from './request-text.js';
-
-export interface CallTiming {
-  verdict: Verdict;
-  ms: number;
-}
+export type { CallTiming } from './micro-batch.js';
 
 /** What the rest of Switchyard needs from a transport to one node (fakes implement it in tests). */
 export interface UpstreamClient {
@@ -116,28 +113,6 @@ export interface ClientOptions {
   pool?: BytePool;
 }
 
-interface Pending {
-  id: number;
-  method: string;
-  paramsJson: string;
-  passive: boolean;
-  expensive: boolean;
-  held: boolean;
-  started: number;
-  /** performance.now() by which this call is answered, whatever its batch does. */
-  deadline: number;
-  /** What its answer must carry (methods/identity.ts); null: nothing checked. */
-  identity: Identity | null;
-  done: boolean;
-  resolve: (t: CallTiming) => void;
-  budget?: BytePool;
-  traceparent?: string;
-  cancel?: Cancel;
-}
-
-/** A batch answer that left a call out. */
-const MISSING: Verdict = { kind: 'retry', reason: 'bad_body', health: true };
-const TIMED_OUT: Verdict = { kind: 'retry', reason: 'timeout', health: true };
 /** An answer that is not about what was asked (another block, another hash): the node's bad answer. */
 const WRONG_ANSWER: Verdict = { kind: 'retry', reason: 'wrong_answer', health: false, why: 'not what was asked' };
 
@@ -163,13 +138,11 @@ export class HttpUpstreamClient implements UpstreamClient {
   expensiveInFlight = 0;
   heldInFlight = 0;
   private nextId = 1;
-  private queue: Pending[] = [];
+  private readonly batcher: MicroBatcher;
   private readonly headers: Record<string, string>;
   private readonly url: URL;
   private readonly target: { origin: string; path: string; headers: Record<string, string> };
   private readonly dispatcher: Dispatcher;
-  /** The held lane (heldConnections connections): held calls only. */
-  private readonly heldDispatcher: Dispatcher;
   /** The pools made here (not handed in): closed with the client. */
   private readonly owned: Pool[] = [];
   private readonly pool: BytePool;
@@ -202,7 +175,16 @@ export class HttpUpstreamClient implements UpstreamClient {
       return made;
     };
     this.dispatcher = opts.dispatcher ?? pool(config.maxConnections);
-    this.heldDispatcher = opts.heldDispatcher ?? opts.dispatcher ?? pool(config.heldConnections);
+    this.batcher = new MicroBatcher({
+      dispatcher: this.dispatcher,
+      // The held lane (heldConnections connections): held calls only.
+      heldDispatcher: opts.heldDispatcher ?? opts.dispatcher ?? pool(config.heldConnections),
+      target: this.target,
+      pool: this.pool,
+      holdOff: this.holdOff,
+      maxBatchSize: config.maxBatchSize,
+      finish: (p, answer) => this.finish(p, answer),
+    });
   }
 
   call(method: string, paramsJson: string, timeoutMs: number, opts: CallOptions = {}): Promise<CallTiming> {
@@ -224,11 +206,10 @@ export class HttpUpstreamClient implements UpstreamClient {
       // cutting its answer off cuts off no other call.
       if (p.expensive || p.held || opts.probe === true || opts.budget !== undefined) {
         p.budget = opts.budget;
-        void this.send([p]);
+        void this.batcher.send([p]);
         return;
       }
-      this.queue.push(p);
-      if (this.queue.length === 1) setImmediate(this.flush);
+      this.batcher.add(p);
     });
   }
 
@@ -272,7 +253,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     return new Promise((resolve) => {
       const p = this.pending(c.method, c.paramsJson, timeoutMs, true, resolve);
       if (traceparent !== undefined) p.traceparent = traceparent;
-      void this.send([p]);
+      void this.batcher.send([p]);
     });
   }
 
@@ -319,80 +300,6 @@ export class HttpUpstreamClient implements UpstreamClient {
         for (const v of verdicts) this.recordVerdict(v, ms, true);
         return { verdicts, ms };
       });
-  }
-
-  private readonly flush = (): void => {
-    let queue = this.queue;
-    this.queue = [];
-    // Calls cancelled while queued were answered already: they do not leave.
-    if (queue.some(isDone)) queue = queue.filter((p) => !p.done);
-    const size = this.config.maxBatchSize;
-    for (let i = 0; i < queue.length; i += size) void this.send(queue.slice(i, i + size));
-  };
-
-  private async send(batch: Pending[]): Promise<void> {
-    const single = batch.length === 1;
-    const body = single ? requestText(batch[0]!.id, batch[0]!) : batchText(batch, (k) => batch[k]!.id);
-    // The exchange lasts until the last member's deadline; earlier ones are answered by the sweep.
-    const now = performance.now();
-    let last = 0;
-    for (const p of batch) if (!p.done) last = Math.max(last, p.deadline);
-    const sweep = single ? null : this.sweepDeadlines(batch, last);
-    let verdicts: Map<number, Verdict> | Verdict | null;
-    try {
-      const bytes = {
-        pool: this.pool,
-        budget: single ? batch[0]!.budget : undefined,
-        cancel: single ? batch[0]!.cancel : undefined,
-      };
-      const { status, text, large, retryAfter } = await postJson(
-        single && batch[0]!.held ? this.heldDispatcher : this.dispatcher,
-        tracedTarget(this.target, firstTraceparent(batch)),
-        body,
-        Math.max(1, last - now),
-        bytes,
-      );
-      // A single call's answer must carry the id it was sent with: another's is not its answer.
-      const read = single ? classifyHttp(status, text, batch[0]!.id, large) : classifyBatch(status, text, large);
-      verdicts = this.holdOff.read(read, retryAfter);
-    } catch (err) {
-      verdicts = classifyTransport(err);
-    }
-    if (sweep !== null) clearTimeout(sweep.timer);
-    if (verdicts === null || (!single && tooLarge(verdicts))) {
-      // The node does not take batches (or not this one), or the batch's answer together is over
-      // maxResponseBytes or the pool of large answers: the calls still waiting go one by one, each
-      // judged by its own answer.
-      for (const p of batch) if (!p.done) void this.send([p]);
-      return;
-    }
-    for (const p of batch) {
-      const v = verdicts instanceof Map ? (verdicts.get(p.id) ?? MISSING) : verdicts;
-      this.finish(p, v);
-    }
-  }
-
-  /**
-   * Answers each member of a batch with `timeout` at its own deadline, when that comes before the
-   * last member's (which the exchange's own time limit covers): one timer, re-armed for the next
-   * earliest deadline still pending.
-   */
-  private sweepDeadlines(batch: Pending[], last: number): { timer: NodeJS.Timeout | undefined } {
-    const sweep: { timer: NodeJS.Timeout | undefined } = { timer: undefined };
-    const arm = (): void => {
-      const now = performance.now();
-      let next = last;
-      for (const p of batch) {
-        if (p.done) continue;
-        if (p.deadline <= now) this.finish(p, TIMED_OUT);
-        else if (p.deadline < next) next = p.deadline;
-      }
-      // As an exchange's own time limit (exchange.ts): an answer that arrived while the event loop
-      // was held is read before a member is called timed out.
-      sweep.timer = next < last ? setTimeout(setImmediate, Math.max(1, next - now), arm) : undefined;
-    };
-    arm();
-    return sweep;
   }
 
   private finish(p: Pending, answer: Verdict): void {
@@ -451,10 +358,6 @@ export class HttpUpstreamClient implements UpstreamClient {
   async close(): Promise<void> {
     await Promise.all(this.owned.map((p) => p.close().catch(() => undefined)));
   }
-}
-
-function isDone(p: Pending): boolean {
-  return p.done;
 }
 
 /** A pool of `connections` to the node; the main pool and the held lane differ only in size. */
