@@ -136,6 +136,8 @@ export function statusOf(deps: AdminDeps): Record<string, unknown> {
       // Quorum reads (routing/quorum.ts): its group, and its answers that differed from the agreed one.
       group: u.group,
       dissent: u.dissent,
+      // Verified answers (routing/verified.ts): its answers that failed verification since start.
+      wrongAnswers: u.wrongAnswers,
       hedgesWon: deps.hedgesWon?.(u) ?? 0,
       ...servingLine(u),
     })),

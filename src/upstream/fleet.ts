@@ -291,6 +291,7 @@ export class Fleet extends EventEmitter {
     const s = this.s(u);
     const { quarantineAfter, windowMs, quarantineMs } = this.opts.wrongAnswers ?? WRONG_ANSWERS;
     const now = this.now();
+    s.wrongAnswers++;
     s.wrongAt.push(now);
     while (s.wrongAt.length > 0 && (s.wrongAt.length > quarantineAfter || s.wrongAt[0]! <= now - windowMs))
       s.wrongAt.shift();

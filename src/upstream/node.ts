@@ -46,6 +46,8 @@ export interface NodeStatus {
   wrongAt: number[];
   /** Its answers to quorum reads that differed from the agreed one (routing/quorum.ts), since start. */
   dissent: number;
+  /** Its answers that failed verification (routing/verified.ts), since start. */
+  wrongAnswers: number;
 }
 
 export function freshStatus(): NodeStatus {
@@ -64,6 +66,7 @@ export function freshStatus(): NodeStatus {
     quarantinedUntil: 0,
     wrongAt: [],
     dissent: 0,
+    wrongAnswers: 0,
   };
 }
 
@@ -184,6 +187,10 @@ export class Upstream {
   /** Answers to quorum reads that differed from the agreed one (routing/quorum.ts). */
   get dissent(): number {
     return this.status.dissent;
+  }
+  /** Answers that failed verification (routing/verified.ts), since start. */
+  get wrongAnswers(): number {
+    return this.status.wrongAnswers;
   }
   /** upstreams[].group, else its name: quorum reads and unverifiable answers count nodes by it. */
   get group(): string {

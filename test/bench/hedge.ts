@@ -16,17 +16,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { ANVIL_BIN } from '../helpers/anvil.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
-import {
-  freePort,
-  rpc,
-  startProcess,
-  startSwitchyardProcess,
-  switchyardConfig,
-  waitUntil,
-  type Proc,
-} from './tools.js';
+import { startQuietAnvil, startSwitchyardProcess, switchyardConfig } from './tools.js';
 
 const LATE_MS = 300;
 const CONCURRENCY = 8;
@@ -43,24 +34,6 @@ export interface HedgeRun {
 export interface HedgeFigures {
   everyNode: { on: HedgeRun; off: HedgeRun };
   oneNode: { three: HedgeRun; two: HedgeRun };
-}
-
-async function startAnvilNode(): Promise<Proc & { url: string }> {
-  const port = await freePort();
-  const p = startProcess('anvil', ANVIL_BIN, [
-    '--port',
-    String(port),
-    '--host',
-    '127.0.0.1',
-    '--chain-id',
-    '186',
-    '--quiet',
-  ]);
-  const url = `http://127.0.0.1:${port}`;
-  await waitUntil('anvil', async () =>
-    (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}')).includes('0xba'),
-  );
-  return { ...p, url };
 }
 
 let nextAddress = 0;
@@ -141,7 +114,7 @@ async function run(
 export async function hedgeBench(root: string, quick: boolean): Promise<HedgeFigures> {
   const calls = quick ? 1_500 : 6_000;
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-hedge-'));
-  const anvils = await Promise.all([startAnvilNode(), startAnvilNode(), startAnvilNode()]);
+  const anvils = await Promise.all([1, 2, 3].map(() => startQuietAnvil({ live: false })));
   const proxies = await Promise.all(anvils.map((a) => startDelayProxy(a.url)));
   const late = (share: number) => (method: string) =>
     method === 'eth_getBalance' && Math.random() < share ? LATE_MS : 0;

@@ -211,24 +211,18 @@ export function switchyardConfig(anvilUrl: string, extra: Record<string, unknown
  * Like a live chain, it is past finality and makes a block every BLOCK_SECONDS: a read at `latest`
  * is then head-scoped (kept in the head table, dropped when the head moves), as in production. At
  * genesis with no block time every `latest` read would be finalized, fill the immutable LRU and
- * churn it for the rest of the run, which no live chain does.
+ * churn it for the rest of the run, which no live chain does. `live: false`: at genesis, no block
+ * time (a chain that does not move under a measurement of latency alone, as hedge.ts's).
  */
 /** The bench chain's block time. */
 const BLOCK_SECONDS = 2;
 
-export async function startQuietAnvil(): Promise<Proc & { url: string; port: number }> {
+export async function startQuietAnvil(opts: { live?: boolean } = {}): Promise<Proc & { url: string; port: number }> {
+  const live = opts.live ?? true;
   const port = await freePort();
-  const p = startProcess('anvil', ANVIL_BIN, [
-    '--port',
-    String(port),
-    '--host',
-    '127.0.0.1',
-    '--chain-id',
-    '186',
-    '--quiet',
-    '--block-time',
-    String(BLOCK_SECONDS),
-  ]);
+  const args = ['--port', String(port), '--host', '127.0.0.1', '--chain-id', '186', '--quiet'];
+  if (live) args.push('--block-time', String(BLOCK_SECONDS));
+  const p = startProcess('anvil', ANVIL_BIN, args);
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitUntil(
@@ -237,7 +231,7 @@ export async function startQuietAnvil(): Promise<Proc & { url: string; port: num
       30_000,
     );
     // 100 blocks: `finalized` (head - 64 on anvil) is then below the head.
-    await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"anvil_mine","params":["0x64"]}');
+    if (live) await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"anvil_mine","params":["0x64"]}');
   } catch (err) {
     await p.stop();
     throw new Error(`${(err as Error).message}\n${p.output()}`);

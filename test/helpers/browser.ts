@@ -2,9 +2,12 @@
  * Debian's chromium driven by playwright-core, for the pages' tests: the launch flags of a
  * machine with no way out, and axe-core run inside a page.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Page } from 'playwright-core';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Test } from 'tap';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -40,4 +43,31 @@ export async function axeSerious(page: Page): Promise<string[]> {
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
       .map((v) => `${v.id}: ${v.nodes.length} nodes`);
   });
+}
+
+/**
+ * A headless chromium with a fresh profile of its own (a persistent context is how playwright
+ * takes a --user-data-dir of our choosing), closed and removed at the test's end, and its first
+ * page; the page's uncaught errors and console errors collect in `problems`.
+ */
+export async function openBrowser(
+  t: Test,
+  viewport: { width: number; height: number },
+): Promise<{ browser: BrowserContext; page: Page; problems: string[] }> {
+  const profile = mkdtempSync(join(tmpdir(), 'switchyard-chromium-'));
+  t.teardown(() => rmSync(profile, { recursive: true, force: true }));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+    viewport,
+  });
+  t.teardown(() => browser.close());
+  const page = browser.pages()[0] ?? (await browser.newPage());
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(m.text());
+  });
+  return { browser, page, problems };
 }

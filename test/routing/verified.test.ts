@@ -194,6 +194,8 @@ t.test('3 wrong answers quarantine the node, and /status says why', async (t) =>
   const liarStatus = status.upstreams.find((u: Json) => u.name === 'liar');
   t.equal(liarStatus.state, 'quarantined', 'the liar is quarantined');
   t.equal(liarStatus.quarantine?.why, 'wrong answers', '/status says why');
+  t.equal(liarStatus.wrongAnswers, 3, '/status counts its wrong answers');
+  t.equal(status.upstreams.find((u: Json) => u.name === 'anvil').wrongAnswers, 0, 'and none for the honest node');
   t.ok(Date.parse(liarStatus.quarantine?.until) > Date.now() + 9 * 60_000, 'for about 10 minutes');
   t.equal(await metric(sy, 'switchyard_upstream_quarantined_total', { upstream: 'liar' }), 1, 'the quarantine counted');
   const before = fake.calls.filter((c) => c.method === 'eth_getBlockByNumber' && c.params[0] === block).length;

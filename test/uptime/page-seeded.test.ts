@@ -12,10 +12,10 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startDevnet } from '../../src/devnet/index.js';
 import type { UptimeReport } from '../../src/uptime/report.js';
-import { CHROMIUM, FLAGS, axeSerious } from '../helpers/browser.js';
+import { CHROMIUM, axeSerious, openBrowser } from '../helpers/browser.js';
 import { get } from '../helpers/rpc.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
@@ -93,21 +93,7 @@ if (!existsSync(CHROMIUM)) {
       );
     });
 
-    const profile = mkdtempSync(join(tmpdir(), 'switchyard-chromium-'));
-    t.teardown(() => rmSync(profile, { recursive: true, force: true }));
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      viewport: { width: 1280, height: 900 },
-    });
-    t.teardown(() => browser.close());
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(e.message));
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(m.text());
-    });
+    const { page, problems } = await openBrowser(t, { width: 1280, height: 900 });
     mkdirSync(SHOTS, { recursive: true });
     await page.goto(`${sy.url}/uptime`);
 

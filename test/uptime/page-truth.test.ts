@@ -9,15 +9,14 @@
  * Screenshots go to SWITCHYARD_SHOTS (or .tap/artifacts/).
  */
 import t from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright-core';
 import { request } from 'undici';
 import { startDevnet } from '../../src/devnet/index.js';
 import type { UptimeReport } from '../../src/uptime/report.js';
-import { CHROMIUM, FLAGS, axeSerious } from '../helpers/browser.js';
+import { CHROMIUM, FLAGS, axeSerious, openBrowser } from '../helpers/browser.js';
 import { get, post } from '../helpers/rpc.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
@@ -52,21 +51,7 @@ if (!existsSync(CHROMIUM)) {
     });
     await waitFor('a first probe', () => report(sy.url).then((r) => r.state === 'operational'));
 
-    const profile = mkdtempSync(join(tmpdir(), 'switchyard-chromium-'));
-    t.teardown(() => rmSync(profile, { recursive: true, force: true }));
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      viewport: { width: 390, height: 844 },
-    });
-    t.teardown(() => browser.close());
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(e.message));
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(m.text());
-    });
+    const { page, problems } = await openBrowser(t, { width: 390, height: 844 });
     mkdirSync(SHOTS, { recursive: true });
     const shot = async (name: string): Promise<void> => {
       const path = join(SHOTS, `uptime-truth-${name}.png`);

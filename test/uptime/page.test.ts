@@ -7,11 +7,10 @@
  * incident). Screenshots are saved under .tap/artifacts/.
  */
 import t, { type Test } from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { request } from 'undici';
 import { startDevnet } from '../../src/devnet/index.js';
 import type { UptimeReport } from '../../src/uptime/report.js';
@@ -19,7 +18,7 @@ import { get, post } from '../helpers/rpc.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { startSwitchyard } from '../helpers/switchyard.js';
 import { waitFor } from '../helpers/wait.js';
-import { axeSerious, CHROMIUM, FLAGS } from '../helpers/browser.js';
+import { axeSerious, CHROMIUM, openBrowser } from '../helpers/browser.js';
 
 const ARTIFACTS = fileURLToPath(new URL('../../.tap/artifacts/', import.meta.url));
 
@@ -150,24 +149,9 @@ if (!existsSync(CHROMIUM)) {
     const origin = new URL(sy.url).origin;
     await waitFor('a first probe', () => report(sy.url).then((r) => r.state === 'operational'));
 
-    const profile = mkdtempSync(join(tmpdir(), 'switchyard-chromium-'));
-    t.teardown(() => rmSync(profile, { recursive: true, force: true }));
-    // A persistent context is how playwright takes a fresh --user-data-dir of our choosing.
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      viewport: { width: 390, height: 844 },
-    });
-    t.teardown(() => browser.close());
-    const page = browser.pages()[0] ?? (await browser.newPage());
+    const { page, problems } = await openBrowser(t, { width: 390, height: 844 });
     const requests: string[] = [];
     page.on('request', (r) => requests.push(r.url()));
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(e.message));
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(m.text());
-    });
     mkdirSync(ARTIFACTS, { recursive: true });
     const shot = async (name: string): Promise<void> => {
       const path = join(ARTIFACTS, `uptime-${name}.png`);
