@@ -105,8 +105,7 @@ class Race {
     if (this.timer !== undefined) clearTimeout(this.timer);
     const hedge = this.hedge;
     if (hedge !== null) {
-      if (byHedge) this.first.cancel!.cancel(true);
-      else hedge.cancel!.cancel();
+      (byHedge ? this.first : hedge).cancel!.cancel();
       const metrics = this.ctx.routing.metrics;
       // A hedge that never reached a node (its budget had no token, a lane was full) was not sent.
       if (!hedge.cancel!.used) metrics.recordHedge('skipped');

@@ -7,13 +7,6 @@
  */
 export class Cancel {
   cancelled = false;
-  /**
-   * Cancelled because it was outrun: it was a hedged read's first call, still unanswered after the
-   * hedge's delay and then after another node's whole call. A node that hangs is outrun every
-   * time, so this counts against its breaker (client.ts); a hedge cut off because the first call
-   * answered does not.
-   */
-  outrun = false;
   /** A call was handed this handle: some request to a node was made with it. */
   used = false;
   private hook: (() => void) | null = null;
@@ -25,10 +18,9 @@ export class Cancel {
     else this.hook = hook;
   }
 
-  cancel(outrun = false): void {
+  cancel(): void {
     if (this.cancelled) return;
     this.cancelled = true;
-    this.outrun = outrun;
     const hook = this.hook;
     this.hook = null;
     hook?.();

@@ -312,7 +312,7 @@ export class HttpUpstreamClient implements UpstreamClient {
     if (p.expensive) this.expensiveInFlight--;
     if (p.held) this.heldInFlight--;
     const ms = performance.now() - p.started;
-    this.recordVerdict(verdict, ms, p.passive, p.held, p.cancel?.outrun === true);
+    this.recordVerdict(verdict, ms, p.passive, p.held);
     p.resolve({ verdict, ms });
   }
 
@@ -320,21 +320,15 @@ export class HttpUpstreamClient implements UpstreamClient {
    * What one answered call teaches: failures, the latency average, the breaker (routed calls only).
    * A held call's answer teaches no latency: its wait is the call's (a block to be mined), not the node's speed.
    */
-  private recordVerdict(verdict: Verdict, ms: number, passive: boolean, held = false, outrun = false): void {
+  private recordVerdict(verdict: Verdict, ms: number, passive: boolean, held = false): void {
     // The call's own cost, a held call's wait, or a hold-off (holdoff.ts): not the node failing.
     // No failure, no latency, the slot back.
     // A call cancelled by its caller (a hedged read another node answered first) took at least this
     // long: the time is a sample, so a node whose calls are cut off for lateness does not go on
-    // looking quick to the selection. Outrun (late past the hedge's delay, then slower than another
-    // node's whole call), it is a failure for the breaker, whose count is of failures in a row: a
-    // node that hangs is outrun every time and its breaker opens, as it would on its timeouts; a
-    // node late now and then is not outrun that often in a row. Never a failure in its error rate.
+    // looking quick to the selection; no failure, the slot back.
     if (verdict.kind === 'retry' && verdict.reason === 'cancelled') {
       if (!held) this.latencyMs += EWMA_ALPHA * (ms - this.latencyMs);
-      if (passive) {
-        if (outrun) this.breaker.failure();
-        else this.breaker.release();
-      }
+      if (passive) this.breaker.release();
       return;
     }
     if (verdict.kind === 'retry' && (verdict.final === true || verdict.holdOff === true || (held && !verdict.health))) {

@@ -81,18 +81,10 @@ t.test('a read the first node does not answer is answered by the hedge; the firs
     status.upstreams.map((u: { name: string; hedgesWon: number }) => [u.name, u.hedgesWon]),
   );
   t.same(won, { slow: 0, quick: N }, '/status counts hedges won per node');
-  // Outrun N times in a row (N is routing.breaker.failureThreshold's default): its breaker opened,
-  // as it would have on its timeouts.
-  const slow = status.upstreams.find((u: { name: string }) => u.name === 'slow');
-  // Open, or half-open once its cooldown went by on a slow machine: either way it opened.
-  t.match(slow.breaker, /^(open|half-open)$/, 'the node outrun every time had its breaker opened');
-  t.equal(slow.failures ?? 0, 0, 'and no failure in its error rate');
 });
 
 t.test('hedges stay within maxRatio of calls: the rest are skipped', async (t) => {
-  // A first call outrun by its hedge counts against its node's breaker: kept closed here, so that
-  // every call goes on being sent to the holding node first and reaches its hedge delay.
-  const r = await rig(t, { breaker: { failureThreshold: 1000 } });
+  const r = await rig(t);
   await warm(t, r);
   r.slow.hold = (m) => m === 'eth_getBalance';
   const N = 60;

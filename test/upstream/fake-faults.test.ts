@@ -60,7 +60,7 @@ const routedToFake = (): number =>
 /** A fresh Switchyard (fresh breakers) in front of the fake node and the anvil. */
 async function proxy(
   t: Test,
-  opts: { now?: () => number; breaker?: { cooldownMs: number } } = {},
+  opts: { now?: () => number; breaker?: { cooldownMs: number }; hedge?: boolean } = {},
 ): Promise<{ sy: RunningSwitchyard; statusOf: (name: string) => Promise<UpstreamStatus> }> {
   const sy = await startSwitchyard(
     t,
@@ -69,7 +69,12 @@ async function proxy(
         { name: 'fake', url: fake.url },
         { name: 'anvil', url: anvil.url },
       ],
-      routing: { upstreamTimeoutMs: 500, headPollMs: 100, ...(opts.breaker ? { breaker: opts.breaker } : {}) },
+      routing: {
+        upstreamTimeoutMs: 500,
+        headPollMs: 100,
+        ...(opts.breaker ? { breaker: opts.breaker } : {}),
+        ...(opts.hedge === false ? { hedge: { enabled: false } } : {}),
+      },
     },
     { now: opts.now },
   );
@@ -92,7 +97,9 @@ let round = 0;
 for (const [name, answer] of FAULTS) {
   t.test(name, async (t) => {
     fault = { result: 'fake/healthy' };
-    const { sy, statusOf } = await proxy(t);
+    // A node that hangs is answered for by hedged reads, whose cut-off first calls leave its breaker
+    // alone (docs/routing.md#hedging): what this holds is what the node's own faults do to it.
+    const { sy, statusOf } = await proxy(t, { hedge: false });
     round++;
     fault = answer;
     const before = routedToFake();
