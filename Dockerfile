@@ -65,7 +65,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 # when it cannot hold server.maxConnections, warns and lowers the cap to fit. Node raises the soft
 # limit to the hard one itself; where the runtime's hard limit is low, run with
 # `--ulimit nofile=65536:65536` (compose: `ulimits: { nofile: 65536 }`).
-ENTRYPOINT ["node", "--enable-source-maps", "dist/main.js"]
+ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=8", "dist/main.js"]
 CMD ["--config", "/etc/switchyard/config.yaml"]
 
 # The devnet: the app plus the anvil binary package (`devnet --host 0.0.0.0 ...`, see compose.yaml).

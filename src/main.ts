@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --enable-source-maps
+#!/usr/bin/env -S node --enable-source-maps --max-semi-space-size=8
 /**
  * Process entry: argv, signals, exit codes. The only file that touches process.* for control.
  *   switchyard [serve] --config FILE     the proxy alone (SWITCHYARD_CONFIG may name the file)

@@ -96,8 +96,19 @@ export async function rpc(url: string, body: string): Promise<string> {
 }
 
 /**
- * Switchyard from dist/ with a temp config; ready when its admin /ready says so. `nodeArgs` go to
- * node before the script (e.g. --cpu-prof).
+ * The node flags the `switchyard` command runs with: those of dist/main.js's first line
+ * (`#!/usr/bin/env -S node ...`), so the bench measures the process as it ships.
+ */
+export function shippedNodeFlags(root: string): string[] {
+  const first = readFileSync(join(root, 'dist/main.js'), 'utf8').split('\n', 1)[0]!;
+  const m = /^#!\/usr\/bin\/env -S node((?: --[\w-]+(?:=\S+)?)*)$/.exec(first);
+  if (!m) throw new Error(`dist/main.js does not start with an env -S node line: ${first}`);
+  return m[1]!.trim().split(' ').filter(Boolean);
+}
+
+/**
+ * Switchyard from dist/ with a temp config, run with the flags it ships with (shippedNodeFlags);
+ * ready when its admin /ready says so. `nodeArgs` go to node before the script (e.g. --cpu-prof).
  */
 export async function startSwitchyardProcess(
   root: string,
@@ -116,7 +127,8 @@ export async function startSwitchyardProcess(
   const file = join(dir, `${name}.json`);
   // JSON is YAML: the config loader reads it as is.
   writeFileSync(file, JSON.stringify(full, null, 2));
-  const p = startProcess(name, process.execPath, [...nodeArgs, join(root, 'dist/main.js'), '--config', file], {
+  const args = [...shippedNodeFlags(root), ...nodeArgs, join(root, 'dist/main.js'), '--config', file];
+  const p = startProcess(name, process.execPath, args, {
     cwd: root,
   });
   const adminUrl = `http://127.0.0.1:${admin}`;
