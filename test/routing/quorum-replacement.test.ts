@@ -163,7 +163,10 @@ t.test('a held read asks only nodes whose held lane has room; too few: HELD_LANE
     const text = (await get(`${sy.adminUrl}/metrics`)).text;
     return metricSamples(text, 'switchyard_upstream_held_calls_in_flight', {}).some((v) => v > 1);
   };
-  await waitFor('the second trace answered, or sent past a held lane', async () => second !== undefined || (await overfull()));
+  await waitFor(
+    'the second trace answered, or sent past a held lane',
+    async () => second !== undefined || (await overfull()),
+  );
   t.notOk(await overfull(), 'no node carries more held calls than its lane has connections');
   t.equal(second?.json().error?.data?.reason, 'HELD_LANE_FULL', 'answered at once: HELD_LANE_FULL');
   t.equal(second?.json().error?.code, -32005, 'code -32005');
