@@ -21,9 +21,7 @@
  * Owns: choosing the asked nodes, the vote, dissent (counted, logged at warn without params) and
  * NO_QUORUM. Refuses: which calls are quorum reads (pipeline/), sending (upstream/client.ts).
  */
-import { createHash } from 'node:crypto';
 import { RpcError } from '../jsonrpc/errors.js';
-import { textOf } from '../jsonrpc/raw.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { QuorumOutcome } from '../metrics/labels.js';
 import type { Verdict } from '../upstream/classify.js';
@@ -32,6 +30,7 @@ import { funded, overBudget } from './budget.js';
 import { callOptions, couldCatchUp, tracedOptions } from './failover.js';
 import { heldLaneFull, laneFull } from './lane.js';
 import type { QuorumRule } from './quorum-gate.js';
+import { digestOf, NULL_DIGEST } from './quorum-digest.js';
 import { cost, eligible, willing } from './select.js';
 import { wrongAnswer } from './verdict.js';
 import { confirmed, judged } from './verified.js';
@@ -371,34 +370,4 @@ function ask(ctx: DispatchContext, call: Sendable, u: Upstream, limit: number): 
     if (verdict.kind === 'result' && verdict.confirm !== undefined) return confirmed(r, u, verdict, limit);
     return verdict;
   });
-}
-
-/**
- * What an answer says, as parsed JSON with members in one order: two answers agree when their
- * digests are equal. Only the digest is kept of an answer that does not open a new side.
- */
-function digestOf(v: Extract<Verdict, { kind: 'result' | 'node-error' }>): string {
-  const raw = v.kind === 'result' ? textOf(v.result) : v.error;
-  let text: string;
-  try {
-    text = canonical(JSON.parse(raw));
-  } catch {
-    // Not JSON after all: compared as the bytes it is.
-    text = raw;
-  }
-  return createHash('sha256')
-    .update(v.kind === 'result' ? 'r' : 'e')
-    .update(text)
-    .digest('base64');
-}
-
-/** A `null` result's digest. */
-const NULL_DIGEST = digestOf({ kind: 'result', result: 'null' });
-
-/** JSON text with every object's members sorted by name. */
-function canonical(v: unknown): string {
-  if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  const keys = Object.keys(v).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
 }
