@@ -210,6 +210,8 @@ export class App {
         cache: cache.stats(),
         uptime: uptime?.status() ?? null,
         websocket: this.listeners.ws.status(),
+        // Hedged reads' token bucket (routing/hedge-figures.ts): hedges that may go out in a row now.
+        hedge: { tokens: this.rooms.hedges.tokensLeft },
       }),
       reload: () => this.reloadFile(),
       hedgesWon: (u) => this.rooms.hedges.wonBy(u),

@@ -8,6 +8,9 @@
  * `earliest`) also needs a node with state at that block (Requirement.stateAt: its earliest block).
  * Every block parameter takes the same forms: a number, a tag, a block hash, or an EIP-1898 object
  * ({blockHash} / {blockNumber}); a method that takes fewer forms gets the node's own answer.
+ * A quorum read (BlockContext.pinTags) asks several nodes, which must answer for one block: there
+ * `safe` and `finalized` are pinned to the fleet's finalized height and `earliest` to block 0, and
+ * `pending`, which is each node's own, is reported (Resolution.pending) so the read is not one.
  */
 import { rpcErrors, type RpcError } from '../jsonrpc/errors.js';
 import { MAX_BLOCK_COUNT, type MethodSpec } from '../methods/table.js';
@@ -19,6 +22,8 @@ export interface Resolution {
   requirement: Requirement;
   /** Whether params were rewritten (they then must be re-serialised). */
   rewritten: boolean;
+  /** A block parameter is `pending` (set only when BlockContext.pinTags is). */
+  pending?: true;
 }
 
 export interface BlockContext {
@@ -27,6 +32,12 @@ export interface BlockContext {
   clientKey: string;
   /** Blocks older than head - recentBlocks are history: archive upstreams are preferred. */
   recentBlocks: number;
+  /**
+   * A quorum read: the height `safe` and `finalized` are pinned to (the fleet's finalized one,
+   * a block every node within finalityDepth of the head calls final, so also safe), and
+   * `earliest` is pinned to 0. Absent: tags are sent as they are.
+   */
+  pinTags?: number;
 }
 
 const TAGS = new Set(['latest', 'pending', 'earliest', 'safe', 'finalized']);
@@ -58,6 +69,17 @@ function readBlockRef(v: unknown, index: number, member = ''): BlockRef | RpcErr
     if (o.blockNumber !== undefined) return readBlockRef(o.blockNumber, index, member);
   }
   return rpcErrors.invalidParams(`${where(index, member)}: expected a block number, tag, hash or {blockHash}`);
+}
+
+/**
+ * A tag every node may read as another block, as the number all of them are asked for (a quorum
+ * read: BlockContext.pinTags); any other reference as it is.
+ */
+function pinned(ref: BlockRef, ctx: BlockContext): BlockRef {
+  if (ctx.pinTags === undefined || ref.kind !== 'tag') return ref;
+  if (ref.tag === 'safe' || ref.tag === 'finalized') return { kind: 'number', n: Math.min(ctx.pinTags, ctx.head) };
+  if (ref.tag === 'earliest') return { kind: 'number', n: 0 };
+  return ref;
 }
 
 /** `state`: the method reads state at the block (methods/table.ts): only a node with state there serves it. */
@@ -120,13 +142,16 @@ export function resolveBlocks(spec: MethodSpec, params: unknown[], ctx: BlockCon
       copy[spec.block] = headQuantity(ctx.head);
       return { params: copy, requirement: { minHead: ctx.head }, rewritten: true };
     }
-    const ref = readBlockRef(v, spec.block);
-    if ('code' in ref) return ref;
-    if (ref.kind !== 'latest')
-      return { params, requirement: requirementFor(ref, ctx, spec.state === true), rewritten: false };
+    const read = readBlockRef(v, spec.block);
+    if ('code' in read) return read;
+    const ref = pinned(read, ctx);
+    const requirement = requirementFor(ref, ctx, spec.state === true);
+    if (ref.kind === 'tag' && ref.tag === 'pending' && ctx.pinTags !== undefined)
+      return { params, requirement, rewritten: false, pending: true };
+    if (ref.kind !== 'latest' && ref === read) return { params, requirement, rewritten: false };
     const copy = params.slice();
-    copy[spec.block] = headQuantity(ctx.head);
-    return { params: copy, requirement: requirementFor(ref, ctx, spec.state === true), rewritten: true };
+    copy[spec.block] = ref.kind === 'number' ? toQuantity(ref.n) : headQuantity(ctx.head);
+    return { params: copy, requirement, rewritten: true };
   }
   if (spec.filterObject !== undefined) return resolveFilter(spec.filterObject, params, ctx);
   if (spec.handling === 'write') return { params, requirement: sticky(ctx), rewritten: false };
@@ -145,27 +170,35 @@ function resolveFilter(index: number, params: unknown[], ctx: BlockContext): Res
   let rewritten = false;
   let minHead = 0;
   let needsSync = false;
+  let pending = false;
   for (const key of ['fromBlock', 'toBlock'] as const) {
     const v = filter[key];
     // A missing end is `latest` (eth_getLogs' default), pinned like it.
-    const ref = v === undefined || v === null ? LATEST : readBlockRef(v, index, key);
-    if ('code' in ref) return ref;
+    const read = v === undefined || v === null ? LATEST : readBlockRef(v, index, key);
+    if ('code' in read) return read;
+    const ref = pinned(read, ctx);
     if (ref.kind === 'latest') {
       copy[key] = headQuantity(ctx.head);
       rewritten = true;
       minHead = Math.max(minHead, ctx.head);
     } else if (ref.kind === 'number') {
+      if (ref !== read) {
+        copy[key] = toQuantity(ref.n);
+        rewritten = true;
+      }
       minHead = Math.max(minHead, Math.min(ref.n, ctx.head));
     } else {
       needsSync = true;
+      if (ref.kind === 'tag' && ref.tag === 'pending') pending = true;
     }
   }
   const requirement: Requirement = { minHead };
   if (needsSync) requirement.maxLag = ctx.maxLagBlocks;
-  if (!rewritten) return { params, requirement, rewritten: false };
+  const marked = pending && ctx.pinTags !== undefined ? { pending: true as const } : {};
+  if (!rewritten) return { params, requirement, rewritten: false, ...marked };
   const out = params.slice();
   out[index] = copy;
-  return { params: out, requirement, rewritten: true };
+  return { params: out, requirement, rewritten: true, ...marked };
 }
 
 /**

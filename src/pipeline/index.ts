@@ -13,6 +13,7 @@ import type { Outcome } from '../jsonrpc/response.js';
 import { METHODS, type MethodSpec } from '../methods/table.js';
 import type { CallOutcome } from '../metrics/registry.js';
 import type { Attempted } from '../routing/dispatch.js';
+import type { QuorumRule } from '../routing/quorum-gate.js';
 import type { Requirement } from '../routing/select.js';
 import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
 import { planCache, type CachePlan } from '../cache/index.js';
@@ -234,11 +235,14 @@ export class Pipeline {
         break;
     }
     if (ctx.head < 0) return { error: rpcErrors.noUpstream('none healthy') };
+    // A quorum read's nodes must answer for one block: its tags are pinned to numbers (blocks.ts).
+    const rule = spec.handling === 'read' ? d.quorum?.rules.get(call.method) : undefined;
     const res = resolveBlocks(spec, call.params, {
       head: ctx.head,
       maxLagBlocks: d.maxLagBlocks,
       clientKey: ctx.clientIp,
       recentBlocks: d.recentBlocks,
+      pinTags: rule === undefined ? undefined : Math.max(0, d.fleet.finalized),
     });
     if (res instanceof RpcError) return { error: res };
     if (spec.filterObject !== undefined && d.logs !== undefined && budget === undefined) {
@@ -255,7 +259,10 @@ export class Pipeline {
       const hit = d.cache.lookup(plan);
       if (hit !== undefined) return { result: hit, cached: true };
     }
-    return this.planFor(ctx, call, label, spec, res, plan === null ? (cacheable ? null : undefined) : plan, budget);
+    // `pending` is each node's own pool: no two nodes need agree on it, so it is no quorum read.
+    const quorum = res.pending === true ? undefined : rule;
+    const cache = plan === null ? (cacheable ? null : undefined) : plan;
+    return this.planFor(ctx, call, label, spec, res, cache, quorum, budget);
   }
 
   /**
@@ -270,6 +277,7 @@ export class Pipeline {
     spec: MethodSpec,
     res: Resolution,
     cache: CachePlan | null | undefined,
+    quorum: QuorumRule | undefined,
     budget?: BytePool,
   ): Plan | Promise<Outcome> {
     const d = ctx.routing;
@@ -284,7 +292,6 @@ export class Pipeline {
       shared = claimed;
     }
     const raw = spec.handling === 'write' && typeof call.params[0] === 'string' ? call.params[0] : undefined;
-    const quorum = spec.handling === 'read' ? d.quorum?.rules.get(call.method) : undefined;
     return {
       kind: 'plan',
       index: call.index,

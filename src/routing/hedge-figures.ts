@@ -10,6 +10,13 @@
  * The hedge delay of a method is the lower median of the healthy nodes' quantiles: one node that is
  * often late sets only its own figure, which the median passes over while most nodes are quick (a
  * fleet-wide pooled quantile would take the late node's share as the norm and hedge too late).
+ * Until some node has MIN_SAMPLES answers for a method (after start, for a method seldom called, on
+ * a node a reload added), the figure of each node's answers to every hedgeable method together
+ * (a window of their own) stands in: reads that may be hedged are of one kind (no expensive call
+ * among them), so their common quantile is a fair first guess, and the bucket bounds what a wrong
+ * guess costs. Only before any node has MIN_SAMPLES answers at all is nothing hedged.
+ * The bucket holds tokens for hedges sent: a hedge that never reached a node (its node had no
+ * budget token or lane room, or the first answer came while it waited) gives its token back.
  */
 import type { Fleet } from '../upstream/fleet.js';
 import type { Upstream } from '../upstream/node.js';
@@ -58,6 +65,8 @@ class Window {
 
 interface NodeFigures {
   methods: Map<string, Window>;
+  /** Its answers to every hedgeable method: the stand-in while a method has too few of its own. */
+  all: Window;
   won: number;
 }
 
@@ -68,7 +77,7 @@ export class HedgeFigures {
   private of(u: Upstream): NodeFigures {
     let f = this.nodes.get(u);
     if (f === undefined) {
-      f = { methods: new Map(), won: 0 };
+      f = { methods: new Map(), all: new Window(), won: 0 };
       this.nodes.set(u, f);
     }
     return f;
@@ -76,7 +85,9 @@ export class HedgeFigures {
 
   /** `u` answered a call of method `label` in `ms`. */
   sample(u: Upstream, label: string, ms: number): void {
-    const methods = this.of(u).methods;
+    const f = this.of(u);
+    f.all.add(ms);
+    const methods = f.methods;
     let w = methods.get(label);
     if (w === undefined) {
       w = new Window();
@@ -87,18 +98,26 @@ export class HedgeFigures {
 
   /**
    * How long a call of `label` waits before it is hedged: the lower median of the routable nodes'
-   * `q` quantiles for it, at least `minMs`; null when no node has figures for it yet.
+   * `q` quantiles for it, at least `minMs`; while no node has figures for it, the same of their
+   * figures for every hedgeable method together; null when no node has either yet.
    */
   delay(fleet: Fleet, label: string, q: number, minMs: number): number | null {
+    const figure = this.median(fleet, label, q) ?? this.median(fleet, null, q);
+    return figure === null ? null : Math.max(minMs, figure);
+  }
+
+  /** The lower median of the routable nodes' `q` quantiles of `label` (null: of every method). */
+  private median(fleet: Fleet, label: string | null, q: number): number | null {
     FIGURES.length = 0;
     for (const u of fleet.upstreams) {
       if (!u.available || u.shadow) continue;
-      const figure = this.nodes.get(u)?.methods.get(label)?.at(q);
+      const f = this.nodes.get(u);
+      const figure = label === null ? f?.all.at(q) : f?.methods.get(label)?.at(q);
       if (figure !== undefined && figure !== null) FIGURES.push(figure);
     }
     if (FIGURES.length === 0) return null;
     FIGURES.sort(byValue);
-    return Math.max(minMs, FIGURES[(FIGURES.length - 1) >> 1]!);
+    return FIGURES[(FIGURES.length - 1) >> 1]!;
   }
 
   /** A call that may be hedged adds `ratio` tokens (up to the burst): hedges stay at most that share of calls. */
@@ -111,6 +130,16 @@ export class HedgeFigures {
     if (this.tokens < 1) return false;
     this.tokens -= 1;
     return true;
+  }
+
+  /** A hedge that took a token never reached a node: the token is its again (up to the burst). */
+  giveBack(): void {
+    this.tokens = Math.min(HEDGE_BURST, this.tokens + 1);
+  }
+
+  /** Tokens in the bucket now (/status): hedges that may go out in a row. */
+  get tokensLeft(): number {
+    return Math.round(this.tokens * 100) / 100;
   }
 
   /** `u` answered a hedge before the first node: its answer was served. */

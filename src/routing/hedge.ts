@@ -10,10 +10,12 @@
  * is cut off (upstream/cancel.ts), and it makes no further attempt. When neither way has a good
  * answer, the first way's answer is the answer.
  * Hedges are at most maxRatio of the calls that may be hedged (a token bucket each such call adds
- * maxRatio to, burst 20); a hedge not sent for want of a token or of another node is `skipped`.
+ * maxRatio to, burst 20); a hedge not sent for want of a token or of another node is `skipped`, and
+ * so is one that took a token but never reached a node (no budget token or lane room there, or the
+ * first way answered while it waited): its token is given back, so the bucket counts hedges sent.
  * Which calls may be hedged is the pipeline's word (Sendable.hedgeable); a request pinned to one
- * node (X-Switchyard-Use-Upstream) is never hedged, and a method no node has figures for yet waits
- * for them (hedge-figures.ts MIN_SAMPLES).
+ * node (X-Switchyard-Use-Upstream) is never hedged, and a method no node has figures for yet goes
+ * by the figures of every hedgeable method (hedge-figures.ts).
  * Owns: the race of the two ways, its timer, the hedge outcome counts.
  * Refuses: the latency figures and the bucket (hedge-figures.ts), how a way reaches a node (failover.ts).
  */
@@ -46,6 +48,8 @@ class Race {
   /** A way's answer that was no good answer, kept while the other way may still bring one. */
   private firstBad: Attempted | null = null;
   private hedgeBad: Attempted | null = null;
+  /** The hedge's token went back to the bucket (it reached no node). */
+  private returned = false;
 
   constructor(
     private readonly ctx: DispatchContext,
@@ -94,10 +98,22 @@ class Race {
   }
 
   private hedgeAnswered(a: Attempted): void {
+    this.unsent();
     if (this.settled) return;
     if (good(a) && !(this.call.nullMayLag === true && a.outcome.result === 'null')) return this.settle(a, true);
     if (this.firstBad !== null) return this.settle(this.firstBad, false);
     this.hedgeBad = a;
+  }
+
+  /**
+   * The hedge's way ended, or was cancelled (then it sends nothing more), without reaching a node:
+   * its token goes back.
+   */
+  private unsent(): void {
+    const hedge = this.hedge;
+    if (hedge === null || this.returned || hedge.cancel!.used) return;
+    this.returned = true;
+    this.h.figures.giveBack();
   }
 
   private settle(a: Attempted, byHedge: boolean): void {
@@ -107,7 +123,9 @@ class Race {
     if (hedge !== null) {
       (byHedge ? this.first : hedge).cancel!.cancel();
       const metrics = this.ctx.routing.metrics;
-      // A hedge that never reached a node (its budget had no token, a lane was full) was not sent.
+      // A hedge that never reached a node (its budget had no token, a lane was full) was not sent;
+      // cancelled now, it never will be (failover.ts checks before sending).
+      this.unsent();
       if (!hedge.cancel!.used) metrics.recordHedge('skipped');
       else if (byHedge) {
         metrics.recordHedge('won');

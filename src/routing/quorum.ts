@@ -1,30 +1,36 @@
 /**
  * Quorum reads (SPEC 4.9, routing.quorum): a call of a listed method is asked of `of` eligible
  * nodes at once (fewer when fewer are eligible; as many groups as there are first, the cheapest
- * node of each), all at the block the pipeline pinned its params to, and answered as soon as `min`
- * answers agree (parsed JSON, member order ignored; a node's error counts as an answer too) and
- * the agreeing nodes span `minGroups` distinct upstreams[].group. Reached through dispatch.ts only.
+ * node of each), all at the block the pipeline pinned its params to (its tags too:
+ * pipeline/blocks.ts), and answered as soon as `min` answers agree (parsed JSON, member order
+ * ignored; a node's error counts as an answer too) and the agreeing nodes span `minGroups`
+ * distinct upstreams[].group. Reached through dispatch.ts only.
  * Each asked node is a node call: a token of its budget, its in-flight count, a CLIENT span of the
- * call's trace, an attempt in X-Switchyard-Attempts. An asked node that fails (timeout, transport,
- * a wrong answer) has no say and is not replaced.
+ * call's trace, an attempt in X-Switchyard-Attempts; a held call (a trace) also a place on the
+ * node's held lane, and a node whose lane is full is passed over as failover.ts passes it (lane.ts).
+ * An asked node that fails (timeout, transport, an HTTP error, a wrong answer) has no say, and
+ * while the call is undecided another eligible node is asked in its place (up to maxAttempts - 1
+ * such replacements per call, each against its node's budget and lane), except after a failure
+ * that another node would repeat or that must not run twice (an expensive call's timeout).
  * Once the call is decided the other asked nodes are left to answer within their attempt timeout,
  * not aborted: an answer that differs from the agreed one is dissent however late it comes. The
  * call keeps its place in routing.quorumMaxInFlight until then, so a node that hangs holds at most
- * quorumMaxInFlight x of calls, each until its timeout; of each answer only a digest is kept, and
- * one answer per distinct digest until the call is decided.
+ * quorumMaxInFlight x of calls, each until its timeout (a replacement is asked only once a node
+ * answered, so a call never has more than `of` nodes asked and unanswered); of each answer only a
+ * digest is kept, and one answer per distinct digest until the call is decided.
  * Owns: choosing the asked nodes, the vote, dissent (counted, logged at warn without params) and
  * NO_QUORUM. Refuses: which calls are quorum reads (pipeline/), sending (upstream/client.ts).
  */
-import { createHash } from 'node:crypto';
 import { RpcError } from '../jsonrpc/errors.js';
-import { textOf } from '../jsonrpc/raw.js';
 import type { Outcome } from '../jsonrpc/response.js';
 import type { QuorumOutcome } from '../metrics/labels.js';
 import type { Verdict } from '../upstream/classify.js';
 import type { Upstream } from '../upstream/node.js';
 import { funded, overBudget } from './budget.js';
 import { callOptions, couldCatchUp, tracedOptions } from './failover.js';
+import { heldLaneFull, laneFull } from './lane.js';
 import type { QuorumRule } from './quorum-gate.js';
+import { digestOf, NULL_DIGEST } from './quorum-digest.js';
 import { cost, eligible, willing } from './select.js';
 import { wrongAnswer } from './verdict.js';
 import { confirmed, judged } from './verified.js';
@@ -40,15 +46,20 @@ const MAX_BLOCK_WAITS = 3;
 export async function quorum(ctx: DispatchContext, call: Sendable, rule: QuorumRule): Promise<Attempted> {
   const { fleet, metrics } = ctx.routing;
   const q = ctx.routing.quorum!;
-  let asked = candidates(ctx, call, rule);
+  let found = candidates(ctx, call, rule);
   // A node a block behind the snapshot head is not eligible for it yet: wait (bounded) as a call sent alone does.
-  for (let waits = 0; !enough(asked, rule) && waits < MAX_BLOCK_WAITS; waits++) {
+  for (let waits = 0; !enough(found.asked, rule) && found.laneFull === 0 && waits < MAX_BLOCK_WAITS; waits++) {
     const remaining = ctx.deadline - fleet.now();
-    if (remaining <= 0 || !couldCatchUp(fleet, call.requirement.minHead, asked)) break;
+    if (remaining <= 0 || !couldCatchUp(fleet, call.requirement.minHead, found.asked)) break;
     await fleet.nextHeadChange(Math.min(remaining, BLOCK_WAIT_MS));
-    asked = candidates(ctx, call, rule);
+    found = candidates(ctx, call, rule);
   }
-  if (!enough(asked, rule)) return undecided(ctx, call, 'too few nodes', 0, 0);
+  const asked = found.asked;
+  if (!enough(asked, rule)) {
+    // Full held lanes stood in the way: said at once, as for a held call sent alone (lane.ts).
+    if (found.laneFull > 0) return { outcome: { error: heldLaneFull() } };
+    return undecided(ctx, call, 'too few nodes', 0, 0);
+  }
   if (!q.gate.enter(q.maxInFlight))
     return { outcome: { error: new RpcError('QUORUM_BUSY', { data: { retryAfterSeconds: 1 } }) } };
   const targets = asked.some((u) => u.budget !== null) ? await funded(asked, metrics) : asked;
@@ -56,27 +67,63 @@ export async function quorum(ctx: DispatchContext, call: Sendable, rule: QuorumR
     q.gate.leave();
     return { outcome: { error: overBudget(asked.filter((u) => !targets.includes(u))) } };
   }
-  return new Vote(ctx, call, rule, targets).decided;
+  return new Vote(ctx, call, rule, targets, asked).decided;
 }
 
-/** The nodes to ask: as many groups as there are among the eligible first, the cheapest node of each, then the cheapest others. */
-function candidates(ctx: DispatchContext, call: Sendable, rule: QuorumRule): Upstream[] {
-  const found = eligible(ctx.routing.fleet, call.requirement, NONE);
-  if (typeof found === 'string') return [];
-  const pool = (willing(found, call.method) ?? []).slice().sort((a, b) => cost(a) - cost(b));
+/** The nodes chosen to ask, and how many were passed over for a full held lane. */
+interface Found {
+  asked: Upstream[];
+  laneFull: number;
+}
+
+/**
+ * The nodes to ask: as many groups as there are among the eligible first, the cheapest node of
+ * each, then the cheapest others; a held call's nodes with a full held lane are passed over.
+ */
+function candidates(ctx: DispatchContext, call: Sendable, rule: QuorumRule): Found {
+  const pool = ranked(ctx, call, NONE);
+  let laneFull = 0;
+  const room: Upstream[] = [];
+  for (const u of pool) {
+    if (!fullLane(ctx, call, u)) room.push(u);
+    else laneFull++;
+  }
   const out: Upstream[] = [];
   const groups = new Set<string>();
-  for (const u of pool)
+  for (const u of room)
     if (out.length < rule.of && !groups.has(u.group)) {
       out.push(u);
       groups.add(u.group);
     }
-  for (const u of pool) if (out.length < rule.of && !out.includes(u)) out.push(u);
-  return out;
+  for (const u of room) if (out.length < rule.of && !out.includes(u)) out.push(u);
+  return { asked: out, laneFull };
+}
+
+/** The eligible nodes for the call but `exclude`, cheapest first. */
+function ranked(ctx: DispatchContext, call: Sendable, exclude: readonly Upstream[]): Upstream[] {
+  const found = eligible(ctx.routing.fleet, call.requirement, exclude);
+  if (typeof found === 'string') return [];
+  return (willing(found, call.method) ?? []).slice().sort((a, b) => cost(a) - cost(b));
+}
+
+/** `u` must be passed over for a held call (lane.ts): counted as such. */
+function fullLane(ctx: DispatchContext, call: Sendable, u: Upstream): boolean {
+  if (!laneFull(call.held, u)) return false;
+  ctx.routing.metrics.recordHeldLaneFull(u.name);
+  return true;
 }
 
 function enough(nodes: readonly Upstream[], rule: QuorumRule): boolean {
   return nodes.length >= rule.min && new Set(nodes.map((u) => u.group)).size >= rule.minGroups;
+}
+
+/**
+ * A failed node's place may go to another node: not after a failure every node would repeat (an
+ * answer over the size bound, Switchyard's own answer bound), nor after one that must not run
+ * twice (`final`: an expensive call the node may still be running).
+ */
+function replaceable(v: Extract<Verdict, { kind: 'retry' }>): boolean {
+  return v.final !== true && v.reason !== 'response_too_large' && v.reason !== 'answers_busy';
 }
 
 type Why = 'dispute' | 'too few answers' | 'too few nodes';
@@ -108,54 +155,128 @@ class Vote {
   private resolve!: (a: Attempted) => void;
   private sides: Side[] | null = [];
   private agreed: string | null = null;
-  /** Each asked node's answer digest once it answered (null: no say), for dissent counted at agreement. */
-  private readonly digests: (string | null | undefined)[];
-  private pending: number;
+  /** The nodes asked, in the order they were, and each one's answer digest once it answered (null: no say). */
+  private readonly asked: Upstream[] = [];
+  private readonly digests: (string | null | undefined)[] = [];
+  /** Every node this call chose (asked, or passed over for its budget or lane): none is chosen twice. */
+  private readonly chosen: Upstream[];
+  /** Replacements on their way to a node (a budget token being taken). */
+  private readonly readying = new Set<Upstream>();
+  /** Asked nodes yet to answer, and replacements on their way: the place is given back at 0. */
+  private pending = 0;
+  /** Failed nodes that may still be replaced (routing.maxAttempts - 1, as a call sent alone has retries). */
+  private spare: number;
 
   constructor(
     private readonly ctx: DispatchContext,
     private readonly call: Sendable,
     private readonly rule: QuorumRule,
-    private readonly asked: readonly Upstream[],
+    targets: readonly Upstream[],
+    chosen: readonly Upstream[],
   ) {
     this.decided = new Promise((r) => (this.resolve = r));
-    this.digests = new Array(asked.length);
-    this.pending = asked.length;
-    const limit = Math.min(timeoutOf(ctx.routing, call), Math.max(1, ctx.deadline - ctx.routing.fleet.now()));
-    asked.forEach((u, i) => {
-      void ask(ctx, call, u, limit).then(
-        (v) => this.answer(i, u, v),
-        () => this.answer(i, u, { kind: 'retry', reason: 'transport', health: false }),
-      );
-    });
+    this.chosen = chosen.slice();
+    this.spare = ctx.routing.maxAttempts - 1;
+    // Held while the first nodes leave, so that one passed over at once cannot end the vote early.
+    this.pending = 1;
+    for (const u of targets) this.send(u);
+    this.release();
   }
 
-  /** Every asked node's answer comes here once; the place in quorumMaxInFlight is given back with the last. */
+  /** `u` is asked now, unless its held lane filled meanwhile: then it is passed over, and replaced. */
+  private send(u: Upstream): void {
+    const { ctx, call } = this;
+    if (fullLane(ctx, call, u)) return this.replace();
+    const i = this.asked.push(u) - 1;
+    this.digests.push(undefined);
+    this.pending++;
+    const limit = Math.min(timeoutOf(ctx.routing, call), Math.max(1, ctx.deadline - ctx.routing.fleet.now()));
+    void ask(ctx, call, u, limit).then(
+      (v) => this.answer(i, u, v),
+      () => this.answer(i, u, { kind: 'retry', reason: 'transport', health: false }),
+    );
+  }
+
+  /**
+   * Another eligible node, of a group not yet asked where there is one, in a failed node's place:
+   * only while the call is undecided and has time left, with a token of its budget.
+   */
+  private replace(): void {
+    const { ctx, call } = this;
+    if (this.sides === null || ctx.deadline - ctx.routing.fleet.now() <= 0) return;
+    const pool = ranked(ctx, call, this.chosen);
+    if (pool.length === 0) return;
+    const groups = new Set(this.asked.filter((_, i) => this.digests[i] !== null).map((u) => u.group));
+    const u = pool.find((x) => !groups.has(x.group)) ?? pool[0]!;
+    this.chosen.push(u);
+    if (u.budget === null) return this.send(u);
+    this.pending++;
+    this.readying.add(u);
+    void u.budget
+      .take(1)
+      .catch(() => false)
+      .then((granted) => {
+        this.readying.delete(u);
+        try {
+          if (!granted) {
+            ctx.routing.metrics.recordBudgetExhausted(u.name);
+            this.replace();
+          } else if (this.sides !== null) this.send(u);
+        } finally {
+          this.release();
+        }
+      });
+  }
+
+  /** Every asked node's answer comes here once. */
   private answer(i: number, u: Upstream, v: Verdict): void {
-    this.pending--;
     try {
       this.take(i, u, v);
+    } finally {
+      this.release();
+    }
+  }
+
+  /**
+   * One asked node answered or a replacement was settled: the vote is failed once no answer can
+   * win any more, and the place in quorumMaxInFlight is given back with the last.
+   */
+  private release(): void {
+    this.pending--;
+    try {
+      if (this.sides !== null && !this.possible()) this.fail();
     } catch (err) {
-      // A fault here must neither leave the client without an answer nor keep the place.
-      this.ctx.log?.error({ err, method: this.call.label }, 'quorum read failed inside the service');
-      if (this.sides !== null) {
-        this.sides = null;
-        this.resolve({ outcome: { error: new RpcError('INTERNAL_ERROR') } });
-      }
+      this.crashed(err);
     } finally {
       if (this.pending === 0) this.ctx.routing.quorum!.gate.leave();
     }
   }
 
   private take(i: number, u: Upstream, v: Verdict): void {
-    const digest = v.kind === 'result' || v.kind === 'node-error' ? digestOf(v) : null;
-    this.digests[i] = digest;
-    if (v.kind === 'retry' && v.reason === 'wrong_answer') wrongAnswer(this.ctx, u, this.call, v.why);
-    if (this.agreed !== null) {
-      if (digest !== null && digest !== this.agreed) this.dissent(u, digest);
-    } else if (this.sides !== null) {
-      if (digest !== null) this.count(u, v as Exclude<Verdict, { kind: 'retry' }>, digest);
-      if (this.sides !== null && !this.possible()) this.fail();
+    try {
+      const digest = v.kind === 'result' || v.kind === 'node-error' ? digestOf(v) : null;
+      this.digests[i] = digest;
+      if (v.kind === 'retry' && v.reason === 'wrong_answer') wrongAnswer(this.ctx, u, this.call, v.why);
+      if (this.agreed !== null) {
+        if (digest !== null && digest !== this.agreed) this.dissent(u, digest);
+      } else if (this.sides !== null) {
+        if (digest !== null) this.count(u, v as Exclude<Verdict, { kind: 'retry' }>, digest);
+        else if (v.kind === 'retry' && replaceable(v) && this.spare > 0) {
+          this.spare--;
+          this.replace();
+        }
+      }
+    } catch (err) {
+      this.crashed(err);
+    }
+  }
+
+  /** A fault here must neither leave the client without an answer nor keep the place. */
+  private crashed(err: unknown): void {
+    this.ctx.log?.error({ err, method: this.call.label }, 'quorum read failed inside the service');
+    if (this.sides !== null) {
+      this.sides = null;
+      this.resolve({ outcome: { error: new RpcError('INTERNAL_ERROR') } });
     }
   }
 
@@ -197,6 +318,7 @@ class Vote {
     this.asked.forEach((u, i) => {
       if (this.digests[i] === undefined) waiting.add(u.group);
     });
+    for (const u of this.readying) waiting.add(u.group);
     if (this.pending >= min && waiting.size >= minGroups) return true;
     return this.sides!.some(
       (s) => s.count + this.pending >= min && new Set([...s.groups, ...waiting]).size >= minGroups,
@@ -248,34 +370,4 @@ function ask(ctx: DispatchContext, call: Sendable, u: Upstream, limit: number): 
     if (verdict.kind === 'result' && verdict.confirm !== undefined) return confirmed(r, u, verdict, limit);
     return verdict;
   });
-}
-
-/**
- * What an answer says, as parsed JSON with members in one order: two answers agree when their
- * digests are equal. Only the digest is kept of an answer that does not open a new side.
- */
-function digestOf(v: Extract<Verdict, { kind: 'result' | 'node-error' }>): string {
-  const raw = v.kind === 'result' ? textOf(v.result) : v.error;
-  let text: string;
-  try {
-    text = canonical(JSON.parse(raw));
-  } catch {
-    // Not JSON after all: compared as the bytes it is.
-    text = raw;
-  }
-  return createHash('sha256')
-    .update(v.kind === 'result' ? 'r' : 'e')
-    .update(text)
-    .digest('base64');
-}
-
-/** A `null` result's digest. */
-const NULL_DIGEST = digestOf({ kind: 'result', result: 'null' });
-
-/** JSON text with every object's members sorted by name. */
-function canonical(v: unknown): string {
-  if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  const keys = Object.keys(v).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
 }

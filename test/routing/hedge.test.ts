@@ -3,6 +3,8 @@
  * (test/helpers/delay-proxy.ts). Node `slow` is weighted so that selection sends it every first
  * attempt; once every method has its latency figures, the proxy holds its calls of one method (a
  * node that does not answer) and node `quick` answers. Counts and outcomes only: no assertion on time.
+ * Also: a method with no figures of its own is hedged after the figure of every hedgeable method,
+ * and a hedge that reaches no node (its node's budget is spent) gives its bucket token back.
  */
 import t, { type Test } from 'tap';
 import { startAnvil } from '../helpers/anvil.js';
@@ -25,7 +27,11 @@ interface Rig {
   quick: DelayProxy;
 }
 
-async function rig(t: Test, routing: ConfigInput['routing'] = {}): Promise<Rig> {
+async function rig(
+  t: Test,
+  routing: ConfigInput['routing'] = {},
+  quickBudget?: { ratePerSec: number; burst: number },
+): Promise<Rig> {
   const [a, b] = await Promise.all([startAnvil(), startAnvil()]);
   t.teardown(() => a.stop());
   t.teardown(() => b.stop());
@@ -34,7 +40,7 @@ async function rig(t: Test, routing: ConfigInput['routing'] = {}): Promise<Rig> 
   const sy = await startSwitchyard(t, {
     upstreams: [
       { name: 'slow', url: slow.url, weight: 1000 },
-      { name: 'quick', url: quick.url, weight: 1 },
+      { name: 'quick', url: quick.url, weight: 1, ...(quickBudget ? { rateLimit: quickBudget } : {}) },
     ],
     routing: { upstreamTimeoutMs: 20_000, ...routing },
   });
@@ -154,4 +160,48 @@ t.test('writes, transactions, filters and expensive calls are never hedged', asy
   r.slow.hold = () => false;
   r.slow.release();
   for (const a of await Promise.all(pending)) t.notOk((a as { body: { error?: unknown } }).body.error);
+});
+
+t.test('a method no node has figures for yet is hedged after the figure of every hedgeable method', async (t) => {
+  const r = await rig(t);
+  await warm(t, r);
+  t.equal(r.slow.seen('eth_getCode'), 0, 'eth_getCode never asked before: no figures of its own');
+  r.slow.hold = (m) => m === 'eth_getCode';
+  const a = await rpc(r.sy.url, 'eth_getCode', [address(nextAddress++), 'latest']);
+  t.equal(a.body.result, '0x', 'answered while the first node holds it');
+  t.equal(a.attempts, '2', 'by a hedge');
+  t.equal(a.upstream, 'quick', 'from the other node');
+  t.equal((await hedges(r.sy)).won, 1, 'counted as won');
+  r.slow.hold = () => false;
+  r.slow.release();
+});
+
+t.test('a hedge that reaches no node gives its token back: the bucket counts hedges sent', async (t) => {
+  // quick's budget: one call in a window far longer than the test.
+  const r = await rig(t, {}, { ratePerSec: 0.001, burst: 1 });
+  await warm(t, r);
+  const tokens = async (): Promise<number> => (await get(`${r.sy.adminUrl}/status`)).json().hedge.tokens;
+  t.equal(await tokens(), 20, 'the bucket is full');
+  const refused = async (): Promise<number> =>
+    metricSamples((await get(`${r.sy.adminUrl}/metrics`)).text, 'switchyard_upstream_budget_exhausted_total', {
+      upstream: 'quick',
+    }).reduce((x, y) => x + y, 0);
+  r.slow.hold = (m) => m === 'eth_getBalance';
+  // More late calls than the bucket holds: had each kept its token, the last ones would find none.
+  const N = 40;
+  const answers = Array.from({ length: N }, () => balance(r.sy.url));
+  // Each hedge goes to quick (at most one there has a budget token) or is skipped for want of a bucket token.
+  await waitFor(
+    'every hedge refused by the budget, or the bucket empty',
+    async () => (await refused()) >= N - 1 || (await tokens()) < 1,
+  );
+  const left = await tokens();
+  t.ok(left >= 19, `the bucket holds ${left} tokens: only a hedge sent keeps its token`);
+  r.slow.hold = () => false;
+  r.slow.release();
+  for (const a of await Promise.all(answers)) t.equal(a.body.result, '0x0', 'answered');
+  const h = await hedges(r.sy);
+  t.ok(h.won + h.lost <= 1, `hedges sent: ${h.won + h.lost} (one budget token)`);
+  t.equal(h.won + h.lost + h.skipped, N, 'every call hedged or skipped');
+  t.ok(h.won + h.lost <= 20 + 0.1 * N, 'within maxRatio and the burst');
 });

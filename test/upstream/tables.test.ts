@@ -204,3 +204,71 @@ t.test('resolveBlocks: block parameter to requirement', async (t) => {
     t.equal(r.rewritten, row.params2 !== undefined, `${name}: rewritten`);
   }
 });
+
+t.test('resolveBlocks for a quorum read: tags pinned to one number, pending reported', async (t) => {
+  // pinTags: the fleet's finalized height (990), which safe and finalized are pinned to.
+  const ctx: BlockContext = { head: 1000, maxLagBlocks: 5, clientKey: '10.0.0.1', recentBlocks: 128, pinTags: 990 };
+  const rows: { method: string; params: unknown[]; requirement: object; params2: unknown[]; pending?: true }[] = [
+    {
+      method: 'eth_getBalance',
+      params: ['0x0', 'finalized'],
+      requirement: { minHead: 990, stateAt: 990 },
+      params2: ['0x0', '0x3de'],
+    },
+    {
+      method: 'eth_getBalance',
+      params: ['0x0', 'safe'],
+      requirement: { minHead: 990, stateAt: 990 },
+      params2: ['0x0', '0x3de'],
+    },
+    {
+      method: 'eth_getBalance',
+      params: ['0x0', { blockNumber: 'finalized' }],
+      requirement: { minHead: 990, stateAt: 990 },
+      params2: ['0x0', '0x3de'],
+    },
+    {
+      method: 'eth_getBalance',
+      params: ['0x0', 'earliest'],
+      requirement: { minHead: 0, capability: 'archive', stateAt: 0 },
+      params2: ['0x0', '0x0'],
+    },
+    {
+      method: 'eth_getBlockByNumber',
+      params: ['finalized', false],
+      requirement: { minHead: 990 },
+      params2: ['0x3de', false],
+    },
+    {
+      method: 'eth_getBalance',
+      params: ['0x0', 'pending'],
+      requirement: { maxLag: 5, stickyKey: '10.0.0.1' },
+      params2: ['0x0', 'pending'],
+      pending: true,
+    },
+    {
+      method: 'eth_getLogs',
+      params: [{ fromBlock: 'safe', toBlock: 'latest' }],
+      requirement: { minHead: 1000 },
+      params2: [{ fromBlock: '0x3de', toBlock: '0x3e8' }],
+    },
+    {
+      method: 'eth_getLogs',
+      params: [{ fromBlock: '0x3e0', toBlock: 'pending' }],
+      requirement: { minHead: 992, maxLag: 5 },
+      params2: [{ fromBlock: '0x3e0', toBlock: 'pending' }],
+      pending: true,
+    },
+  ];
+  for (const row of rows) {
+    const r = resolveBlocks(METHODS[row.method]!, row.params, ctx);
+    const name = `${row.method} ${JSON.stringify(row.params)}`;
+    if ('code' in r) {
+      t.fail(`${name}: ${r.message}`);
+      continue;
+    }
+    t.same(r.requirement, row.requirement, name);
+    t.same(r.params, row.params2, `${name}: params`);
+    t.equal(r.pending, row.pending, `${name}: pending`);
+  }
+});
