@@ -331,7 +331,9 @@ function classifyResponse(text: string, span: Span, parsed: unknown): Verdict {
  * reads: routing/verified.ts): the parse that checked the answer is not made twice.
  */
 function resultOf(text: string, value: unknown): Verdict {
-  return typeof value === 'object' && value !== null ? { kind: 'result', result: text, value } : { kind: 'result', result: text };
+  return typeof value === 'object' && value !== null
+    ? { kind: 'result', result: text, value }
+    : { kind: 'result', result: text };
 }
 
 /**

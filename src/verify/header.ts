@@ -106,6 +106,12 @@ for (let c = 0; c < 6; c++) {
   NIBBLE[0x61 + c] = 10 + c;
 }
 
+/** Each pair of hex digits' byte by the pair's character codes (each under 128) as (first << 7) | second, -1 for no byte. */
+const BYTE = new Int16Array(128 * 128).fill(-1);
+for (let c = 0; c < 128; c++)
+  for (let d = 0; d < 128; d++)
+    if (NIBBLE[c]! >= 0 && NIBBLE[d]! >= 0) BYTE[(c << 7) | d] = (NIBBLE[c]! << 4) | NIBBLE[d]!;
+
 function nibble(v: string, i: number, member: string): number {
   const c = v.charCodeAt(i);
   const n = c < 128 ? NIBBLE[c]! : -1;
@@ -159,12 +165,19 @@ function writeDigits(v: string, from: number, n: number, member: string, at: num
 }
 
 /**
- * `n` bytes from the hex digits of `v` at `from`, at `at` (room made). Buffer's hex decoding stops
- * at the first character that is not a digit, so fewer bytes than asked means a malformed member.
+ * `n` bytes from the hex digits of `v` at `from`, at `at` (room made), a pair of digits at a time.
+ * Not Buffer's hex decoding: it reads a character past Latin-1 by its low byte ("\u0130" as "0"),
+ * so text that is no hex could stand for a header's bytes.
  */
 function writeHex(v: string, from: number, n: number, member: string, at: number): number {
-  if (n === 0) return at;
-  if (scratch.write(v.slice(from, from + 2 * n), at, 'hex') !== n) throw new Malformed(member);
+  const out = scratch;
+  for (let k = 0; k < n; k++, from += 2) {
+    const c = v.charCodeAt(from);
+    const d = v.charCodeAt(from + 1);
+    const b = (c | d) < 128 ? BYTE[(c << 7) | d]! : -1;
+    if (b < 0) throw new Malformed(member);
+    out[at + k] = b;
+  }
   return at + n;
 }
 
