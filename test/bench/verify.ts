@@ -5,10 +5,12 @@
  *      with transaction hashes), blocks with 1, 50 and 200 full transactions, and the receipts of
  *      the 200 (their root; the header asked for it is one more header check); read from the value
  *      the answer's parse made, as Switchyard does, and from the text (one more JSON.parse).
- *   2. Per miss: two Switchyards in front of one anvil, routing.verify on and off, the cache off so
- *      every call is a miss, in alternating wrk rounds (as ab.ts) of eth_getBlockByNumber over 256
- *      blocks; CPU microseconds per request of each, and their ratio (the target: within 1.10).
- *   VERIFY_ROUNDS  5 rounds of a 1 s warm-up and a 4 s measured run each.
+ *   2. Per miss: Switchyards in front of one anvil, routing.verify on and off (VERIFY_TWINS of each,
+ *      2 by default), the cache off so every call is a miss, in alternating wrk rounds (as ab.ts) of
+ *      eth_getBlockByNumber over 256 blocks; CPU microseconds per request of each, each round's
+ *      ratio of the kinds (their twins' mean), the twins' own ratios, and the ratio of the kinds'
+ *      medians (the target: within 1.10).
+ *   VERIFY_ROUNDS  5 rounds of a 1 s warm-up and a 4 s measured run per Switchyard each.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +32,7 @@ import {
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ROUNDS = Number(process.env.VERIFY_ROUNDS ?? 5);
+const TWINS = Number(process.env.VERIFY_TWINS ?? 2);
 const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 
 async function call(url: string, method: string, params: unknown[]): Promise<any> {
@@ -136,11 +139,13 @@ end
 
 async function perMiss(url: string, dir: string, stops: (() => Promise<void>)[]): Promise<void> {
   await call(url, 'anvil_mine', ['0x100']);
-  const sys = [];
-  for (const [name, enabled] of [
-    ['verified', true],
-    ['unverified', false],
-  ] as const) {
+  // Twins of each kind: one process keeps its own luck (memory layout, JIT) for its whole life,
+  // and the spread between twins is what a difference between kinds must stand above.
+  const kinds: { name: string; enabled: boolean }[] = [];
+  for (let k = 1; k <= TWINS; k++)
+    kinds.push({ name: `verified${k}`, enabled: true }, { name: `unverified${k}`, enabled: false });
+  const sys: Awaited<ReturnType<typeof startSwitchyardBuild>>[] = [];
+  for (const { name, enabled } of kinds) {
     const config = switchyardConfig(url, { cache: { maxBytes: 0 }, routing: { verify: { enabled } } });
     const sy = await startSwitchyardBuild(resolve(ROOT, '.'), dir, name, config);
     stops.push(() => sy.stop());
@@ -163,9 +168,21 @@ async function perMiss(url: string, dir: string, stops: (() => Promise<void>)[])
     process.stdout.write(
       `per miss   ${name.padEnd(12)} median ${median(xs).toFixed(1).padStart(6)} us/req  [${xs.map((x) => x.toFixed(1)).join(' ')}]\n`,
     );
-  const v = us.get('verified')!;
-  const u = us.get('unverified')!;
+  // Each round's figure of a kind: the mean of its twins in that round.
+  const kind = (enabled: boolean): number[] =>
+    Array.from({ length: ROUNDS }, (_, r) => {
+      const xs = sys.filter((_, i) => kinds[i]!.enabled === enabled).map((sy) => us.get(sy.name)![r]!);
+      return xs.reduce((a, b) => a + b, 0) / xs.length;
+    });
+  const v = kind(true);
+  const u = kind(false);
   process.stdout.write(`per miss   each round's ratio  [${v.map((x, k) => (x / u[k]!).toFixed(2)).join(' ')}]\n`);
+  if (TWINS > 1) {
+    const twin = (a: string, b: string): string => (median(us.get(a)!) / median(us.get(b)!)).toFixed(3);
+    process.stdout.write(
+      `per miss   twins alike: verified1 / verified2 ${twin('verified1', 'verified2')}, unverified1 / unverified2 ${twin('unverified1', 'unverified2')}\n`,
+    );
+  }
   const ratio = median(v) / median(u);
   process.stdout.write(`per miss   verified / unverified: ${ratio.toFixed(3)} (target: at most 1.10)\n`);
 }
