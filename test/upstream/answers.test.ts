@@ -54,7 +54,11 @@ t.test(
       const parsed = JSON.parse(text) as unknown;
       if (typeof parsed === 'object' && parsed !== null) t.same(parsedValue(v), parsed, `${name}: alone`);
       else
-        t.equal(parsedValue(v), 'none', `${name}: alone, a ${parsed === null ? 'null' : typeof parsed} carries no value`);
+        t.equal(
+          parsedValue(v),
+          'none',
+          `${name}: alone, a ${parsed === null ? 'null' : typeof parsed} carries no value`,
+        );
     }
     const repeated = classifyHttp(200, '{"jsonrpc":"2.0","id":1,"result":{"a":1},"result":{"b":2}}');
     t.equal(result(repeated), '{"b":2}', 'the text served is the member JSON.parse kept');
