@@ -11,6 +11,9 @@
  *      ratio of the kinds (their twins' mean), the twins' own ratios, and the ratio of the kinds'
  *      medians (the target: within 1.10).
  *   VERIFY_ROUNDS  5 rounds of a 1 s warm-up and a 4 s measured run per Switchyard each.
+ *   VERIFY_CPU_PROF=DIR  each Switchyard writes a --cpu-prof profile to DIR/<name>/ when it stops:
+ *      the share of its busy time under routing/verified.ts judged() is what verification costs it,
+ *      a figure a busy host disturbs less than the CPU per request.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +36,7 @@ import {
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ROUNDS = Number(process.env.VERIFY_ROUNDS ?? 5);
 const TWINS = Number(process.env.VERIFY_TWINS ?? 2);
+const PROF = process.env.VERIFY_CPU_PROF;
 const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
 
 async function call(url: string, method: string, params: unknown[]): Promise<any> {
@@ -147,7 +151,8 @@ async function perMiss(url: string, dir: string, stops: (() => Promise<void>)[])
   const sys: Awaited<ReturnType<typeof startSwitchyardBuild>>[] = [];
   for (const { name, enabled } of kinds) {
     const config = switchyardConfig(url, { cache: { maxBytes: 0 }, routing: { verify: { enabled } } });
-    const sy = await startSwitchyardBuild(resolve(ROOT, '.'), dir, name, config);
+    const prof = PROF === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(PROF, name)}`];
+    const sy = await startSwitchyardBuild(resolve(ROOT, '.'), dir, name, config, prof);
     stops.push(() => sy.stop());
     sys.push(sy);
   }
