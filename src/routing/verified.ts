@@ -29,10 +29,11 @@ interface AskedCall {
 /** The verdict on a node's answer to `call`, once what it commits to is checked. */
 export function judged(r: VerifySetting, call: AskedCall, verdict: Verdict): Verdict {
   if (verdict.kind !== 'result' || r.verify === false || !isVerified(call.method)) return verdict;
-  const check = checkAnswer(call.method, call.paramsJson, textOf(verdict.result));
+  const check = checkAnswer(call.method, call.paramsJson, textOf(verdict.result), verdict.value);
   switch (check.is) {
     case 'verified':
-      return verdict;
+      // The parsed value has served its one reading: not kept while the answer goes on.
+      return verdict.value === undefined ? verdict : { kind: 'result', result: verdict.result };
     case 'wrong':
       return { kind: 'retry', reason: 'wrong_answer', health: false, why: check.why };
     case 'unverified':

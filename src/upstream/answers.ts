@@ -207,7 +207,7 @@ function walkBatch(body: string, parsed: unknown[], visit: (id: number, verdict:
       visit(
         id,
         plain !== null && isAnswer(el)
-          ? { kind: 'result', result: body.slice(plain.start, plain.end) }
+          ? resultOf(body.slice(plain.start, plain.end), (el as { result?: unknown }).result)
           : classifyResponse(body, { start: i, end }, el),
       );
     }
@@ -309,7 +309,7 @@ function classifyResponse(text: string, span: Span, parsed: unknown): Verdict {
       const end = skipValue(text, start);
       // The result is the last member only if the object closes right after its value.
       if (text.charCodeAt(end) === 0x7d && (end + 1 === span.end || text.slice(end + 1, span.end).trim() === ''))
-        return { kind: 'result', result: text.slice(start, end) };
+        return resultOf(text.slice(start, end), obj.result);
     }
   }
   const raw = objectMembers(text, span, ['result', 'error']);
@@ -323,7 +323,17 @@ function classifyResponse(text: string, span: Span, parsed: unknown): Verdict {
   }
   const resSpan = raw.get('result');
   if (resSpan === undefined) return { kind: 'retry', reason: 'bad_body', health: true };
-  return { kind: 'result', result: text.slice(resSpan.start, resSpan.end) };
+  return resultOf(text.slice(resSpan.start, resSpan.end), obj.result);
+}
+
+/**
+ * A result's verdict, with its parsed value where that is an object or an array (what verification
+ * reads: routing/verified.ts): the parse that checked the answer is not made twice.
+ */
+function resultOf(text: string, value: unknown): Verdict {
+  return typeof value === 'object' && value !== null
+    ? { kind: 'result', result: text, value }
+    : { kind: 'result', result: text };
 }
 
 /**

@@ -13,9 +13,17 @@ export type Verdict =
   /**
    * A usable answer: `result` raw text (a large one as the bytes the node sent: jsonrpc/raw.ts). `unverified`: it holds what the verification rules do not
    * know (routing/verified.ts): served only when another node returns the same. `confirm`: block
-   * receipts, verified once that block's header holds their root.
+   * receipts, verified once that block's header holds their root. `value`: an object or array
+   * result as JSON.parse read it with the whole answer (answers.ts), so that verification reads it
+   * rather than parsing its text again; the text stays what is served and cached.
    */
-  | { kind: 'result'; result: JsonText; unverified?: true; confirm?: { blockHash: string; receiptsRoot: string } }
+  | {
+      kind: 'result';
+      result: JsonText;
+      unverified?: true;
+      confirm?: { blockHash: string; receiptsRoot: string };
+      value?: unknown;
+    }
   /** A node error that is the answer (execution reverted, nonce too low, invalid params...). */
   | { kind: 'node-error'; error: string; code: number; message: string }
   /**

@@ -65,11 +65,72 @@ export function unknownMember(block: Record<string, unknown>): string | null {
 /**
  * The header hash of a block answer whose members are all known (unknownMember is null), as
  * lowercase "0x…" text. A fork's field is left out where the answer has none (or null): an older
- * block. Throws Malformed. The RLP is written in one pass from the members' hex digits into one
- * reused buffer (the list's length prefix last, in front of its payload): a header is verified on
- * every miss of a block, and this is most of what that costs besides the hash.
+ * block. Throws Malformed. The RLP payload is put together as hex text (each member's digits
+ * behind its length prefix) and decoded by one Buffer write into one reused buffer, the list's
+ * prefix in front: a header is verified on every miss of a block, and this is most of what that
+ * costs besides the hash. Text that is not all hex digits is written member by member instead,
+ * which names the malformed one.
  */
 export function headerHash(block: Record<string, unknown>): string {
+  const hex = payloadHex(block);
+  if (hex === null || !HEX_DIGITS.test(hex)) return headerHashByMember(block);
+  const payload = hex.length >> 1;
+  room(LIST_PREFIX_ROOM, payload);
+  const prefix = payload <= 55 ? 1 : 1 + byteLength(payload);
+  const start = LIST_PREFIX_ROOM - prefix;
+  writeLength(scratch, start, payload, 0xc0);
+  scratch.write(hex, LIST_PREFIX_ROOM, 'hex');
+  return keccakHex(scratch.subarray(start, LIST_PREFIX_ROOM + payload));
+}
+
+/** Only hex digits: checked before Buffer's hex decoding, which reads a character past Latin-1 by its low byte. */
+const HEX_DIGITS = /^[0-9a-fA-F]*$/;
+
+/** Each byte's two hex digits. */
+const HEX_BYTE: readonly string[] = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
+/**
+ * The RLP payload of the header's fields as hex text, or null where a member's digits are not hex
+ * (read again member by member to name it). Throws Malformed for a member missing or of the wrong length.
+ */
+function payloadHex(block: Record<string, unknown>): string | null {
+  let hex = '';
+  for (let i = 0; i < HEADER.length; i++) {
+    const [member, kind, size] = HEADER[i]!;
+    const v = block[member];
+    if (i >= ALWAYS && (v === undefined || v === null)) continue;
+    if (typeof v !== 'string' || v.charCodeAt(0) !== 0x30 || v.charCodeAt(1) !== 0x78) throw new Malformed(member);
+    let first = 2;
+    if (kind === 'data') {
+      if (v.length % 2 === 1 || (size !== undefined && v.length !== 2 + 2 * size)) throw new Malformed(member);
+    } else {
+      if (v.length < 3 || v.length > 66) throw new Malformed(member);
+      while (first < v.length && v.charCodeAt(first) === 0x30) first++;
+      if (first === v.length) {
+        hex += '80';
+        continue;
+      }
+    }
+    const digits = (v.length - first) % 2 === 1 ? `0${v.slice(first)}` : first === 2 ? v.slice(2) : v.slice(first);
+    const n = digits.length >> 1;
+    if (n === 1) {
+      const high = digits.charCodeAt(0) < 128 ? NIBBLE[digits.charCodeAt(0)]! : -1;
+      if (high < 0) return null;
+      // A byte under 0x80 is its own encoding.
+      hex += high < 8 ? digits : `81${digits}`;
+    } else if (n <= 55) hex += HEX_BYTE[0x80 + n]! + digits;
+    else {
+      const k = byteLength(n);
+      hex += HEX_BYTE[0xb7 + k]!;
+      for (let j = k - 1; j >= 0; j--) hex += HEX_BYTE[Math.floor(n / 256 ** j) % 256]!;
+      hex += digits;
+    }
+  }
+  return hex;
+}
+
+/** headerHash written member by member, each member's digits checked as they are decoded. */
+function headerHashByMember(block: Record<string, unknown>): string {
   let at = LIST_PREFIX_ROOM;
   for (let i = 0; i < HEADER.length; i++) {
     const [member, kind, size] = HEADER[i]!;
@@ -159,12 +220,20 @@ function writeDigits(v: string, from: number, n: number, member: string, at: num
 }
 
 /**
- * `n` bytes from the hex digits of `v` at `from`, at `at` (room made). Buffer's hex decoding stops
- * at the first character that is not a digit, so fewer bytes than asked means a malformed member.
+ * `n` bytes from the hex digits of `v` at `from`, at `at` (room made), a pair of digits at a time.
+ * Not Buffer's hex decoding: it reads a character past Latin-1 by its low byte ("\u0130" as "0"),
+ * so text that is no hex could stand for a header's bytes.
  */
 function writeHex(v: string, from: number, n: number, member: string, at: number): number {
-  if (n === 0) return at;
-  if (scratch.write(v.slice(from, from + 2 * n), at, 'hex') !== n) throw new Malformed(member);
+  const out = scratch;
+  for (let k = 0; k < n; k++, from += 2) {
+    const c = v.charCodeAt(from);
+    const d = v.charCodeAt(from + 1);
+    const high = c < 128 ? NIBBLE[c]! : -1;
+    const low = d < 128 ? NIBBLE[d]! : -1;
+    if ((high | low) < 0) throw new Malformed(member);
+    out[at + k] = (high << 4) | low;
+  }
   return at + n;
 }
 

@@ -29,6 +29,51 @@ t.test('single answers: the result text as the node wrote it', async (t) => {
   for (const [name, body, want] of singles) t.equal(result(classifyHttp(200, body)), want, name);
 });
 
+/** The value a result verdict carries (answers.ts hands verification the parse it made), or 'none'. */
+const parsedValue = (v: Verdict): unknown => (v.kind === 'result' && 'value' in v ? v.value : 'none');
+
+t.test(
+  'an object or array result comes with the value its answer was parsed into, the same as its text parsed',
+  async (t) => {
+    const shapes: [string, string][] = [
+      ...singles,
+      [
+        'a repeated result member (JSON.parse keeps the last)',
+        '{"jsonrpc":"2.0","id":1,"result":{"a":1},"result":{"b":2}}',
+      ],
+      ['a repeated result member, spaced', '{ "jsonrpc": "2.0", "id": 1, "result": [1], "result" : [2] }'],
+      ['an escaped result key', '{"jsonrpc":"2.0","id":1,"result":{"a":1},"res\\u0075lt":{"b":2}}'],
+    ].map(([name, body]) => [name, body] as [string, string]);
+    for (const [name, body] of shapes) {
+      const v = classifyHttp(200, body);
+      const text = result(v);
+      if (text === undefined) {
+        t.fail(`${name}: no result`);
+        continue;
+      }
+      const parsed = JSON.parse(text) as unknown;
+      if (typeof parsed === 'object' && parsed !== null) t.same(parsedValue(v), parsed, `${name}: alone`);
+      else
+        t.equal(
+          parsedValue(v),
+          'none',
+          `${name}: alone, a ${parsed === null ? 'null' : typeof parsed} carries no value`,
+        );
+    }
+    const repeated = classifyHttp(200, '{"jsonrpc":"2.0","id":1,"result":{"a":1},"result":{"b":2}}');
+    t.equal(result(repeated), '{"b":2}', 'the text served is the member JSON.parse kept');
+    const batch = `[${shapes.map(([, b], i) => b.replace(/"id":\s*("x"|-?\d+)/, `"id":${i + 1}`)).join(',')}]`;
+    const read = classifyBatch(200, batch) as Map<number, Verdict>;
+    shapes.forEach(([name], i) => {
+      const v = read.get(i + 1)!;
+      const text = result(v);
+      const parsed = text === undefined ? undefined : (JSON.parse(text) as unknown);
+      if (typeof parsed === 'object' && parsed !== null) t.same(parsedValue(v), parsed, `${name}: in a batch`);
+      else t.equal(parsedValue(v), 'none', `${name}: in a batch, no value`);
+    });
+  },
+);
+
 t.test('an error answer is a node error, never a result', async (t) => {
   const v = classifyHttp(200, '{"jsonrpc":"2.0","id":1,"error":{"code":3,"message":"execution reverted","data":"0x"}}');
   t.equal(v.kind, 'node-error');

@@ -3,17 +3,32 @@
  * each header hashes to its `hash`, each full block's transactions (types 0, 1 and 2) to their
  * hashes and root, and each block's receipts to the root its header holds. The ordered trie is held
  * to @ethereumjs/mpt's roots for 0 to 300 items (none empty: an empty value is a deletion there). A changed field of any kind makes the check fail.
+ * Every verdict is the same read from the answer's parsed value (as Switchyard reads it) and from its text.
  */
 import t from 'tap';
 import { MerklePatriciaTrie } from '@ethereumjs/mpt';
 import { RLP } from '@ethereumjs/rlp';
-import { checkAnswer } from '../../src/verify/answer.js';
+import { checkAnswer as check } from '../../src/verify/answer.js';
 import { hexOf } from '../../src/verify/fields.js';
 import { orderedTrieRoot } from '../../src/verify/trie.js';
 import { DEV_ADDRESS, startAnvil } from '../helpers/anvil.js';
 import { call } from '../helpers/rpc.js';
 
 type Json = Record<string, any>;
+
+/**
+ * The verdict on a result's text, read as Switchyard reads it (from the value its answer was parsed
+ * into: upstream/answers.ts) and from the text alone (an answer kept as bytes): the two must agree.
+ */
+function checkAnswer(method: string, params: string, text: string): ReturnType<typeof check> {
+  const fromValue = check(method, params, text, JSON.parse(text));
+  const fromText = check(method, params, text);
+  if (JSON.stringify(fromValue) !== JSON.stringify(fromText))
+    throw new Error(
+      `${method}: ${JSON.stringify(fromValue)} from its value, ${JSON.stringify(fromText)} from its text`,
+    );
+  return fromValue;
+}
 
 t.test('the ordered trie root is the Merkle Patricia trie root of RLP(index) -> item', async (t) => {
   for (const n of [0, 1, 2, 15, 16, 17, 127, 128, 129, 255, 256, 300]) {

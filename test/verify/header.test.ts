@@ -147,6 +147,10 @@ t.test('a member that is not hex of its kind is malformed', async (t) => {
     ['a non-digit in a quantity', { gasUsed: '0x52x8' }],
     ['a non-digit in an odd quantity', { gasUsed: '0xg23' }],
     ['a character past Latin-1', { extraData: '0x12\u20ac4' }],
+    // Buffer's hex decoding would read these by their low byte, 0x30 ("0") and 0x61 ("a").
+    ['a character past Latin-1 whose low byte is a digit', { stateRoot: `0x${'\u0130'.repeat(64)}` }],
+    ['one such character in extra data', { extraData: '0x12\u0161b' }],
+    ['one such character in a quantity', { gasLimit: '0x1c9c\u01308' }],
     ['no 0x', { timestamp: '6560f000' }],
   ];
   for (const [name, over] of bad) t.throws(() => headerHash(header(over)), { message: /^malformed / }, name);
