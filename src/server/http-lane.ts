@@ -30,6 +30,7 @@
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { type BodyResult, decodeBody } from './body.js';
+import type { Exchange } from './exchange.js';
 import { HeldBytes } from './held-bytes.js';
 import { laneObserved, observedRequest } from './http-lane-channels.js';
 import { readPlain } from './http-head.js';
@@ -47,8 +48,8 @@ export interface PlainRequest {
 }
 
 export interface LaneOptions {
-  /** Works on one plain request; answers through `reply` (exactly once, or the connection stalls). */
-  serve: (req: PlainRequest, reply: LaneReply, body: BodyResult) => void;
+  /** Works on one plain request; answers it (exactly once, or the connection stalls). */
+  serve: (x: Exchange) => void;
   maxBodyBytes: () => number;
   /** The connection owes no answer and holds no byte of another request (the connection caps may close it). */
   idle: (socket: Socket) => void;
@@ -203,16 +204,16 @@ class LaneConnection implements ReplyConnection {
               httpVersionMajor: 1,
               httpVersionMinor: 1,
             };
-        const reply = new LaneReply(this, req);
+        const reply = new LaneReply(this, req, body);
         this.waiting.push(reply);
         if (r.tooLarge) {
           // The body's bytes still to come are not a request: whatever answers this one (the 413,
           // or a refusal checked before the body) closes the connection, with a linger.
           this.closing = true;
-          reply.setHeader('connection', 'close');
+          reply.closeConnection();
         }
         if (observed) reply.observed();
-        this.lane.opts.serve(req, reply, body);
+        this.lane.opts.serve(reply);
         if (r.tooLarge) break;
       }
     } finally {

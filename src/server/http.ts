@@ -4,13 +4,14 @@
  * the answers to requests too broken to read. Each request is http-request.ts's; everything
  * JSON-RPC is the Front's. How an answer's bytes go out (pieces, gzip) is http-answer.ts's.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { RpcError } from '../jsonrpc/errors.js';
 import type { ConnectionCaps } from '../limits/connections.js';
 import { ConnectionPipeline } from './connection-pipeline.js';
 import { Lingering } from './linger.js';
+import { NodeExchange } from './node-exchange.js';
 import type { ProxyProtocolOptions } from './proxy-protocol.js';
 import { rawRefusal, refuseSocket } from './refusal.js';
 import { crashed, handle, type HttpDeps } from './http-request.js';
@@ -34,8 +35,10 @@ export function createHttpServer(
   caps: ConnectionCaps,
   proxy: ProxyProtocolOptions | null,
 ): HttpFront {
-  const server = createServer(
+  // node:http makes each request's response a NodeExchange: both readers answer through one interface.
+  const server = createServer<typeof IncomingMessage, typeof NodeExchange>(
     {
+      ServerResponse: NodeExchange,
       headersTimeout: timeouts.headersTimeoutMs,
       requestTimeout: timeouts.headersTimeoutMs + timeouts.bodyTimeoutMs,
       keepAliveTimeout: timeouts.keepAliveTimeoutMs,
@@ -46,7 +49,7 @@ export function createHttpServer(
       caps.follow(req.socket, res);
       const deps = getDeps();
       try {
-        handle(deps, lingering, req, res);
+        handle(deps, lingering, res);
       } catch (err) {
         crashed(deps, res, err);
       }
@@ -65,12 +68,12 @@ export function createHttpServer(
     proxy,
     // Plain JSON-RPC POSTs skip node:http's request and response objects (http-lane.ts).
     lane: {
-      serve: (req, reply, body) => {
+      serve: (x) => {
         const deps = getDeps();
         try {
-          handle(deps, lingering, req, reply, body);
+          handle(deps, lingering, x);
         } catch (err) {
-          crashed(deps, reply, err);
+          crashed(deps, x, err);
         }
       },
       maxBodyBytes: () => getDeps().maxBodyBytes,
