@@ -22,9 +22,11 @@ export interface PipelineStages {
   caps: ConnectionCaps;
   /** server.proxyProtocol's check, or null when it is off (a restart key: config/restart.ts). */
   proxy: ProxyProtocolOptions | null;
-  /** The plain lane's settings; `idle` and `handOver` are the pipeline's. */
-  lane: Omit<LaneOptions, 'idle' | 'handOver'>;
-  /** Where a connection closed under bytes not read goes (linger.ts). */
+  /** server.plainLane, read per connection: off, every connection is node:http's at once. */
+  plainLane: () => boolean;
+  /** The plain lane's settings; the rest (`idle`, `handOver`, `lingering`) are the pipeline's. */
+  lane: Omit<LaneOptions, 'idle' | 'handOver' | 'lingering'>;
+  /** Where a connection closed under bytes not read goes (linger.ts); the lane's too. */
   lingering: Lingering;
 }
 
@@ -42,6 +44,7 @@ export class ConnectionPipeline {
     server.on('connection', this.accept);
     this.lane = new Lane(server, {
       ...stages.lane,
+      lingering: stages.lingering,
       // The lane tells the caps when a connection goes idle (they may close it to make room).
       idle: stages.caps.idle,
       handOver: (socket, rest) => handOn(socket, rest, this.toNodeHttp),
@@ -58,9 +61,8 @@ export class ConnectionPipeline {
 
   private readonly afterHeader = (socket: Socket, rest: Buffer): void => handOn(socket, rest, this.toReader);
 
-  /** server.plainLane, read per connection: off, every connection is node:http's at once. */
   private readonly toReader = (socket: Socket): void => {
-    if (this.stages.lane.enabled()) this.lane.open(socket);
+    if (this.stages.plainLane()) this.lane.open(socket);
     else handOn(socket, null, this.toNodeHttp);
   };
 

@@ -53,8 +53,6 @@ export interface LaneOptions {
   maxBodyBytes: () => number;
   /** The connection owes no answer and holds no byte of another request (the connection caps may close it). */
   idle: (socket: Socket) => void;
-  /** server.plainLane, read per connection: false hands every connection to node:http at once. */
-  enabled: () => boolean;
   /** Where a connection closed under bytes not read goes (linger.ts). */
   lingering: Lingering;
   /** Nothing came within the header timeout: node:http's 408, written where node:http writes it (http.ts). */

@@ -66,6 +66,7 @@ export function createHttpServer(
   const pipeline = new ConnectionPipeline(server, {
     caps,
     proxy,
+    plainLane: () => getDeps().plainLane,
     // Plain JSON-RPC POSTs skip node:http's request and response objects (http-lane.ts).
     lane: {
       serve: (x) => {
@@ -77,8 +78,6 @@ export function createHttpServer(
         }
       },
       maxBodyBytes: () => getDeps().maxBodyBytes,
-      enabled: () => getDeps().plainLane,
-      lingering,
       timedOut: (socket: Socket) => refuse(socket, REQUEST_TIMEOUT_ANSWER),
     },
     lingering,
