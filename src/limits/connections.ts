@@ -15,7 +15,7 @@
  * became idle (`idle`, after each answer); bytes read since are seen from `socket.bytesRead` when a
  * place is needed, so reading a request costs nothing here.
  */
-import type { Server } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Metrics } from '../metrics/registry.js';
 import type { ConnectionRefusal } from '../metrics/labels.js';
@@ -90,23 +90,18 @@ export class ConnectionCaps {
   }
 
   /**
-   * Counts `server`'s connections. Its listener runs first, so a refused socket is destroyed
-   * before HTTP (or the PROXY protocol check) reads from it; attach after acceptProxyProtocol.
-   * node:http's requests are followed here; the plain lane's through `idle`.
+   * Follows one of node:http's requests on a counted connection to its answer (the plain lane's
+   * say so through `idle`). Called before the request is handled: an answer it ends at once must
+   * find the 'finish' listener.
    */
-  attach(server: Server): void {
-    server.prependListener('connection', (socket: Socket) => this.admit(socket));
-    // Before the server's handler: an answer it ends at once must find the 'finish' listener.
-    server.prependListener('request', (req, res) => {
-      const socket = req.socket;
-      const h = (socket as CountedSocket)[HELD];
-      if (h === undefined) return;
-      h.inFlight++;
-      res.once('finish', () => {
-        h.inFlight--;
-        // An answer that closes its connection leaves nothing idle; a pipelined request still owes one.
-        if (h.inFlight === 0 && res.shouldKeepAlive) this.idle(socket);
-      });
+  follow(socket: Socket, res: ServerResponse): void {
+    const h = (socket as CountedSocket)[HELD];
+    if (h === undefined) return;
+    h.inFlight++;
+    res.once('finish', () => {
+      h.inFlight--;
+      // An answer that closes its connection leaves nothing idle; a pipelined request still owes one.
+      if (h.inFlight === 0 && res.shouldKeepAlive) this.idle(socket);
     });
   }
 
@@ -123,7 +118,11 @@ export class ConnectionCaps {
     if (h.inPeer !== null) h.peer!.idle.push(h.inPeer);
   };
 
-  /** Counts `socket` and keeps it, making room by closing an idle one at a cap, or destroys it. */
+  /**
+   * Counts `socket` and keeps it, making room by closing an idle one at a cap, or destroys it. The
+   * first stage of a new connection (server/connection-pipeline.ts): a refused one is destroyed
+   * before HTTP or the PROXY protocol check reads from it.
+   */
   admit(socket: Socket): boolean {
     const address = this.addresses.address(socket.remoteAddress);
     const key = this.addresses.trusted(address) ? null : limitKey(address);

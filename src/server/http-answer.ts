@@ -4,14 +4,10 @@
  * loop encodes all of it, and gzip for a client that accepts it. Refuses: what the answer says and
  * which headers it gets (http-request.ts).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import { constants, createGzip, gzip } from 'node:zlib';
 import { RawText } from '../jsonrpc/raw.js';
-import { LaneReply } from './http-lane-reply.js';
-
-/** Where an answer is written: node:http's response, or the plain lane's (http-lane.ts). */
-export type Reply = ServerResponse | LaneReply;
+import type { Exchange } from './exchange.js';
 
 /** No headers; compared by identity, so an answer with none takes the short writeHead. */
 export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
@@ -22,7 +18,7 @@ export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
  * header array (no object built and walked per answer).
  */
 export function sendAnswer(
-  res: Reply,
+  x: Exchange,
   status: number,
   body: string | Buffer | RawText,
   reqId: string | undefined,
@@ -52,19 +48,15 @@ export function sendAnswer(
     };
   }
   if (body instanceof RawText) {
-    const out = res instanceof LaneReply ? res.full() : res;
+    const out = x.response();
     out.writeHead(status, headers);
     return writeRaw(out, body);
   }
   // Bytes made once (uptime/pages/page-memo.ts) are written whole: nothing is left to encode.
-  const whole = typeof body !== 'string' || body.length <= WRITE_PIECE_CHARS;
-  if (res instanceof LaneReply) {
-    if (whole && res.send(status, headers, body)) return;
-    res = res.full();
-  }
-  res.writeHead(status, headers);
-  if (whole) res.end(body);
-  else writePieces(res, body, 0);
+  if (typeof body !== 'string' || body.length <= WRITE_PIECE_CHARS) return x.sendWhole(status, headers, body);
+  const out = x.response();
+  out.writeHead(status, headers);
+  writePieces(out, body, 0);
 }
 
 /**
@@ -124,8 +116,7 @@ function acceptsGzip(header: string | undefined): boolean {
  * Compression runs on the thread pool, not the event loop.
  */
 export function sendLargeAnswer(
-  reply: Reply,
-  req: Pick<IncomingMessage, 'headers'>,
+  x: Exchange,
   status: number,
   body: string | Buffer | RawText,
   reqId: string,
@@ -133,9 +124,9 @@ export function sendLargeAnswer(
   extra: Readonly<Record<string, string>>,
 ): void {
   const vary = { vary: [cors.vary, extra.vary, 'Accept-Encoding'].filter((v) => v !== undefined).join(', ') };
-  if (!acceptsGzip(req.headers['accept-encoding']))
-    return sendAnswer(reply, status, body, reqId, cors, { ...extra, ...vary });
-  const res = reply instanceof LaneReply ? reply.full() : reply;
+  if (!acceptsGzip(x.req.headers['accept-encoding']))
+    return sendAnswer(x, status, body, reqId, cors, { ...extra, ...vary });
+  const res = x.response();
   if (body instanceof RawText || (typeof body === 'string' && body.length > WRITE_PIECE_CHARS)) {
     // Compressed as it is written, a piece at a time (gzip() of the whole string would encode it
     // in one turn first); its length is not known beforehand, so it goes chunked.
@@ -153,7 +144,7 @@ export function sendLargeAnswer(
     return body instanceof RawText ? writeRaw(zip, body) : writePieces(zip, body, 0);
   }
   gzip(body, { level: constants.Z_BEST_SPEED }, (err, zipped) => {
-    if (err) return sendAnswer(res, status, body, reqId, cors, { ...extra, ...vary });
+    if (err) return sendAnswer(x, status, body, reqId, cors, { ...extra, ...vary });
     res.writeHead(status, {
       'content-type': 'application/json',
       'content-length': zipped.length,

@@ -1,16 +1,13 @@
 /**
- * The plain lane's answers (http-lane.ts): each made whole and written in its request's turn, or,
- * for an answer written in pieces or compressed, a ServerResponse on the same socket.
+ * The plain lane's exchanges (http-lane.ts, exchange.ts): a request read whole and its answer, made
+ * whole and written in its request's turn, or, for an answer written in pieces or compressed, a
+ * ServerResponse on the same socket.
  */
-import { type IncomingMessage, type Server, ServerResponse, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type OutgoingHttpHeaders, type Server, ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import type { BodyResult } from './body.js';
+import type { AnswerHeaders, BodyReceiver, Exchange, ExchangeRequest } from './exchange.js';
 import { publishRequestStart, publishResponseFinish } from './http-lane-channels.js';
-
-/** The request an answer belongs to, as node's ServerResponse reads it (http-lane.ts PlainRequest has these). */
-type AnsweredRequest = Pick<
-  IncomingMessage,
-  'method' | 'url' | 'headers' | 'socket' | 'httpVersionMajor' | 'httpVersionMinor'
->;
 
 /** What an answer needs of its connection: it writes the answers that are ready, in order. */
 export interface ReplyConnection {
@@ -27,11 +24,12 @@ export interface ReplyConnection {
 const PLAIN_VALUE = /^[\t\x20-\x7e]*$/;
 
 /**
- * The answer to one plain request: one write of the whole answer when it is a small one with plain
- * headers (the path of nearly every answer), else a ServerResponse on the same socket (`full`), for
- * an answer written in pieces or compressed. Answers go out in the order their requests came.
+ * One plain request and its answer (the lane's side of the exchange, exchange.ts): one write of
+ * the whole answer when it is a small one with plain headers (the path of nearly every answer),
+ * else a ServerResponse on the same socket (`full`), for an answer written in pieces or
+ * compressed. Answers go out in the order their requests came.
  */
-export class LaneReply {
+export class LaneReply implements Exchange {
   headersSent = false;
   /** The whole answer, once `send` made it; null before. */
   out: string | Buffer | null = null;
@@ -41,14 +39,33 @@ export class LaneReply {
 
   constructor(
     private readonly conn: ReplyConnection,
-    private readonly req: AnsweredRequest,
+    readonly req: ExchangeRequest,
+    /** Read with the head (http-lane.ts). */
+    private readonly body: BodyResult,
   ) {}
 
+  readBody(_maxBytes: number, to: BodyReceiver): void {
+    to.received(this.body);
+  }
+
   /** The only header set apart from an answer's own: the drain's Connection: close. */
-  setHeader(name: 'connection', value: 'close'): void {
-    if (name !== 'connection' || value !== 'close') return;
+  closeConnection(): void {
     this.close = true;
     if (this.res !== null) this.res.shouldKeepAlive = false;
+  }
+
+  /** The lane answers only requests it read whole, or closes with a linger itself (http-lane.ts). */
+  beforeAnswer(): void {}
+
+  sendWhole(status: number, headers: AnswerHeaders, body: string | Buffer): void {
+    if (this.send(status, headers, body)) return;
+    const res = this.full();
+    res.writeHead(status, headers as OutgoingHttpHeaders | string[]);
+    res.end(body);
+  }
+
+  response(): ServerResponse {
+    return this.full();
   }
 
   /**
@@ -63,11 +80,7 @@ export class LaneReply {
    * Makes the whole answer and writes it when its turn comes; false (nothing made) when a header
    * value is not plain ASCII, for `full` to write it.
    */
-  send(
-    status: number,
-    headers: readonly string[] | Readonly<Record<string, string | number>>,
-    body: string | Buffer,
-  ): boolean {
+  private send(status: number, headers: AnswerHeaders, body: string | Buffer): boolean {
     // An observed request's answer goes through its ServerResponse (observed()), as `full` writes it.
     if (this.res !== null) {
       if (!Array.isArray(headers) && (headers as Record<string, unknown>).connection === 'close')

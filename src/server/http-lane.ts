@@ -23,14 +23,14 @@
  * written in the order asked. Past 32, while the client leaves its answers unread (the socket's
  * buffer full), or with 64 KiB read and not yet worked on, the socket is not read until answers go
  * out, as node:http stops reading pipelined requests. Timeouts: a connection that sends nothing
- * within the header timeout gets node:http's 408 (the server's clientError handler), an idle one is
+ * within the header timeout gets node:http's 408 (as http.ts refuses node:http's), an idle one is
  * closed after the keep-alive timeout, both read from the server as node:http reads them (reloads
  * apply); a request that arrives in pieces is node:http's, with its header and body timeouts.
  */
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { type BodyResult, decodeBody } from './body.js';
-import { gateConnections, type HandOn } from './connection-gate.js';
+import type { Exchange } from './exchange.js';
 import { HeldBytes } from './held-bytes.js';
 import { laneObserved, observedRequest } from './http-lane-channels.js';
 import { readPlain } from './http-head.js';
@@ -48,15 +48,17 @@ export interface PlainRequest {
 }
 
 export interface LaneOptions {
-  /** Works on one plain request; answers through `reply` (exactly once, or the connection stalls). */
-  serve: (req: PlainRequest, reply: LaneReply, body: BodyResult) => void;
+  /** Works on one plain request; answers it (exactly once, or the connection stalls). */
+  serve: (x: Exchange) => void;
   maxBodyBytes: () => number;
   /** The connection owes no answer and holds no byte of another request (the connection caps may close it). */
-  idle?: (socket: Socket) => void;
-  /** server.plainLane, read per connection: false hands every connection to node:http at once. */
-  enabled: () => boolean;
+  idle: (socket: Socket) => void;
   /** Where a connection closed under bytes not read goes (linger.ts). */
   lingering: Lingering;
+  /** Nothing came within the header timeout: node:http's 408, written where node:http writes it (http.ts). */
+  timedOut: (socket: Socket) => void;
+  /** node:http takes the socket for good, with `rest` (bytes read, not worked on) put back. */
+  handOver: (socket: Socket, rest: Buffer | null) => void;
 }
 
 /** The body of a request whose Content-Length is over maxBodyBytes: not read, answered 413. */
@@ -70,39 +72,12 @@ const MAX_PENDING_BYTES = 64 * 1024;
 /** Requests of one connection worked on at once (pipelined); past this, the socket is not read. */
 const MAX_WAITING = 32;
 
-/**
- * Puts `server`'s connections through the lane first: a gate (connection-gate.ts) that hands
- * node:http a socket it will not read. Its closeIdleConnections and closeAllConnections close the
- * lane's connections too, so the drain and the shutdown see one server.
- */
-export function acceptLane(server: Server, opts: LaneOptions): void {
-  const lane: Lane = new Lane(
-    server,
-    opts,
-    gateConnections(server, (socket) => {
-      if (opts.enabled()) lane.open(socket);
-      else lane.handOn(socket, null);
-    }),
-  );
-  const closeIdle = server.closeIdleConnections.bind(server);
-  const closeAll = server.closeAllConnections.bind(server);
-  server.closeIdleConnections = () => {
-    closeIdle();
-    lane.close(false);
-  };
-  server.closeAllConnections = () => {
-    closeAll();
-    lane.close(true);
-  };
-}
-
-class Lane {
+/** The lane's connections (the connection pipeline opens them: connection-pipeline.ts). */
+export class Lane {
   readonly connections = new Set<LaneConnection>();
   constructor(
     readonly server: Server,
     readonly opts: LaneOptions,
-    /** Hands a socket to node:http. */
-    readonly handOn: HandOn,
   ) {}
 
   open(socket: Socket): void {
@@ -179,10 +154,9 @@ class LaneConnection implements ReplyConnection {
   private readonly onTimeout = (): void => {
     if (this.busy) return;
     if (this.answeredOne || this.held.length > 0) return void this.socket.destroy();
-    // Nothing sent within the header timeout: node:http's own answer (408) through the server's handler.
-    const err = Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+    // Nothing sent within the header timeout: node:http's own answer (408), as node:http refuses it.
     this.detach();
-    this.lane.server.emit('clientError', err, this.socket);
+    this.lane.opts.timedOut(this.socket);
   };
 
   /** The peer is gone: answers still owed have nowhere to go (a ServerResponse waiting its turn is let go). */
@@ -228,16 +202,16 @@ class LaneConnection implements ReplyConnection {
               httpVersionMajor: 1,
               httpVersionMinor: 1,
             };
-        const reply = new LaneReply(this, req);
+        const reply = new LaneReply(this, req, body);
         this.waiting.push(reply);
         if (r.tooLarge) {
           // The body's bytes still to come are not a request: whatever answers this one (the 413,
           // or a refusal checked before the body) closes the connection, with a linger.
           this.closing = true;
-          reply.setHeader('connection', 'close');
+          reply.closeConnection();
         }
         if (observed) reply.observed();
-        this.lane.opts.serve(req, reply, body);
+        this.lane.opts.serve(reply);
         if (r.tooLarge) break;
       }
     } finally {
@@ -270,7 +244,7 @@ class LaneConnection implements ReplyConnection {
       this.answeredOne = true;
       socket.setTimeout(this.lane.server.keepAliveTimeout);
     }
-    if (this.held.length === 0 && !this.handing && !this.closing && socket.writable) this.lane.opts.idle?.(socket);
+    if (this.held.length === 0 && !this.handing && !this.closing && socket.writable) this.lane.opts.idle(socket);
     if (this.looping) return;
     if (socket.writableNeedDrain) return this.readOnDrain();
     this.readOn();
@@ -338,6 +312,6 @@ class LaneConnection implements ReplyConnection {
     if (this.handed) return;
     this.detach();
     const rest = this.held.clear();
-    this.lane.handOn(this.socket, rest);
+    this.lane.opts.handOver(this.socket, rest);
   }
 }

@@ -3,7 +3,6 @@
  * GET pages, the body handed to the Front, the request line. Read by node:http or the plain lane
  * (http-lane.ts); the server that accepts them is http.ts's.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { RpcError } from '../jsonrpc/errors.js';
 import { toQuantity } from '../jsonrpc/hex.js';
@@ -20,12 +19,11 @@ import {
 } from '../tracing/index.js';
 import type { UptimePages } from '../uptime/pages/routes.js';
 import { memoUptimeAnswer } from '../uptime/pages/page-memo.js';
-import { type BodyResult, isJsonContentType, readBody } from './body.js';
+import { type BodyResult, isJsonContentType } from './body.js';
 import type { ClientIp } from './client-ip.js';
 import { diagnosticHeaders } from './diagnostics.js';
-import { headersOf, NO_HEADERS, type Reply, sendAnswer, sendLargeAnswer } from './http-answer.js';
-import { LaneReply } from './http-lane-reply.js';
-import type { PlainRequest } from './http-lane.js';
+import type { BodyReceiver, Exchange, ExchangeRequest } from './exchange.js';
+import { headersOf, NO_HEADERS, sendAnswer, sendLargeAnswer } from './http-answer.js';
 import type { LingerBounds, Lingering } from './linger.js';
 import type { Front, FrontResult } from './front.js';
 import { peerAddress } from './proxy-protocol.js';
@@ -69,13 +67,10 @@ export interface HttpDeps {
   plainLane: boolean;
 }
 
-/** A request as the front reads it: node:http's, or one the plain lane read (http-lane.ts). */
-type Request = IncomingMessage | PlainRequest;
-
-export function crashed(deps: HttpDeps, res: Reply, err: unknown): void {
+export function crashed(deps: HttpDeps, x: Exchange, err: unknown): void {
   deps.log.error({ err }, 'http handler crashed');
-  if (!res.headersSent)
-    sendAnswer(res, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
+  if (!x.headersSent)
+    sendAnswer(x, 500, errorText('null', new RpcError('INTERNAL_ERROR')), undefined, NO_HEADERS, NO_HEADERS);
 }
 
 /**
@@ -89,7 +84,7 @@ const EXPOSED = { 'access-control-expose-headers': EXPOSE };
 const ALLOW_ANY: Readonly<Record<string, string>> = Object.freeze({ 'access-control-allow-origin': '*', ...EXPOSED });
 const VARY: Readonly<Record<string, string>> = Object.freeze({ vary: 'Origin' });
 
-function corsHeaders(deps: HttpDeps, req: Request): Readonly<Record<string, string>> {
+function corsHeaders(deps: HttpDeps, req: ExchangeRequest): Readonly<Record<string, string>> {
   const origin = req.headers.origin;
   if (deps.corsOrigins.length === 0) return NO_HEADERS;
   if (deps.corsOrigins.includes('*')) return origin === undefined ? NO_HEADERS : ALLOW_ANY;
@@ -113,30 +108,32 @@ type Rejection =
   | 'SHUTTING_DOWN'
   | 'INVALID_API_KEY';
 
-/** `body`: a plain request's, read with its head (http-lane.ts); else it is read here. */
-export function handle(deps: HttpDeps, lingering: Lingering, req: Request, res: Reply, body?: BodyResult): void {
-  const r = new HttpRequest(deps, req, res, lingering);
+/** One request, read by node:http or the plain lane (exchange.ts), to its answer. */
+export function handle(deps: HttpDeps, lingering: Lingering, x: Exchange): void {
+  const req = x.req;
+  const r = new HttpRequest(deps, x, lingering);
   if (deps.isDraining()) return r.reject('SHUTTING_DOWN', CONNECTION_CLOSE);
   const target = rpcTarget(req);
   // HEAD as GET (monitors probe with it; Node sends no body for HEAD).
   if (req.method === 'GET' || req.method === 'HEAD') return r.charged(() => r.page(target));
-  // Only POSTs take the plain lane: an OPTIONS has node:http's response.
-  if (req.method === 'OPTIONS') return preflight(deps, req, res as ServerResponse, r.cors, r.reqId);
+  // Only POSTs take the plain lane: an OPTIONS is always node:http's.
+  if (req.method === 'OPTIONS') return preflight(deps, x, r.cors, r.reqId);
   if (req.method !== 'POST') return r.reject('BAD_HTTP_METHOD', ALLOW);
   if (target === null) return r.reject('NOT_FOUND');
   r.apiKey = target.apiKey;
   // An unknown key costs the guesser its IP's budget: 401 while it lasts, then 429.
   if (target.apiKey !== undefined && !deps.knowsKey(target.apiKey)) return r.charged(() => r.reject('INVALID_API_KEY'));
   if (!isJsonContentType(req.headers['content-type'])) return r.reject('BAD_CONTENT_TYPE');
-  if (body !== undefined) r.received(body);
-  else readBody(req as IncomingMessage, deps.maxBodyBytes, (read) => r.received(read));
+  x.readBody(deps.maxBodyBytes, r);
 }
 
 /**
  * One request on its way to its answer: who sent it, its id and logger, and the answer's writing
  * and request line. One object per request, its steps methods rather than closures.
  */
-class HttpRequest implements HttpServerRequest {
+class HttpRequest implements HttpServerRequest, BodyReceiver {
+  /** The exchange's request (the trace reads it: tracing/http-server.ts). */
+  readonly req: ExchangeRequest;
   readonly cors: Readonly<Record<string, string>>;
   readonly clientIp: string;
   readonly reqId: string;
@@ -154,10 +151,11 @@ class HttpRequest implements HttpServerRequest {
 
   constructor(
     readonly deps: HttpDeps,
-    readonly req: Request,
-    readonly res: Reply,
+    readonly x: Exchange,
     private readonly lingering: Lingering,
   ) {
+    const req = x.req;
+    this.req = req;
     this.cors = corsHeaders(deps, req);
     this.clientIp = deps.clientIp.resolve(peerAddress(req.socket), req.headers['x-forwarded-for']);
     this.reqId = requestIdOf(req);
@@ -190,10 +188,9 @@ class HttpRequest implements HttpServerRequest {
     extra: Readonly<Record<string, string>>,
     info: LogInfo = {},
   ): void {
-    const { deps, res } = this;
-    closeIfStopping(deps, res);
-    // The plain lane answers only requests it read whole, or closes with a linger itself (http-lane.ts).
-    if (!(res instanceof LaneReply)) this.closeUnread(res, extra);
+    const { deps, x } = this;
+    closeIfStopping(deps, x);
+    x.beforeAnswer(extra, deps.maxBodyBytes, this.lingering);
     let diagnostics = this.diagnostics;
     if (this.trace !== null) {
       // As a header pair, not a spread into `extra`: the answer keeps the short writeHead (http-answer.ts).
@@ -209,31 +206,13 @@ class HttpRequest implements HttpServerRequest {
       else diagnostics.push('traceparent', traceparent);
     }
     if (deps.gzipMinBytes === undefined || deps.gzipMinBytes === null || body.length < deps.gzipMinBytes)
-      sendAnswer(res, status, body, this.reqId, this.cors, extra, diagnostics);
+      sendAnswer(x, status, body, this.reqId, this.cors, extra, diagnostics);
     else {
       const all = diagnostics === undefined ? extra : { ...extra, ...headersOf(diagnostics) };
-      sendLargeAnswer(res, this.req, status, body, this.reqId, this.cors, all);
+      sendLargeAnswer(x, status, body, this.reqId, this.cors, all);
     }
     deps.metrics.recordHttp(status, info.calls ?? null);
     if (this.logRequests) this.requestLine(status, info);
-  }
-
-  /**
-   * An answer made before node:http read the request's body: node:http would read and drop the rest
-   * (its `_dump`) for as long as the client sends, so one with a body over maxBodyBytes or chunked
-   * closes the connection instead; and a connection closed under a body still arriving closes with
-   * a linger (linger.ts), so the answer is not lost to a reset.
-   */
-  private closeUnread(res: ServerResponse, extra: Readonly<Record<string, string>>): void {
-    const req = this.req as IncomingMessage;
-    if (req.complete) return;
-    const length = req.headers['content-length'];
-    const chunked = req.headers['transfer-encoding'] !== undefined;
-    if (!chunked && (length === undefined || Number(length) === 0)) return;
-    const unbounded = chunked || !(Number(length) <= this.deps.maxBodyBytes);
-    if (unbounded) res.setHeader('connection', 'close');
-    if (unbounded || extra.connection === 'close' || res.getHeader('connection') === 'close')
-      this.lingering.onClose(req.socket);
   }
 
   private requestLine(status: number, info: LogInfo): void {
@@ -271,7 +250,7 @@ class HttpRequest implements HttpServerRequest {
 
   /** GET pages and API key guesses are charged to the client IP's rate budget; over it, 429. */
   charged(go: () => void): void {
-    chargeRequest(this.deps, this.res, this.clientIp, go, (seconds) => {
+    chargeRequest(this.deps, this.x, this.clientIp, go, (seconds) => {
       if (this.req.method === 'POST') this.deps.metrics.recordRefused(INVALID_METHOD, 'RATE_LIMITED');
       this.finish(429, errorText('null', new RpcError('RATE_LIMITED', { data: { retryAfterSeconds: seconds } })), {
         'retry-after': String(seconds),
@@ -322,7 +301,7 @@ class HttpRequest implements HttpServerRequest {
   }
 
   private crashed(err: unknown): void {
-    crashed(this.deps, this.res, err);
+    crashed(this.deps, this.x, err);
     this.trace?.end(500, 1, null);
   }
 
@@ -339,7 +318,7 @@ class HttpRequest implements HttpServerRequest {
 /** Charges one unit of the client IP's rate budget, then `go`, or `over` with the seconds to wait. */
 function chargeRequest(
   deps: HttpDeps,
-  res: Reply,
+  x: Exchange,
   clientIp: string,
   go: () => void,
   over: (seconds: number) => void,
@@ -349,28 +328,23 @@ function chargeRequest(
       if (wait === null) go();
       else over(wait === 'never' ? 1 : wait);
     } catch (err) {
-      crashed(deps, res, err);
+      crashed(deps, x, err);
     }
   };
   const admission = deps.admitRequest(clientIp);
-  if (admission instanceof Promise) admission.then(run, (err: unknown) => crashed(deps, res, err));
+  if (admission instanceof Promise) admission.then(run, (err: unknown) => crashed(deps, x, err));
   else run(admission);
 }
 
 /** A CORS preflight: 204, never charged nor counted as a call. */
-function preflight(
-  deps: HttpDeps,
-  req: IncomingMessage,
-  res: ServerResponse,
-  cors: Readonly<Record<string, string>>,
-  reqId: string,
-): void {
-  closeIfStopping(deps, res);
+function preflight(deps: HttpDeps, x: Exchange, cors: Readonly<Record<string, string>>, reqId: string): void {
+  closeIfStopping(deps, x);
+  const res = x.response();
   res.writeHead(204, {
     ...cors,
     'x-request-id': reqId,
     'access-control-allow-methods': 'POST, GET, HEAD, OPTIONS',
-    'access-control-allow-headers': req.headers['access-control-request-headers'] ?? 'content-type',
+    'access-control-allow-headers': x.req.headers['access-control-request-headers'] ?? 'content-type',
     'access-control-max-age': '86400',
   });
   res.end();
@@ -382,8 +356,8 @@ function preflight(
  * began before SIGTERM: decided as the answer is written, not when the request arrived. Node merges
  * the header into the writeHead that follows and closes the socket after the answer.
  */
-function closeIfStopping(deps: HttpDeps, res: Reply): void {
-  if (deps.closeConnections?.()) res.setHeader('connection', 'close');
+function closeIfStopping(deps: HttpDeps, x: Exchange): void {
+  if (deps.closeConnections?.()) x.closeConnection();
 }
 
 const CONNECTION_CLOSE: Readonly<Record<string, string>> = Object.freeze({ connection: 'close' });

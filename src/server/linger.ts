@@ -8,10 +8,10 @@
  * bytes are read and dropped until it closes its side, or is silent for `idleMs`, or `ms` have
  * passed since the answer, or it sent `bytes`: only then is the socket destroyed.
  *
- * Owns: the reading and dropping, its bounds, and the sockets lingering (a shutdown destroys them).
+ * Owns: the reading and dropping, its bounds, and the sockets lingering (a shutdown destroys them:
+ * connection-pipeline.ts).
  * Refuses: deciding when a connection closes (http-request.ts, http-lane.ts, refusal.ts).
  */
-import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
@@ -94,22 +94,4 @@ function endThenDestroy(socket: Duplex): void {
   if (socket.writable) socket.end();
   if (socket.writableFinished) socket.destroy();
   else socket.once('finish', () => socket.destroy());
-}
-
-const byServer = new WeakMap<Server, Lingering>();
-
-/** The server's lingering sockets, made with its bounds once; closeAllConnections destroys them too. */
-export function lingeringOf(server: Server, bounds?: () => LingerBounds): Lingering {
-  let l = byServer.get(server);
-  if (l !== undefined) return l;
-  if (bounds === undefined) throw new Error('expected the server to linger with bounds, got none');
-  l = new Lingering(bounds);
-  byServer.set(server, l);
-  const closeAll = server.closeAllConnections.bind(server);
-  const lingering = l;
-  server.closeAllConnections = () => {
-    closeAll();
-    lingering.destroyAll();
-  };
-  return l;
 }

@@ -14,14 +14,14 @@ import { ConnectionCaps, type ConnectionLimits } from '../limits/connections.js'
 import type { Metrics } from '../metrics/registry.js';
 import { WsFront } from './ws.js';
 import { createAdminServer, type AdminDeps } from './admin.js';
-import { createHttpServer } from './http.js';
+import { createHttpServer, type HttpFront } from './http.js';
 import type { RequestPath } from './path.js';
-import { acceptProxyProtocol } from './proxy-protocol.js';
+import type { ProxyProtocolOptions } from './proxy-protocol.js';
 
 export interface Listeners {
-  http: Server;
+  http: HttpFront;
   /** The separate WebSocket port (null when server.wsPort is null). */
-  wsHttp: Server | null;
+  wsHttp: HttpFront | null;
   admin: Server;
   ws: WsFront;
   connections: ConnectionCaps;
@@ -57,28 +57,22 @@ export function createListeners(current: () => RequestPath, metrics: Metrics, ad
     },
     metrics,
   );
-  // The plain lane tells the caps when a connection goes idle (they may close it to make room).
-  const http = createHttpServer(() => current().http, server, connections.idle);
-  const ws = new WsFront(() => current().ws);
-  ws.attach(http);
-  // The WebSocket port serves the same HTTP as server.port, and upgrades.
-  const wsHttp = server.wsPort === null ? null : createHttpServer(() => current().http, server, connections.idle);
-  if (wsHttp) ws.attach(wsHttp);
-  const rpc = wsHttp === null ? [http] : [http, wsHttp];
-  if (server.proxyProtocol) {
-    for (const s of rpc) {
-      acceptProxyProtocol(s, {
+  // Read for each connection: a reload's headersTimeoutMs applies to the next one.
+  const proxy: ProxyProtocolOptions | null = server.proxyProtocol
+    ? {
         trusted: (peer) => current().clientIp.isTrusted(peer),
-        // Read for each connection: a reload's headersTimeoutMs applies to the next one.
         get timeoutMs() {
           return current().config.server.headersTimeoutMs;
         },
         refused: (why) => metrics.recordProxyRefused(why),
-      });
-    }
-  }
-  // After the PROXY protocol check: the caps count every accepted connection, header or not.
-  for (const s of rpc) connections.attach(s);
+      }
+    : null;
+  const http = createHttpServer(() => current().http, server, connections, proxy);
+  const ws = new WsFront(() => current().ws);
+  ws.attach(http.server, http.lingering);
+  // The WebSocket port serves the same HTTP as server.port, and upgrades.
+  const wsHttp = server.wsPort === null ? null : createHttpServer(() => current().http, server, connections, proxy);
+  if (wsHttp) ws.attach(wsHttp.server, wsHttp.lingering);
   return { http, wsHttp, admin: createAdminServer(adminDeps), ws, connections };
 }
 
@@ -105,17 +99,17 @@ async function listenOn(server: Server, listener: 'http' | 'ws' | 'admin', host:
 export async function listen(l: Listeners, config: RequestPath['config']): Promise<void> {
   const { server, admin } = config;
   await Promise.all([
-    listenOn(l.http, 'http', server.host, server.port),
+    listenOn(l.http.server, 'http', server.host, server.port),
     listenOn(l.admin, 'admin', admin.host, admin.port),
-    ...(l.wsHttp ? [listenOn(l.wsHttp, 'ws', server.host, server.wsPort ?? 0)] : []),
+    ...(l.wsHttp ? [listenOn(l.wsHttp.server, 'ws', server.host, server.wsPort ?? 0)] : []),
   ]);
 }
 
 export function portsOf(l: Listeners): Ports {
   return {
-    http: (l.http.address() as AddressInfo).port,
+    http: (l.http.server.address() as AddressInfo).port,
     admin: (l.admin.address() as AddressInfo).port,
-    ws: l.wsHttp ? (l.wsHttp.address() as AddressInfo).port : null,
+    ws: l.wsHttp ? (l.wsHttp.server.address() as AddressInfo).port : null,
   };
 }
 
@@ -124,8 +118,9 @@ export function portsOf(l: Listeners): Ports {
  * same JSON-RPC over HTTP). Node reads them per connection: open keep-alive connections keep theirs.
  */
 export function applyTimeouts(l: Listeners, server: RequestPath['config']['server']): void {
-  for (const s of [l.http, l.wsHttp]) {
-    if (s === null) continue;
+  for (const front of [l.http, l.wsHttp]) {
+    if (front === null) continue;
+    const s = front.server;
     s.headersTimeout = server.headersTimeoutMs;
     s.requestTimeout = server.headersTimeoutMs + server.bodyTimeoutMs;
     s.keepAliveTimeout = server.keepAliveTimeoutMs;
@@ -148,28 +143,28 @@ function after(ms: number): { done: Promise<void>; cancel: () => void } {
  * 1001, and calls in flight may finish until `deadline` (epoch ms); then every connection closes.
  */
 export async function drainListeners(l: Listeners, concurrency: Concurrency, deadline: number): Promise<void> {
-  const closed = new Promise<void>((resolve) => l.http.close(() => resolve()));
-  l.http.closeIdleConnections();
-  l.wsHttp?.close();
-  l.wsHttp?.closeIdleConnections();
+  const closed = new Promise<void>((resolve) => l.http.server.close(() => resolve()));
+  l.http.pipeline.closeIdle();
+  l.wsHttp?.server.close();
+  l.wsHttp?.pipeline.closeIdle();
   await l.ws.close(1001, deadline);
   const grace = after(deadline - Date.now());
   await Promise.race([concurrency.idle(), grace.done]);
   grace.cancel();
-  l.http.closeAllConnections();
+  l.http.pipeline.closeAll();
   await closed;
 }
 
 /** Closes every socket and listener at once: WebSockets with 1001, HTTP connections cut. */
 export async function closeListeners(l: Listeners): Promise<void> {
   await l.ws.close(1001);
-  l.http.closeAllConnections();
+  l.http.pipeline.closeAll();
   if (l.wsHttp) {
-    l.wsHttp.closeAllConnections();
-    await new Promise<void>((r) => l.wsHttp!.close(() => r()));
+    l.wsHttp.pipeline.closeAll();
+    await new Promise<void>((r) => l.wsHttp!.server.close(() => r()));
   }
   await Promise.all([
-    new Promise<void>((r) => l.http.close(() => r())),
+    new Promise<void>((r) => l.http.server.close(() => r())),
     new Promise<void>((r) => {
       l.admin.closeAllConnections();
       l.admin.close(() => r());

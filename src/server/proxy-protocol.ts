@@ -13,11 +13,9 @@
  *     `timeoutMs`: refused.
  * The header is parsed by proxy-protocol-js; this file only frames it and decides.
  */
-import type { Server } from 'node:http';
 import { isIP, type Socket } from 'node:net';
 import pp from 'proxy-protocol-js';
 import type { ProxyRefusal } from '../metrics/labels.js';
-import { gateConnections } from './connection-gate.js';
 
 const V2_SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
 const V1_PREFIX = Buffer.from('PROXY ');
@@ -100,51 +98,54 @@ function ipv6Text(bytes: readonly number[]): string {
 }
 
 /**
- * Makes `server` read a PROXY header (or its absence) off each connection before HTTP does: a
- * gate (connection-gate.ts) that hands the socket on with the bytes after the header put back.
+ * Reads a PROXY header (or its absence) off a new connection before HTTP does, then `next` with
+ * the bytes after the header (the connection pipeline puts them back: connection-pipeline.ts); or
+ * refuses the connection.
  */
-export function acceptProxyProtocol(server: Server, opts: ProxyProtocolOptions): void {
-  const handOn = gateConnections(server, (socket: Socket) => {
-    let buf: Buffer = Buffer.alloc(0);
-    const done = (): void => {
-      clearTimeout(timer);
-      socket.off('data', onData);
-      socket.off('error', onError);
-    };
-    const refuse = (why: ProxyRefusal): void => {
-      done();
-      opts.refused(why);
-      socket.destroy();
-    };
-    const handOver = (rest: Buffer): void => {
-      done();
-      handOn(socket, rest);
-    };
-    const onData = (chunk: Buffer): void => {
-      buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
-      const f = frame(buf);
-      if ('need' in f) return;
-      if ('plain' in f) return handOver(buf);
-      if ('bad' in f) return refuse('bad_header');
-      const peer = socket.remoteAddress ?? '';
-      if (!opts.trusted(peer)) return refuse('untrusted_header');
-      let source: string | null;
-      try {
-        source = sourceOf(f.header);
-      } catch {
-        return refuse('bad_header');
-      }
-      if (source !== null) carried.set(socket, source);
-      handOver(f.rest);
-    };
-    // A peer that goes away before deciding is simply gone: nothing to refuse or count.
-    const onError = (): void => {
-      done();
-      socket.destroy();
-    };
-    const timer = setTimeout(() => refuse('timeout'), opts.timeoutMs);
-    socket.on('data', onData);
-    socket.on('error', onError);
-    socket.once('close', () => clearTimeout(timer));
-  });
+export function readProxyHeader(
+  socket: Socket,
+  opts: ProxyProtocolOptions,
+  next: (socket: Socket, rest: Buffer) => void,
+): void {
+  let buf: Buffer = Buffer.alloc(0);
+  const done = (): void => {
+    clearTimeout(timer);
+    socket.off('data', onData);
+    socket.off('error', onError);
+  };
+  const refuse = (why: ProxyRefusal): void => {
+    done();
+    opts.refused(why);
+    socket.destroy();
+  };
+  const handOver = (rest: Buffer): void => {
+    done();
+    next(socket, rest);
+  };
+  const onData = (chunk: Buffer): void => {
+    buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+    const f = frame(buf);
+    if ('need' in f) return;
+    if ('plain' in f) return handOver(buf);
+    if ('bad' in f) return refuse('bad_header');
+    const peer = socket.remoteAddress ?? '';
+    if (!opts.trusted(peer)) return refuse('untrusted_header');
+    let source: string | null;
+    try {
+      source = sourceOf(f.header);
+    } catch {
+      return refuse('bad_header');
+    }
+    if (source !== null) carried.set(socket, source);
+    handOver(f.rest);
+  };
+  // A peer that goes away before deciding is simply gone: nothing to refuse or count.
+  const onError = (): void => {
+    done();
+    socket.destroy();
+  };
+  const timer = setTimeout(() => refuse('timeout'), opts.timeoutMs);
+  socket.on('data', onData);
+  socket.on('error', onError);
+  socket.once('close', () => clearTimeout(timer));
 }

@@ -25,7 +25,7 @@ import { peerAddress } from './proxy-protocol.js';
 import type { Front, FrontResult } from './front.js';
 import { rpcTarget } from './rpc-target.js';
 import { rawRefusal, refuseSocket } from './refusal.js';
-import { type Lingering, lingeringOf } from './linger.js';
+import type { Lingering } from './linger.js';
 import { KeyCounts } from '../limits/key-counts.js';
 import type { ChainFeed } from '../subscriptions/chain.js';
 import type { PendingFeed } from '../subscriptions/pending.js';
@@ -97,9 +97,8 @@ export class WsFront {
     return this.clients.size;
   }
 
-  /** Takes `server`'s upgrades; a refused one closes with the server's linger (createHttpServer made it). */
-  attach(server: Server): void {
-    const lingering = lingeringOf(server);
+  /** Takes `server`'s upgrades; a refused one closes with the server's linger (http.ts). */
+  attach(server: Server, lingering: Lingering): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
       this.upgrade(req, socket, head, lingering),
     );

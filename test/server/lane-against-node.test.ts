@@ -235,7 +235,7 @@ t.test('server.plainLane: false sends every request through node:http', async (t
   // node:http's 'request' event fires for each request its parser read, and for no request the lane read.
   const parsed = (s: RunningSwitchyard): (() => number) => {
     let n = 0;
-    (s.app as unknown as { listeners: { http: Server } }).listeners.http.on('request', () => n++);
+    (s.app as unknown as { listeners: { http: { server: Server } } }).listeners.http.server.on('request', () => n++);
     return () => n;
   };
   const byLane = parsed(lane);

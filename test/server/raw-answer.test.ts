@@ -7,6 +7,7 @@ import t from 'tap';
 import { request } from 'undici';
 import { RawText } from '../../src/jsonrpc/raw.js';
 import { NO_HEADERS, sendLargeAnswer } from '../../src/server/http-answer.js';
+import { NodeExchange } from '../../src/server/node-exchange.js';
 
 const TEXT = `{"jsonrpc":"2.0","id":1,"result":[${Array.from({ length: 5000 }, (_, i) => `{"i":${i},"s":"é😀"}`).join(',')}]}`;
 
@@ -14,8 +15,8 @@ t.test('a RawText answer, plain and gzip: the same bytes', async (t) => {
   const bytes = Buffer.from(TEXT);
   const chunks: Buffer[] = [];
   for (let i = 0; i < bytes.length; i += 4097) chunks.push(bytes.subarray(i, i + 4097));
-  const server = createServer((req, res) =>
-    sendLargeAnswer(res, req, 200, new RawText(chunks, bytes.length, TEXT.length), 'r1', NO_HEADERS, NO_HEADERS),
+  const server = createServer({ ServerResponse: NodeExchange }, (_req, res) =>
+    sendLargeAnswer(res, 200, new RawText(chunks, bytes.length, TEXT.length), 'r1', NO_HEADERS, NO_HEADERS),
   );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
