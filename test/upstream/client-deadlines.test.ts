@@ -9,6 +9,12 @@ import { upstreamConfig } from '../helpers/fake-client.js';
 import { startFakeNode } from '../helpers/fake-node.js';
 
 t.test('a call batched with a longer one times out on its own deadline', async (t) => {
+  // A process's first request loads undici's HTTP parser (tens of ms, more on a loaded host):
+  // made beforehand, to another node, so the batch below reaches its node well inside 150 ms.
+  const warm = await startFakeNode(t);
+  const warmClient = new HttpUpstreamClient(upstreamConfig('warm', { url: warm.url }));
+  t.teardown(() => warmClient.close());
+  await warmClient.call('eth_chainId', '[]', 5_000);
   const node = await startFakeNode(t, () => ({ hang: true }));
   const client = new HttpUpstreamClient(upstreamConfig('hung', { url: node.url, maxConnections: 2 }));
   t.teardown(() => client.close());
