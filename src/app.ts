@@ -28,8 +28,8 @@ import { buildRequestPath, discardPath, type PathParts, type RequestPath } from 
 import { Fleet, fleetOptions } from './upstream/fleet.js';
 import { Discovery, discoverySettings } from './upstream/discovery.js';
 import { SharedHeads } from './replicas/shared-heads.js';
-import { SharedCordons } from './replicas/shared-cordons.js';
-import { Cordons, MemoryCordons, type CordonKeeper } from './upstream/cordons.js';
+import { cordonFileBeside, keepCordons } from './replicas/cordon-keeper.js';
+import { Cordons } from './upstream/cordons.js';
 import { RedisConnections } from './redis/connections.js';
 import { Uptime } from './uptime/index.js';
 import { ChainFeed, feedSettings } from './subscriptions/chain.js';
@@ -75,7 +75,7 @@ interface Rooms {
   /** Heads shared with the other replicas through the top-level redis (null without one). */
   sharedHeads: SharedHeads | null;
   uptime: Uptime | null;
-  /** Cordoned upstreams, kept in the top-level redis, else the uptime store, else memory. */
+  /** Cordoned upstreams, kept in the top-level redis, else a file beside the uptime store, else memory. */
   cordons: Cordons;
   feed: ChainFeed;
   pending: PendingFeed;
@@ -107,10 +107,17 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     shared: config.redis === null ? null : { connections: redis, url: config.redis },
   };
   const uptime = config.uptime.enabled ? new Uptime(config.uptime, uptimeDeps) : null;
-  const keeper: CordonKeeper =
-    config.redis !== null
-      ? new SharedCordons(redis, config.redis, config.chainId, () => fleet.upstreams.map((u) => u.name), metrics)
-      : (uptime?.cordonKeeper() ?? new MemoryCordons());
+  // Without redis, cordons get a file beside the uptime store's (where the store kept them before).
+  const cordonFile = uptime !== null && config.uptime.store !== null ? cordonFileBeside(config.uptime.store) : null;
+  const keeper = keepCordons({
+    redis: config.redis === null ? null : { connections: redis, url: config.redis },
+    chainId: config.chainId,
+    names: () => fleet.upstreams.map((u) => u.name),
+    file: cordonFile,
+    carried: cordonFile === null ? null : (uptime?.oldCordons() ?? null),
+    metrics,
+    log: log.child({ room: 'cordons' }),
+  });
   return {
     log,
     metrics,

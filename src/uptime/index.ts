@@ -3,8 +3,7 @@
  * memory), the probe loop that runs the two checks and records them (probe-loop.ts), maintenance
  * windows (maintenance.ts), incidents told by hand (incidents.ts) and uptime.webhooks (notify.ts),
  * and gives the report the page, its JSON and the badge show (report.ts, page.ts, badge.ts).
- * Without a shared Redis it also keeps the cordons in its store (cordonKeeper); with one, every
- * replica shows one page: one probes (the lease holder) and all share the store (shared.ts). The
+ * With a shared Redis every replica shows one page: one probes (the lease holder) and all share the store (shared.ts). The
  * clock is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http-request.ts asks
  * routes.ts for an answer).
@@ -19,8 +18,6 @@ import type { Metrics } from '../metrics/registry.js';
 import { WINDOWS, fraction, buildReport, type UptimeReport } from './report.js';
 import type { UptimePages } from './pages/routes.js';
 import type { MaintenanceConfig } from '../config/maintenance-schema.js';
-import type { CordonKeeper } from '../upstream/cordons.js';
-import { storeCordons } from './store/cordon-keeper.js';
 import { IncidentDesk } from './incidents.js';
 import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
 import { storeWindows } from './store/maintenance-store.js';
@@ -208,13 +205,15 @@ export class Uptime implements UptimePages {
     return shownFraction(fraction(tally), seen, month);
   }
 
-  /** Cordons kept in this store, without a shared Redis (cordon-keeper.ts). */
-  cordonKeeper(): CordonKeeper {
-    return storeCordons(
-      this.store,
-      (op) => this.write(op),
-      () => this.clock.now(),
-    );
+  /**
+   * Cordons an older version kept in this store (rows of name and JSON text), and how to empty
+   * that table once they are kept elsewhere (replicas/cordon-keeper.ts carries them over).
+   */
+  oldCordons(): { rows: ReadonlyMap<string, string>; clear(): void } {
+    return {
+      rows: this.write(() => this.store.cordons()) ?? new Map(),
+      clear: () => void this.write(() => this.store.clearCordons(this.clock.now())),
+    };
   }
 
   /** For /status on the admin port. */
