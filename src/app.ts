@@ -28,6 +28,7 @@ import { buildRequestPath, discardPath, type PathParts, type RequestPath } from 
 import { Fleet, fleetOptions } from './upstream/fleet.js';
 import { Discovery, discoverySettings } from './upstream/discovery.js';
 import { SharedHeads } from './replicas/shared-heads.js';
+import { SharedRedis } from './replicas/shared-state.js';
 import { cordonFileBeside, keepCordons } from './replicas/cordon-keeper.js';
 import { Cordons } from './upstream/cordons.js';
 import { RedisConnections } from './redis/connections.js';
@@ -97,6 +98,8 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
   const cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, metrics, log, redis);
   fleet.on('reorg', () => cache.onReorg());
   const sharedHeadsMs = Math.min(config.routing.headPollMs, 1_000);
+  // Every state the replicas share (heads, cordons, the uptime page) goes through the top-level redis this way.
+  const shared = config.redis === null ? null : new SharedRedis(redis, config.redis, config.chainId);
   const uptimeDeps = {
     chainId: config.chainId,
     fleet,
@@ -104,14 +107,13 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     log,
     upstreamTimeoutMs: config.routing.upstreamTimeoutMs,
     // One page for every replica through the top-level redis (uptime/share/shared.ts).
-    shared: config.redis === null ? null : { connections: redis, url: config.redis },
+    shared,
   };
   const uptime = config.uptime.enabled ? new Uptime(config.uptime, uptimeDeps) : null;
   // Without redis, cordons get a file beside the uptime store's (where the store kept them before).
   const cordonFile = uptime !== null && config.uptime.store !== null ? cordonFileBeside(config.uptime.store) : null;
   const keeper = keepCordons({
-    redis: config.redis === null ? null : { connections: redis, url: config.redis },
-    chainId: config.chainId,
+    redis: shared,
     names: () => fleet.upstreams.map((u) => u.name),
     file: cordonFile,
     carried: cordonFile === null ? null : (uptime?.oldCordons() ?? null),
@@ -126,10 +128,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     concurrency: new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp),
     redis,
     cache,
-    sharedHeads:
-      config.redis === null
-        ? null
-        : new SharedHeads(redis, config.redis, config.chainId, fleet, metrics, sharedHeadsMs),
+    sharedHeads: shared === null ? null : new SharedHeads(shared, fleet, metrics, sharedHeadsMs),
     uptime,
     cordons: new Cordons(fleet, keeper, metrics, log.child({ room: 'cordons' })),
     feed: new ChainFeed(fleet, feedSettings(config), metrics, log.child({ room: 'subscriptions' })),

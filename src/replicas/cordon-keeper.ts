@@ -18,9 +18,9 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, parse, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
-import type { RedisConnections } from '../redis/connections.js';
 import { parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../upstream/cordons.js';
 import { SharedCordons } from './shared-cordons.js';
+import type { SharedRedis } from './shared-state.js';
 
 /** A cordon file bigger than this is no file of ours (a cordon is under 500 bytes). */
 export const MAX_FILE_BYTES = 256 * 1024;
@@ -35,8 +35,7 @@ export interface CarriedCordons {
 
 export interface KeeperOptions {
   /** The top-level redis (shared by every replica), or null. */
-  redis: { connections: RedisConnections; url: string } | null;
-  chainId: number;
+  redis: SharedRedis | null;
   /** The upstream names configured now (the Redis read asks for them first). */
   names: () => readonly string[];
   /** The cordon file (cordonFileBeside), or null: memory. Not used with redis. */
@@ -49,7 +48,7 @@ export interface KeeperOptions {
 
 /** Where cordons are kept: Redis, else their file, else memory. */
 export function keepCordons(o: KeeperOptions): CordonKeeper {
-  if (o.redis !== null) return new SharedCordons(o.redis.connections, o.redis.url, o.chainId, o.names, o.metrics);
+  if (o.redis !== null) return new SharedCordons(o.redis, o.names, o.metrics);
   if (o.file !== null) return new FileCordons(o.file, o.log, o.carried);
   return new MemoryCordons();
 }

@@ -24,7 +24,7 @@ import { storeWindows } from './store/maintenance-store.js';
 import { openUptimeStore, storeWrite } from './store/store-open.js';
 import { UptimeStore } from './store/store.js';
 import { SharedUptime, changeCount } from './share/shared.js';
-import type { RedisConnections } from '../redis/connections.js';
+import type { SharedRedis } from '../replicas/shared-state.js';
 import type { WebhookConfig } from '../config/uptime-schema.js';
 import { pageContext, startWebhooks } from './notify/notify.js';
 import type { Webhooks } from './notify/webhooks.js';
@@ -56,7 +56,7 @@ export interface UptimeDeps {
   upstreamTimeoutMs: number;
   clock?: Clock;
   /** The top-level redis: one page for every replica (shared.ts); absent or null: this replica's store. */
-  shared?: { connections: RedisConnections; url: string } | null;
+  shared?: SharedRedis | null;
 }
 
 const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
@@ -122,7 +122,7 @@ export class Uptime implements UptimePages {
     deps.metrics.setUptimeStorePersistent(this.store.persistent);
     const host = { ...deps, store: this.store, log: this.log, probeIntervalMs: () => this.settings.probeIntervalMs };
     this.shared = deps.shared
-      ? new SharedUptime(deps.shared.connections, deps.shared.url, deps.chainId, {
+      ? new SharedUptime(deps.shared, {
           ...host,
           loaded: () => this.loop.reload(this.shared?.prober ?? true),
         })
