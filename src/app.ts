@@ -32,7 +32,7 @@ import { SharedRedis } from './replicas/shared-state.js';
 import { cordonFileBeside, keepCordons } from './replicas/cordon-keeper.js';
 import { Cordons } from './upstream/cordons.js';
 import { RedisConnections } from './redis/connections.js';
-import { Uptime } from './uptime/index.js';
+import { SYSTEM_CLOCK, Uptime } from './uptime/index.js';
 import { ChainFeed, feedSettings } from './subscriptions/chain.js';
 import { PendingFeed } from './subscriptions/pending.js';
 import { VERSION } from './version.js';
@@ -100,16 +100,10 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
   const sharedHeadsMs = Math.min(config.routing.headPollMs, 1_000);
   // Every state the replicas share (heads, cordons, the uptime page) goes through the top-level redis this way.
   const shared = config.redis === null ? null : new SharedRedis(redis, config.redis, config.chainId);
-  const uptimeDeps = {
-    chainId: config.chainId,
-    fleet,
-    metrics,
-    log,
-    upstreamTimeoutMs: config.routing.upstreamTimeoutMs,
-    // One page for every replica through the top-level redis (uptime/share/shared.ts).
-    shared,
-  };
-  const uptime = config.uptime.enabled ? new Uptime(config.uptime, uptimeDeps) : null;
+  // Uptime's whole input: the fleet view, a clock and the top-level redis (one page for every replica).
+  const uptime = config.uptime.enabled
+    ? new Uptime(config, { fleet, clock: SYSTEM_CLOCK, redis: shared }, { metrics, log })
+    : null;
   // Without redis, cordons get a file beside the uptime store's (where the store kept them before).
   const cordonFile = uptime !== null && config.uptime.store !== null ? cordonFileBeside(config.uptime.store) : null;
   const keeper = keepCordons({
