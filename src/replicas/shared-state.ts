@@ -140,7 +140,7 @@ export class SharedChannel {
     return this.running;
   }
 
-  /** Nothing more runs or is heard; an exchange in flight settles on its own (the state checks `closed`). */
+  /** Nothing more runs or is heard; an exchange in flight settles on its own (each state keeps its own `closed`). */
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -151,9 +151,5 @@ export class SharedChannel {
       void this.sub.unsubscribe(this.channel).catch(() => undefined);
     }
     this.link.release();
-  }
-
-  get isClosed(): boolean {
-    return this.closed;
   }
 }
