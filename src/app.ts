@@ -28,10 +28,11 @@ import { buildRequestPath, discardPath, type PathParts, type RequestPath } from 
 import { Fleet, fleetOptions } from './upstream/fleet.js';
 import { Discovery, discoverySettings } from './upstream/discovery.js';
 import { SharedHeads } from './replicas/shared-heads.js';
-import { SharedCordons } from './replicas/shared-cordons.js';
-import { Cordons, MemoryCordons, type CordonKeeper } from './upstream/cordons.js';
+import { SharedRedis } from './replicas/shared-state.js';
+import { cordonFileBeside, keepCordons } from './replicas/cordon-keeper.js';
+import { Cordons } from './upstream/cordons.js';
 import { RedisConnections } from './redis/connections.js';
-import { Uptime } from './uptime/index.js';
+import { SYSTEM_CLOCK, Uptime } from './uptime/index.js';
 import { ChainFeed, feedSettings } from './subscriptions/chain.js';
 import { PendingFeed } from './subscriptions/pending.js';
 import { VERSION } from './version.js';
@@ -75,7 +76,7 @@ interface Rooms {
   /** Heads shared with the other replicas through the top-level redis (null without one). */
   sharedHeads: SharedHeads | null;
   uptime: Uptime | null;
-  /** Cordoned upstreams, kept in the top-level redis, else the uptime store, else memory. */
+  /** Cordoned upstreams, kept in the top-level redis, else a file beside the uptime store, else memory. */
   cordons: Cordons;
   feed: ChainFeed;
   pending: PendingFeed;
@@ -97,20 +98,22 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
   const cache = new ResponseCache({ ...config.cache, chainId: config.chainId }, metrics, log, redis);
   fleet.on('reorg', () => cache.onReorg());
   const sharedHeadsMs = Math.min(config.routing.headPollMs, 1_000);
-  const uptimeDeps = {
-    chainId: config.chainId,
-    fleet,
+  // Every state the replicas share (heads, cordons, the uptime page) goes through the top-level redis this way.
+  const shared = config.redis === null ? null : new SharedRedis(redis, config.redis, config.chainId);
+  // Uptime's whole input: the fleet view, a clock and the top-level redis (one page for every replica).
+  const uptime = config.uptime.enabled
+    ? new Uptime(config, { fleet, clock: SYSTEM_CLOCK, redis: shared }, { metrics, log })
+    : null;
+  // Without redis, cordons get a file beside the uptime store's (where the store kept them before).
+  const cordonFile = uptime !== null && config.uptime.store !== null ? cordonFileBeside(config.uptime.store) : null;
+  const keeper = keepCordons({
+    redis: shared,
+    names: () => fleet.upstreams.map((u) => u.name),
+    file: cordonFile,
+    carried: cordonFile === null ? null : (uptime?.oldCordons() ?? null),
     metrics,
-    log,
-    upstreamTimeoutMs: config.routing.upstreamTimeoutMs,
-    // One page for every replica through the top-level redis (uptime/share/shared.ts).
-    shared: config.redis === null ? null : { connections: redis, url: config.redis },
-  };
-  const uptime = config.uptime.enabled ? new Uptime(config.uptime, uptimeDeps) : null;
-  const keeper: CordonKeeper =
-    config.redis !== null
-      ? new SharedCordons(redis, config.redis, config.chainId, () => fleet.upstreams.map((u) => u.name), metrics)
-      : (uptime?.cordonKeeper() ?? new MemoryCordons());
+    log: log.child({ room: 'cordons' }),
+  });
   return {
     log,
     metrics,
@@ -119,10 +122,7 @@ function buildRooms(config: Config, opts: AppOptions): Rooms {
     concurrency: new Concurrency(config.server.maxInFlight, config.server.maxInFlightPerIp),
     redis,
     cache,
-    sharedHeads:
-      config.redis === null
-        ? null
-        : new SharedHeads(redis, config.redis, config.chainId, fleet, metrics, sharedHeadsMs),
+    sharedHeads: shared === null ? null : new SharedHeads(shared, fleet, metrics, sharedHeadsMs),
     uptime,
     cordons: new Cordons(fleet, keeper, metrics, log.child({ room: 'cordons' })),
     feed: new ChainFeed(fleet, feedSettings(config), metrics, log.child({ room: 'subscriptions' })),

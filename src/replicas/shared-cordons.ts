@@ -9,11 +9,13 @@
  * What Redis holds is input: a field that is not an upstream name or a value that is not a cordon
  * is refused and counted (switchyard_redis_values_refused_total{use="cordons"}); the read script
  * returns at most MAX_FIELDS fields of bounded size, so a hash grown by anyone else costs little.
+ * The way to Redis is the one every shared state takes (shared-state.ts): the exchange is the
+ * read, an announcement says only "changed".
  */
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
 import type { Metrics } from '../metrics/registry.js';
-import type { RedisConnections, RedisLink } from '../redis/connections.js';
 import { cordonText, parseCordon, UPSTREAM_NAME, type Cordon, type CordonKeeper } from '../upstream/cordons.js';
+import type { SharedChannel, SharedRedis, SharedState } from './shared-state.js';
 
 /** The safety-net read: a cordon missed on pub/sub is seen within this long. */
 export const READ_EVERY_MS = 1_000;
@@ -39,96 +41,69 @@ end
 return out
 `;
 
-export class SharedCordons implements CordonKeeper {
+export class SharedCordons implements CordonKeeper, SharedState {
   readonly keptIn = 'redis';
-  private readonly link: RedisLink;
-  private readonly sub: Redis;
-  private readonly key: string;
-  private readonly channel: string;
-  private timer: NodeJS.Timeout | null = null;
+  private readonly shared: SharedChannel;
   private seen: ((all: ReadonlyMap<string, Cordon>) => void) | null = null;
-  private reading: Promise<boolean> | null = null;
-  private again = false;
-  private readonly onMessage = (channel: string): void => {
-    if (channel === this.channel) void this.read();
-  };
 
   constructor(
-    connections: RedisConnections,
-    url: string,
-    chainId: number,
+    redis: SharedRedis,
     private readonly names: () => readonly string[],
     private readonly metrics: Metrics,
   ) {
-    this.key = `switchyard:${chainId}:cordons`;
-    this.channel = `switchyard:${chainId}:cordons:changed`;
-    this.link = connections.link(url, {
-      name: 'cordons',
-      whileDown: 'cordons stay as last read and cannot be changed',
-      onUp: () => void this.read(),
-    });
-    this.sub = this.link.subscriber();
-    this.sub.on('message', this.onMessage);
+    this.shared = redis.open(
+      {
+        key: 'cordons',
+        channel: ':changed',
+        use: 'cordons',
+        whileDown: 'cordons stay as last read and cannot be changed',
+        everyMs: READ_EVERY_MS,
+      },
+      this,
+    );
   }
 
   /** Subscribes and reads; resolves after the first read, or after 2 s without Redis (then the timer keeps trying). */
   async start(seen: (all: ReadonlyMap<string, Cordon>) => void): Promise<void> {
     this.seen = seen;
-    void this.sub.subscribe(this.channel).catch(() => undefined);
-    this.timer = setInterval(() => void this.read(), READ_EVERY_MS);
-    this.timer.unref();
+    this.shared.start();
     const deadline = Date.now() + 2_000;
-    while (!(await this.read()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while (!(await this.shared.sync()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   }
 
   async put(name: string, c: Cordon): Promise<void> {
-    await this.write((m) => m.hset(this.key, name, cordonText(c)));
+    await this.write((m) => m.hset(this.shared.key(), name, cordonText(c)));
   }
 
   async drop(name: string): Promise<void> {
-    await this.write((m) => m.hdel(this.key, name));
+    await this.write((m) => m.hdel(this.shared.key(), name));
   }
 
   /** One MULTI: the change and its announcement (this replica hears it too, and reads the hash again). */
   private async write(change: (m: ChainableCommander) => unknown): Promise<void> {
-    if (!this.link.usable) throw new Error('redis unreachable');
-    const m = this.link.client.multi();
+    if (!this.shared.usable) throw new Error('redis unreachable');
+    const m = this.shared.client.multi();
     change(m);
-    m.publish(this.channel, 'changed');
+    m.publish(this.shared.key(':changed'), 'changed');
     try {
       const results = await m.exec();
       if (results === null || results.some(([err]) => err !== null)) throw new Error('redis refused the write');
-      this.link.note(true);
+      this.shared.note(true);
     } catch (err) {
-      this.link.note(false);
+      this.shared.note(false);
       throw err;
     }
   }
 
-  /** Reads the hash and hands the set to `seen` (coalesced: one read at a time, another after it if asked). True when read. */
-  private read(): Promise<boolean> {
-    if (this.reading !== null) {
-      this.again = true;
-      return this.reading;
-    }
-    this.reading = this.readOnce().finally(() => {
-      this.reading = null;
-      if (this.again) {
-        this.again = false;
-        void this.read();
-      }
-    });
-    return this.reading;
-  }
-
-  private async readOnce(): Promise<boolean> {
-    if (!this.link.usable || this.seen === null) return false;
+  /** Reads the hash and hands the set to `seen`. True when read. */
+  async exchange(): Promise<boolean> {
+    if (!this.shared.usable || this.seen === null) return false;
     let flat: unknown;
     try {
-      flat = await this.link.client.eval(READ_SCRIPT, 1, this.key, MAX_FIELDS, MAX_VALUE, ...this.names());
-      this.link.note(true);
+      flat = await this.shared.client.eval(READ_SCRIPT, 1, this.shared.key(), MAX_FIELDS, MAX_VALUE, ...this.names());
+      this.shared.note(true);
     } catch {
-      this.link.note(false);
+      this.shared.note(false);
       return false;
     }
     // close() may have run while the script was in flight: then the answer has no one to go to.
@@ -157,10 +132,7 @@ export class SharedCordons implements CordonKeeper {
   }
 
   async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
     this.seen = null;
-    this.sub.off('message', this.onMessage);
-    void this.sub.unsubscribe(this.channel).catch(() => undefined);
-    this.link.release();
+    this.shared.close();
   }
 }

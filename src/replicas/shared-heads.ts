@@ -10,19 +10,18 @@
  * hash already holds, so a client that reads N from this replica and asks another replica next
  * finds N announced there (the rise reached the other replica's subscription before this
  * replica's answer left). Redis down: the replica goes on with its own view
- * (logged by the connection, counted here) and sharing resumes when Redis is back. The connections
- * are the process's shared ones for that URL (redis/connections.ts): commands on the shared one,
- * the subscription on the shared pub/sub one.
+ * (logged by the connection, counted here) and sharing resumes when Redis is back. The way to
+ * Redis (link, channel, timer, one exchange at a time) is the one every shared state takes
+ * (shared-state.ts): the exchange is the max script, an announcement carries the maxes.
  * What Redis holds is input, not fact (anyone who can write to it can write anything): a value is
  * taken only when it is a height no further ahead than this replica's own nodes make possible
  * (Fleet.reach: the last head two of its nodes confirmed, plus the chain's pace and a slack); others
  * are refused and counted (switchyard_redis_values_refused_total{use="heads"}).
  */
-import type { Redis } from 'ioredis';
 import type { Metrics } from '../metrics/registry.js';
-import type { RedisConnections, RedisLink } from '../redis/connections.js';
 import type { Fleet } from '../upstream/fleet.js';
 import type { Upstream } from '../upstream/node.js';
+import type { SharedChannel, SharedRedis, SharedState } from './shared-state.js';
 
 /**
  * KEYS[1] the hash; ARGV[1] its TTL in ms, then field/value pairs. Each field keeps the max of its
@@ -56,87 +55,67 @@ const HEIGHT = /^(?:0|[1-9][0-9]{0,14})$/;
 /** A message or answer longer than this is not one this code wrote (two fields per upstream). */
 const MAX_TEXT = 64 * 1024;
 
-export class SharedHeads {
-  private readonly link: RedisLink;
-  private readonly sub: Redis;
-  private readonly key: string;
-  private readonly channel: string;
-  private timer: NodeJS.Timeout | null = null;
-  private publishing = false;
-  private again = false;
+export class SharedHeads implements SharedState {
+  private readonly shared: SharedChannel;
   private closed = false;
   /** The shared max per upstream name, as last read. */
   private readonly known = new Map<string, number>();
   /** The fleet head shared by all replicas (-1 until read). */
   sharedHead = -1;
   private readonly onHead = (u: Upstream): void => {
-    if (u.head > (this.known.get(u.name) ?? -1)) this.publish();
+    if (u.head > (this.known.get(u.name) ?? -1)) void this.shared.sync();
   };
 
-  private readonly onMessage = (channel: string, text: string): void => {
-    if (channel === this.channel) this.apply(text);
-  };
-
-  /** `url`: the top-level redis, through the process's shared connections. */
   constructor(
-    connections: RedisConnections,
-    url: string,
-    chainId: number,
+    redis: SharedRedis,
     private readonly fleet: Fleet,
     private readonly metrics: Metrics,
     private readonly intervalMs: number,
   ) {
-    this.key = `switchyard:${chainId}:heads`;
-    this.channel = `switchyard:${chainId}:heads:rose`;
     metrics.declareSharedHeads();
-    // Back after an outage: exchange at once rather than at the next tick.
-    this.link = connections.link(url, {
-      name: 'shared heads',
-      whileDown: "heads are this replica's own view",
-      onUp: () => this.publish(),
-    });
-    this.sub = this.link.subscriber();
-    this.sub.on('message', this.onMessage);
-  }
-
-  start(): void {
-    void this.sub.subscribe(this.channel).catch(() => undefined);
-    this.fleet.on('upstream-head', this.onHead);
-    this.timer = setInterval(() => this.publish(), this.intervalMs);
-    this.timer.unref();
-    this.fleet.capServedHead(() =>
-      this.link.usable && this.sharedHead >= 0 ? this.sharedHead : Number.POSITIVE_INFINITY,
+    // Back after an outage: exchange at once rather than at the next tick (the channel does).
+    this.shared = redis.open(
+      {
+        key: 'heads',
+        channel: ':rose',
+        use: 'shared heads',
+        whileDown: "heads are this replica's own view",
+        everyMs: intervalMs,
+      },
+      this,
     );
   }
 
-  /** Sends this replica's heads, takes the merged maxes back (coalesced: one exchange at a time). */
-  private publish(): void {
-    if (this.closed || !this.link.usable) return;
-    if (this.publishing) {
-      this.again = true;
-      return;
-    }
-    this.publishing = true;
+  start(): void {
+    this.shared.start();
+    this.fleet.on('upstream-head', this.onHead);
+    this.fleet.capServedHead(() =>
+      this.shared.usable && this.sharedHead >= 0 ? this.sharedHead : Number.POSITIVE_INFINITY,
+    );
+  }
+
+  /** Sends this replica's heads, takes the merged maxes back (shared-state.ts runs one at a time). */
+  async exchange(): Promise<boolean> {
+    if (this.closed || !this.shared.usable) return false;
     const args: (string | number)[] = [this.intervalMs * 20];
     for (const u of this.fleet.upstreams) if (u.available && !u.shadow && u.head >= 0) args.push(`u:${u.name}`, u.head);
     if (this.fleet.head >= 0) args.push('fleet', this.fleet.head);
-    this.link.client
-      .eval(MAX_SCRIPT, 2, this.key, this.channel, ...args)
-      .then((text) => {
-        this.link.note(true);
-        if (!this.closed) this.apply(String(text));
-      })
-      .catch(() => {
-        this.metrics.recordSharedHeadsFailure();
-        this.link.note(false);
-      })
-      .finally(() => {
-        this.publishing = false;
-        if (this.again) {
-          this.again = false;
-          this.publish();
-        }
-      });
+    let text: unknown;
+    try {
+      text = await this.shared.client.eval(MAX_SCRIPT, 2, this.shared.key(), this.shared.key(':rose'), ...args);
+    } catch {
+      this.metrics.recordSharedHeadsFailure();
+      this.shared.note(false);
+      return false;
+    }
+    this.shared.note(true);
+    if (!this.closed) this.apply(String(text));
+    return true;
+  }
+
+  /** Another replica's rise: the maxes it announced. */
+  heard(message: string): void {
+    this.apply(message);
   }
 
   /**
@@ -184,12 +163,8 @@ export class SharedHeads {
   async close(): Promise<void> {
     // An exchange in flight may still settle: closed keeps it from touching the fleet or starting another.
     this.closed = true;
-    if (this.timer) clearInterval(this.timer);
     this.fleet.capServedHead(null);
     this.fleet.off('upstream-head', this.onHead);
-    this.sub.off('message', this.onMessage);
-    // Not awaited: while Redis is down the command waits in the subscriber's queue.
-    void this.sub.unsubscribe(this.channel).catch(() => undefined);
-    this.link.release();
+    this.shared.close();
   }
 }

@@ -15,16 +15,19 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
+  IMPACTS,
+  isImpact,
+  isUpdateStatus,
   MAX_MESSAGE,
   MAX_POSTMORTEM_BYTES,
   MAX_TITLE,
   UPDATE_STATUSES,
-  isUpdateStatus,
+  type DeskResult,
+  type Impact,
+  type IncidentDesk,
   type IncidentRecord,
   type UpdateStatus,
-} from '../uptime/store/incident-store.js';
-import type { DeskResult, IncidentDesk } from '../uptime/incidents.js';
-import { IMPACTS, isImpact, type Impact } from '../uptime/store/impact.js';
+} from '../uptime/view.js';
 import { isJsonContentType, readBody } from './body.js';
 import { sendJson } from './json-reply.js';
 

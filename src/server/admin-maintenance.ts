@@ -9,7 +9,7 @@
  * Owns: the routes, their input and answers. Refuses: the windows themselves (uptime/maintenance.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { MaintenanceAdmin } from '../uptime/maintenance.js';
+import type { MaintenanceAdmin } from '../uptime/view.js';
 import { isJsonContentType, readBody } from './body.js';
 import { sendJson } from './json-reply.js';
 

@@ -4,10 +4,10 @@
  * probed, so it comes back in sync when uncordoned. A cordon belongs to a name, not to a node
  * object: it outlives reloads, and one for a name the configuration no longer has is kept but
  * ignored until the name comes back or it is lifted.
- * Where cordons are kept is a keeper's business: Redis shared by every replica
- * (replicas/shared-cordons.ts), the uptime store (uptime/index.ts), or this process's memory.
+ * Where cordons are kept is a keeper's business (replicas/cordon-keeper.ts, the one that makes
+ * one): Redis shared by every replica, a file of their own, or this process's memory.
  * Owns: the set in force, the rules for a valid cordon, applying the keeper's view, the gauge.
- * Refuses: HTTP (server/admin-cordons.ts), storage (the keepers).
+ * Refuses: HTTP (server/admin-cordons.ts), storage (replicas/cordon-keeper.ts).
  */
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/registry.js';
@@ -71,7 +71,7 @@ export class CordonSet {
 
 /** Where cordons are kept. put/drop reject when the cordon could not be stored or removed. */
 export interface CordonKeeper {
-  /** For GET /upstreams: `redis`, `uptime store` or `memory`. */
+  /** For GET /upstreams: `redis`, `file` or `memory`. */
   readonly keptIn: string;
   /**
    * Reads the stored cordons and from then on calls `seen` with the whole set whenever it may have
@@ -81,15 +81,6 @@ export interface CordonKeeper {
   put(name: string, c: Cordon): Promise<void>;
   drop(name: string): Promise<void>;
   close(): Promise<void>;
-}
-
-/** Kept in this process only: gone with it. */
-export class MemoryCordons implements CordonKeeper {
-  readonly keptIn: string = 'memory';
-  async start(): Promise<void> {}
-  async put(): Promise<void> {}
-  async drop(): Promise<void> {}
-  async close(): Promise<void> {}
 }
 
 /** What Cordons reads and sets of the fleet (fleet.ts): its set in force and the upstreams configured now. */

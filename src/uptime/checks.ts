@@ -5,7 +5,7 @@
  * Owns: asking the nodes, and remembering when the head last rose. Refuses: incidents (tracker.ts).
  */
 import type { CallTiming, UpstreamState } from '../upstream/node.js';
-import { parseQuantity } from '../upstream/probe.js';
+import { parseQuantity } from '../jsonrpc/hex.js';
 
 /** What the uptime room reads of one upstream (upstream/node.ts Upstream has it). */
 export interface UpstreamView {

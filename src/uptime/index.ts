@@ -3,8 +3,7 @@
  * memory), the probe loop that runs the two checks and records them (probe-loop.ts), maintenance
  * windows (maintenance.ts), incidents told by hand (incidents.ts) and uptime.webhooks (notify.ts),
  * and gives the report the page, its JSON and the badge show (report.ts, page.ts, badge.ts).
- * Without a shared Redis it also keeps the cordons in its store (cordonKeeper); with one, every
- * replica shows one page: one probes (the lease holder) and all share the store (shared.ts). The
+ * With a shared Redis every replica shows one page: one probes (the lease holder) and all share the store (shared.ts). The
  * clock is injected; tests drive probe() themselves.
  * Refuses: routing, health of upstreams for routing (upstream/), HTTP (server/http-request.ts asks
  * routes.ts for an answer).
@@ -19,15 +18,13 @@ import type { Metrics } from '../metrics/registry.js';
 import { WINDOWS, fraction, buildReport, type UptimeReport } from './report.js';
 import type { UptimePages } from './pages/routes.js';
 import type { MaintenanceConfig } from '../config/maintenance-schema.js';
-import type { CordonKeeper } from '../upstream/cordons.js';
-import { storeCordons } from './store/cordon-keeper.js';
 import { IncidentDesk } from './incidents.js';
 import { Maintenance, type MaintenanceAdmin } from './maintenance.js';
 import { storeWindows } from './store/maintenance-store.js';
 import { openUptimeStore, storeWrite } from './store/store-open.js';
 import { UptimeStore } from './store/store.js';
 import { SharedUptime, changeCount } from './share/shared.js';
-import type { RedisConnections } from '../redis/connections.js';
+import type { SharedRedis } from '../replicas/shared-state.js';
 import type { WebhookConfig } from '../config/uptime-schema.js';
 import { pageContext, startWebhooks } from './notify/notify.js';
 import type { Webhooks } from './notify/webhooks.js';
@@ -50,19 +47,32 @@ export interface UptimeSettings {
   webhooks?: readonly WebhookConfig[];
 }
 
-export interface UptimeDeps {
+/** Uptime's configuration: its own section, the chain, and the per-attempt limit of a node's answer. */
+export interface UptimeConfig {
   chainId: number;
-  fleet: ProbedFleet;
-  metrics: Metrics;
-  log: Logger;
-  /** Per-attempt limit for a node's answer; a probe waits at most min(this, the probe interval). */
-  upstreamTimeoutMs: number;
-  clock?: Clock;
-  /** The top-level redis: one page for every replica (shared.ts); absent or null: this replica's store. */
-  shared?: { connections: RedisConnections; url: string } | null;
+  uptime: UptimeSettings;
+  /** routing.upstreamTimeoutMs: a probe waits at most min(this, the probe interval). */
+  routing: { upstreamTimeoutMs: number };
 }
 
-const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
+/**
+ * Uptime's whole input besides its configuration: what it reads of the fleet, its clock, and the
+ * top-level redis (one page for every replica, share/shared.ts; null: this replica's own store).
+ */
+export interface UptimeInput {
+  fleet: ProbedFleet;
+  clock: Clock;
+  redis: SharedRedis | null;
+}
+
+/** Where it reports: the process's metrics and logger. */
+export interface UptimeReporting {
+  metrics: Metrics;
+  log: Logger;
+}
+
+/** The wall clock, for a process that runs the page for real (tests hand in their own). */
+export const SYSTEM_CLOCK: Clock = { now: () => Date.now() };
 
 export class Uptime implements UptimePages {
   private settings: UptimeSettings;
@@ -82,17 +92,23 @@ export class Uptime implements UptimePages {
   private readonly shared: SharedUptime | null;
   private closed = false;
 
-  constructor(
-    settings: UptimeSettings,
-    private readonly deps: UptimeDeps,
-  ) {
+  private readonly chainId: number;
+  private readonly fleet: ProbedFleet;
+  private readonly metrics: Metrics;
+
+  constructor(config: UptimeConfig, input: UptimeInput, reporting: UptimeReporting) {
+    const settings = config.uptime;
     this.settings = settings;
-    this.upstreamTimeoutMs = deps.upstreamTimeoutMs;
-    this.clock = deps.clock ?? SYSTEM_CLOCK;
-    this.log = deps.log.child({ room: 'uptime' });
+    this.chainId = config.chainId;
+    this.upstreamTimeoutMs = config.routing.upstreamTimeoutMs;
+    this.fleet = input.fleet;
+    this.clock = input.clock;
+    this.metrics = reporting.metrics;
+    this.log = reporting.log.child({ room: 'uptime' });
+    const deps = { chainId: this.chainId, metrics: this.metrics, log: this.log };
     const now = this.clock.now();
     // With Redis the shared image is the history: the local copy lives in memory (shared.ts).
-    this.store = deps.shared ? UptimeStore.memory() : openUptimeStore(settings.store, now, this.log);
+    this.store = input.redis ? UptimeStore.memory() : openUptimeStore(settings.store, now, this.log);
     const keeper = storeWindows(
       this.store,
       (op) => this.write(op),
@@ -107,11 +123,11 @@ export class Uptime implements UptimePages {
       (op) => this.write(op),
       () => this.loop.told(),
     );
-    this.webhooks = startWebhooks(settings, { ...deps, log: this.log }, this.desk, this.maintenance);
+    this.webhooks = startWebhooks(settings, deps, this.desk, this.maintenance);
     this.loop = new ProbeLoop({
-      chainId: deps.chainId,
-      fleet: deps.fleet,
-      metrics: deps.metrics,
+      chainId: this.chainId,
+      fleet: this.fleet,
+      metrics: this.metrics,
       log: this.log,
       clock: this.clock,
       store: this.store,
@@ -122,10 +138,10 @@ export class Uptime implements UptimePages {
       write: (op) => this.write(op),
       lease: () => this.shared,
     });
-    deps.metrics.setUptimeStorePersistent(this.store.persistent);
-    const host = { ...deps, store: this.store, log: this.log, probeIntervalMs: () => this.settings.probeIntervalMs };
-    this.shared = deps.shared
-      ? new SharedUptime(deps.shared.connections, deps.shared.url, deps.chainId, {
+    this.metrics.setUptimeStorePersistent(this.store.persistent);
+    const host = { ...deps, store: this.store, probeIntervalMs: () => this.settings.probeIntervalMs };
+    this.shared = input.redis
+      ? new SharedUptime(input.redis, {
           ...host,
           loaded: () => this.loop.reload(this.shared?.prober ?? true),
         })
@@ -147,7 +163,7 @@ export class Uptime implements UptimePages {
     this.upstreamTimeoutMs = config.routing.upstreamTimeoutMs;
     this.loop.setStallAfter(config.uptime.stallAfterSeconds * 1000);
     this.maintenance.configure(config.uptime.maintenance ?? [], this.clock.now());
-    this.webhooks.apply(config.uptime.webhooks ?? [], pageContext(config.uptime, this.deps.chainId));
+    this.webhooks.apply(config.uptime.webhooks ?? [], pageContext(config.uptime, this.chainId));
   }
 
   /** One probe now: both checks, the store, incidents, metrics, the report's summary (probe-loop.ts). */
@@ -158,7 +174,7 @@ export class Uptime implements UptimePages {
   /** A store operation that survives the file failing (store-open.ts); undefined: it failed in memory too. */
   private write<T>(op: () => T): T | undefined {
     const before = this.shared && changeCount(this.store);
-    const out = storeWrite(this.store, op, this.log, this.deps.metrics);
+    const out = storeWrite(this.store, op, this.log, this.metrics);
     if (this.shared && changeCount(this.store) !== before) this.shared.changed(this.loop.recording ? null : op);
     return out;
   }
@@ -173,12 +189,7 @@ export class Uptime implements UptimePages {
     const now = this.clock.now();
     const parts = this.loop.parts(now);
     if (parts === null) return null;
-    return buildReport(
-      this.settings,
-      this.deps.chainId,
-      { ...parts, maintenance: this.maintenance.lines(now) },
-      this.deps.fleet,
-    );
+    return buildReport(this.settings, this.chainId, { ...parts, maintenance: this.maintenance.lines(now) }, this.fleet);
   }
 
   get title(): string {
@@ -208,13 +219,15 @@ export class Uptime implements UptimePages {
     return shownFraction(fraction(tally), seen, month);
   }
 
-  /** Cordons kept in this store, without a shared Redis (cordon-keeper.ts). */
-  cordonKeeper(): CordonKeeper {
-    return storeCordons(
-      this.store,
-      (op) => this.write(op),
-      () => this.clock.now(),
-    );
+  /**
+   * Cordons an older version kept in this store (rows of name and JSON text), and how to empty
+   * that table once they are kept elsewhere (replicas/cordon-keeper.ts carries them over).
+   */
+  oldCordons(): { rows: ReadonlyMap<string, string>; clear(): void } {
+    return {
+      rows: this.write(() => this.store.cordons()) ?? new Map(),
+      clear: () => void this.write(() => this.store.clearCordons(this.clock.now())),
+    };
   }
 
   /** For /status on the admin port. */

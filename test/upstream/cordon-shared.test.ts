@@ -14,6 +14,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { RedisConnections } from '../../src/redis/connections.js';
 import { SharedCordons } from '../../src/replicas/shared-cordons.js';
+import { SharedRedis } from '../../src/replicas/shared-state.js';
 import { metricSamples } from '../helpers/metrics-text.js';
 import { startRedis } from '../helpers/redis.js';
 import { call, get, post } from '../helpers/rpc.js';
@@ -95,13 +96,13 @@ t.test('closed while a read is in flight: the answer goes nowhere and nothing th
   const connections = new RedisConnections(new Metrics(), createLogger('silent'));
   // Another user keeps the connection open, as the cache or the heads do in a replica.
   const other = connections.link(redis.url, { name: 'other', whileDown: 'nothing' });
-  const cordons = new SharedCordons(connections, redis.url, 186, () => ['a'], new Metrics());
+  const cordons = new SharedCordons(new SharedRedis(connections, redis.url, 186), () => ['a'], new Metrics());
   const seen: number[] = [];
   await cordons.start((all) => seen.push(all.size));
   const before = seen.length;
   t.ok(before >= 1, 'the first read reached the keeper');
   redis.pause(); // the next read's script waits in Redis, so close() runs while it is in flight
-  const read = (cordons as unknown as { read(): Promise<boolean> }).read();
+  const read = cordons.exchange();
   await cordons.close();
   redis.resume();
   t.equal(await read, false, 'the read in flight resolves false instead of calling a closed keeper');

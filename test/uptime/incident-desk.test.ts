@@ -41,15 +41,20 @@ function room(t: Test): { uptime: Uptime; node: Node; clock: { now: number }; he
   const fleet = Object.assign(new EventEmitter(), { head: 100, upstreams: [node], lag: () => 0 });
   const clock = { now: T0 };
   const uptime = new Uptime(
-    { enabled: true, probeIntervalMs: 5_000, stallAfterSeconds: 60, store: null, showUpstreams: false, title: 'T' },
     {
       chainId: 186,
-      fleet,
-      metrics: new Metrics({ processMetrics: false }),
-      log: createLogger('silent'),
-      upstreamTimeoutMs: 1_000,
-      clock: { now: () => clock.now },
+      uptime: {
+        enabled: true,
+        probeIntervalMs: 5_000,
+        stallAfterSeconds: 60,
+        store: null,
+        showUpstreams: false,
+        title: 'T',
+      },
+      routing: { upstreamTimeoutMs: 1_000 },
     },
+    { fleet, clock: { now: () => clock.now }, redis: null },
+    { metrics: new Metrics({ processMetrics: false }), log: createLogger('silent') },
   );
   t.teardown(() => uptime.close());
   const heard: IncidentEvent[] = [];

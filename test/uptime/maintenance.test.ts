@@ -55,15 +55,9 @@ function room(t: Test, settings: Partial<UptimeSettings> = {}, now = T0) {
   const fleet = new FakeFleet();
   const clock = { now };
   const uptime = new Uptime(
-    { ...SETTINGS, ...settings },
-    {
-      chainId: 186,
-      fleet,
-      metrics: new Metrics({ processMetrics: false }),
-      log: createLogger('silent'),
-      upstreamTimeoutMs: 1_000,
-      clock: { now: () => clock.now },
-    },
+    { chainId: 186, uptime: { ...SETTINGS, ...settings }, routing: { upstreamTimeoutMs: 1_000 } },
+    { fleet, clock: { now: () => clock.now }, redis: null },
+    { metrics: new Metrics({ processMetrics: false }), log: createLogger('silent') },
   );
   t.teardown(() => uptime.close());
   const at = async (ms: number): Promise<void> => {

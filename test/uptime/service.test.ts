@@ -64,15 +64,9 @@ function room(
   const clock = { now: T0 };
   const metrics = new Metrics({ processMetrics: false });
   const uptime = new Uptime(
-    { ...SETTINGS, ...settings },
-    {
-      chainId: 186,
-      fleet,
-      metrics,
-      log: createLogger('silent'),
-      upstreamTimeoutMs: 1_000,
-      clock: { now: () => clock.now },
-    },
+    { chainId: 186, uptime: { ...SETTINGS, ...settings }, routing: { upstreamTimeoutMs: 1_000 } },
+    { fleet, clock: { now: () => clock.now }, redis: null },
+    { metrics: metrics, log: createLogger('silent') },
   );
   t.teardown(() => uptime.close());
   return { uptime, fleet, clock, metrics };

@@ -8,8 +8,7 @@
  * Refuses: deciding when something happens (probe-loop.ts, tracker.ts), rendering and sending.
  */
 import { createHash } from 'node:crypto';
-import type { IncidentEvent } from '../incidents.js';
-import { incidentLine, iso } from '../report.js';
+import { incidentLine, iso, type IncidentEvent } from '../view.js';
 
 export interface IncidentUpdate {
   status: string;

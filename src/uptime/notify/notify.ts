@@ -6,8 +6,7 @@
  */
 import { toQuantity } from '../../jsonrpc/hex.js';
 import { uptimeEvent, type UptimeEvent } from './events.js';
-import type { IncidentDesk } from '../incidents.js';
-import type { Maintenance, MaintenanceChange } from '../maintenance.js';
+import type { IncidentDesk, Maintenance, MaintenanceChange } from '../view.js';
 import type { PageContext } from './webhook-body.js';
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../../config/uptime-schema.js';

@@ -3,8 +3,7 @@
  * first, ARCHIVE_PAGE_SIZE per page, each with its span, latest update and a link to its page.
  * Server-rendered, no script.
  */
-import type { IncidentRecord } from '../store/incident-store.js';
-import { ARCHIVE_PAGE_SIZE } from '../incidents.js';
+import { ARCHIVE_PAGE_SIZE, type IncidentRecord } from '../view.js';
 import { documentOf, escapeHtml, pill, span, utc } from './page-parts.js';
 
 function line(i: IncidentRecord, now: number): string {

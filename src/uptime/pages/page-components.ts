@@ -7,7 +7,7 @@
 import { figureText, percent } from './figures.js';
 import { escapeHtml } from './html.js';
 import { dayClass } from './page-history.js';
-import type { UptimeReport } from '../report.js';
+import type { UptimeReport } from '../view.js';
 
 export const COMPONENTS_STYLE = `
 .comp{padding:10px 0;border-top:1px solid var(--line)}.comp:first-of-type{border-top:0}

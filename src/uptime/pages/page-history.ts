@@ -7,7 +7,7 @@
  */
 import { duration, percent } from './figures.js';
 import { escapeHtml, hhmm } from './html.js';
-import type { DayLine, UptimeReport } from '../report.js';
+import type { DayLine, UptimeReport } from '../view.js';
 
 export const HISTORY_STYLE = `
 :root{--maint:#2b6cb0;--maint-b:#1d4f91;--p50:#2b6cb0;--p95:#9cc2ee}

@@ -4,7 +4,7 @@
  * probe's incident also when the check failed and when it held again), and the post-mortem
  * rendered from Markdown (markdown.ts). Server-rendered, no script.
  */
-import type { IncidentRecord } from '../store/incident-store.js';
+import type { IncidentRecord } from '../view.js';
 import { renderMarkdown } from './markdown.js';
 import { documentOf, escapeHtml, pill, span, utc } from './page-parts.js';
 import { supportSection } from './page-support.js';

@@ -15,7 +15,7 @@ import { figureText, percent } from './figures.js';
 import { duration, escapeHtml, hhmm, utc, utcMinute } from './html.js';
 import { componentsSection } from './page-components.js';
 import { daysSection, latencySection } from './page-history.js';
-import type { IncidentLine, UptimeReport } from '../report.js';
+import type { IncidentLine, UptimeReport } from '../view.js';
 
 export const STATE_WORDS: Record<UptimeReport['state'], [string, string]> = {
   operational: ['Operational', 'The chain is reachable and advancing, and no incident is open.'],

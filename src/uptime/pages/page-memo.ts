@@ -13,7 +13,7 @@
  * headers) does not make a new entry; at most MEMO_ENTRIES answers and MEMO_BYTES bytes are kept
  * (the oldest go first).
  */
-import type { UptimeReport } from '../report.js';
+import type { UptimeReport } from '../view.js';
 import { uptimeAnswer, wantsHtml, type UptimeAnswer, type UptimePages } from './routes.js';
 
 /** How long one made answer is served. */

@@ -5,7 +5,7 @@
  * Every text from the store is escaped here; only renderMarkdown's output goes in as HTML.
  */
 import { createHash } from 'node:crypto';
-import type { IncidentRecord } from '../store/incident-store.js';
+import type { IncidentRecord } from '../view.js';
 import { duration, escapeHtml, utc } from './html.js';
 import { STYLE } from './page.js';
 

@@ -17,7 +17,7 @@ import { COMPONENTS_STYLE } from './page-components.js';
 import { MAINTENANCE_STYLE } from './page-maintenance.js';
 import { PAGE_SCRIPT } from './page-script.js';
 import { supportSection } from './page-support.js';
-import type { UptimeReport } from '../report.js';
+import type { UptimeReport } from '../view.js';
 import type { SupportConfig } from '../../config/support.js';
 
 export const STYLE = `

@@ -4,7 +4,7 @@
  * They change only when someone writes or a probe opens or closes an incident: cached briefly.
  */
 import type { SupportConfig } from '../../config/support.js';
-import { ARCHIVE_PAGE_SIZE, type IncidentDesk } from '../incidents.js';
+import { ARCHIVE_PAGE_SIZE, type IncidentDesk } from '../view.js';
 import { INCIDENT_CSP, documentOf } from './page-parts.js';
 import { renderArchive } from './page-archive.js';
 import { renderIncidentPage } from './page-incident.js';

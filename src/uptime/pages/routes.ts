@@ -8,7 +8,7 @@
  * interval, so a CDN or browser in front never shows a result older than one more probe.
  */
 import { createHash } from 'node:crypto';
-import type { UptimeReport } from '../report.js';
+import type { UptimeReport } from '../view.js';
 import { renderBadge } from './badge.js';
 import { feedBase, feedEntries, renderFeed } from '../notify/feed.js';
 import { PAGE_CSP, pageParts, partsEtag, renderPage, renderParts } from './page.js';

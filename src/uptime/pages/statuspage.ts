@@ -8,9 +8,7 @@
  * Ids are stable text: `incident-<n>`, `maintenance-<id>`, `check-<name>`, `upstream-<name>`.
  */
 import { createHash } from 'node:crypto';
-import type { ComponentLine } from '../components.js';
-import { worstImpact, type Impact } from '../store/impact.js';
-import type { IncidentLine, UptimeReport } from '../report.js';
+import { worstImpact, type ComponentLine, type Impact, type IncidentLine, type UptimeReport } from '../view.js';
 
 type Indicator = Impact | 'maintenance';
 

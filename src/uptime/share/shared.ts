@@ -23,14 +23,16 @@
  * Image and version are input: a version that is not a number reads as 0, an image over
  * MAX_IMAGE_BYTES or not a store of ours is refused (logged once per version, counted), and the
  * local copy goes on.
- * Owns: the keys, the sync loop, publishing and loading. Refuses: what the store holds (store.ts),
+ * The way to Redis (link, timer, one exchange at a time) is the one every shared state takes
+ * (replicas/shared-state.ts): the exchange steps the lease and starts a catch-up beside it.
+ * Owns: the keys, publishing and loading. Refuses: what the store holds (store.ts),
  * probing (probe-loop.ts).
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Metrics } from '../../metrics/registry.js';
 import type { ImageOp } from '../../metrics/uptime-shared.js';
-import type { RedisConnections, RedisLink } from '../../redis/connections.js';
+import type { SharedChannel, SharedRedis, SharedState } from '../../replicas/shared-state.js';
 import { Lease } from './lease.js';
 import { imageOf, MAX_IMAGE_BYTES, openImage } from './store-image.js';
 import type { UptimeStore } from '../store/store.js';
@@ -54,8 +56,8 @@ export interface SharedHost {
 
 type Op = () => unknown;
 
-export class SharedUptime {
-  private readonly link: RedisLink;
+export class SharedUptime implements SharedState {
+  private readonly shared: SharedChannel;
   /** Its own connection, for images (MB-sized values need more than 200 ms) and WATCH/MULTI. */
   private readonly images: Redis;
   private readonly key: { image: string; version: string };
@@ -67,7 +69,6 @@ export class SharedUptime {
   /** Some of them are probe rows of this replica alone (not replayable). */
   private unshared = false;
   private replay: Op[] = [];
-  private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private running: Promise<void> = Promise.resolve();
   private refusedVersion = -1;
@@ -75,20 +76,25 @@ export class SharedUptime {
   private catchingUp = false;
 
   constructor(
-    connections: RedisConnections,
-    url: string,
-    chainId: number,
+    redis: SharedRedis,
     private readonly host: SharedHost,
   ) {
-    const prefix = `switchyard:${chainId}:uptime:`;
-    this.key = { image: `${prefix}image`, version: `${prefix}version` };
-    this.link = connections.link(url, {
-      name: 'uptime',
-      whileDown: 'each replica probes and keeps its uptime page alone',
+    this.shared = redis.open(
+      {
+        key: 'uptime',
+        use: 'uptime',
+        whileDown: 'each replica probes and keeps its uptime page alone',
+        everyMs: SYNC_MS,
+      },
+      this,
+    );
+    this.key = { image: this.shared.key(':image'), version: this.shared.key(':version') };
+    this.images = this.shared.client.duplicate({
+      connectionName: 'switchyard-uptime',
+      commandTimeout: IMAGE_TIMEOUT_MS,
     });
-    this.images = this.link.client.duplicate({ connectionName: 'switchyard-uptime', commandTimeout: IMAGE_TIMEOUT_MS });
     this.images.on('error', () => undefined);
-    this.lease = new Lease(this.link.client, `${prefix}lease`);
+    this.lease = new Lease(this.shared.client, this.shared.key(':lease'));
     host.log.info('uptime history shared by the replicas through redis (uptime.store is not used)');
     host.metrics.declareUptimeShared();
     host.metrics.setUptimeProber(false);
@@ -96,14 +102,14 @@ export class SharedUptime {
 
   /** This replica runs the probes: it holds the lease, or Redis is unusable and it goes on alone. */
   get prober(): boolean {
-    return this.lease.held || !this.link.usable;
+    return this.lease.held || !this.shared.usable;
   }
 
   /** Steps the lease, loads what Redis holds (if anything), and starts the loop. */
   async start(): Promise<void> {
     await this.renew();
     await this.serial(() => this.catchUp());
-    this.schedule();
+    this.shared.start();
   }
 
   /** A write was made to the local copy; `op` runs it again on another replica's image (null: a probe's). */
@@ -121,8 +127,8 @@ export class SharedUptime {
   /** Before the prober records a probe: take in what other replicas wrote since. */
   async sync(): Promise<void> {
     await this.serial(async () => {
-      if (!this.link.usable) return;
-      const v = await this.version(this.link.client);
+      if (!this.shared.usable) return;
+      const v = await this.version(this.shared.client);
       if (v !== this.base && !this.dirty) await this.load(v);
     });
   }
@@ -130,7 +136,7 @@ export class SharedUptime {
   /** One thing at a time on the local copy's shared state: a catch-up, a publish, a sync. */
   private serial(task: () => Promise<void>, op: ImageOp = 'load'): Promise<void> {
     const next = this.running.then(task).catch((err: unknown) => {
-      this.link.note(false);
+      this.shared.note(false);
       this.host.metrics.recordUptimeImage(op, 'failed');
       this.host.log.debug({ err }, 'uptime: redis did not answer');
     });
@@ -138,17 +144,15 @@ export class SharedUptime {
     return next;
   }
 
-  private schedule(): void {
-    if (this.closed) return;
-    this.timer = setTimeout(() => {
-      void this.renew();
-      // The lease is renewed on time even while an image is still on its way (up to IMAGE_TIMEOUT_MS).
-      if (!this.catchingUp) {
-        this.catchingUp = true;
-        void this.serial(() => this.catchUp()).finally(() => (this.catchingUp = false));
-      }
-      this.schedule();
-    }, SYNC_MS);
+  /** Every SYNC_MS: the lease is renewed on time even while an image is still on its way (up to IMAGE_TIMEOUT_MS). */
+  async exchange(): Promise<boolean> {
+    if (this.closed) return false;
+    if (!this.catchingUp) {
+      this.catchingUp = true;
+      void this.serial(() => this.catchUp()).finally(() => (this.catchingUp = false));
+    }
+    await this.renew();
+    return this.shared.usable;
   }
 
   /** Renews or tries the lease (lease.ts); without a usable Redis nobody holds it here. */
@@ -156,10 +160,10 @@ export class SharedUptime {
     if (this.renewing || this.closed) return;
     this.renewing = true;
     try {
-      if (!this.link.usable) this.lease.held = false;
+      if (!this.shared.usable) this.lease.held = false;
       else await this.lease.step(Math.max(this.host.probeIntervalMs(), 2 * this.host.probeIntervalMs() - 4 * SYNC_MS));
     } catch {
-      this.link.note(false);
+      this.shared.note(false);
     } finally {
       this.renewing = false;
     }
@@ -168,9 +172,9 @@ export class SharedUptime {
 
   /** Publishes what waits, else loads the shared image if its version moved. */
   private async catchUp(): Promise<void> {
-    if (!this.link.usable) return;
-    const v = await this.version(this.link.client);
-    this.link.note(true);
+    if (!this.shared.usable) return;
+    const v = await this.version(this.shared.client);
+    this.shared.note(true);
     if (this.dirty) await this.publish();
     else if (v !== this.base) await this.load(v);
   }
@@ -220,7 +224,7 @@ export class SharedUptime {
 
   /** Publishes the local copy if it has writes (WATCH/MULTI/EXEC on the version, a few tries). */
   private async publish(): Promise<void> {
-    if (!this.dirty || !this.link.usable) return;
+    if (!this.dirty || !this.shared.usable) return;
     for (let i = 0; i < PUBLISH_TRIES; i++) {
       await this.images.watch(this.key.version);
       const v = await this.version(this.images);
@@ -261,19 +265,18 @@ export class SharedUptime {
 
   /** For /status on the admin port. */
   status(): Record<string, unknown> {
-    return { prober: this.prober, version: this.base, unpublished: this.dirty, redisUsable: this.link.usable };
+    return { prober: this.prober, version: this.base, unpublished: this.dirty, redisUsable: this.shared.usable };
   }
 
   /** Publishes what is left (best effort), lets the lease go, and closes the image connection. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
     await this.serial(async () => {
-      if (this.link.usable) await this.publish();
-      if (this.link.usable) await this.lease.release();
+      if (this.shared.usable) await this.publish();
+      if (this.shared.usable) await this.lease.release();
     });
     this.images.disconnect();
-    this.link.release();
+    this.shared.close();
   }
 }
 

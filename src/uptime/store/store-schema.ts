@@ -23,7 +23,8 @@ const MIGRATIONS: readonly string[] = [
      ended_at INTEGER, summary TEXT NOT NULL);
    CREATE INDEX incidents_started ON incidents (started_at);
    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`,
-  // Cordons (upstream/cordons.ts) when there is no shared Redis: kept across restarts.
+  // Cordons without a shared Redis, as versions before the cordon file kept them: now only read
+  // once and emptied (replicas/cordon-keeper.ts).
   `CREATE TABLE cordons (name TEXT PRIMARY KEY, value TEXT NOT NULL);`,
   // Incidents told by people (incident-store.ts): updates, post-mortems, hand-opened incidents.
   INCIDENT_MIGRATION,

@@ -1,6 +1,7 @@
 /**
- * The uptime store: probe results and incidents in one SQLite database (a file, or memory), and
- * the cordons (upstream/cordons.ts) when there is no shared Redis to keep them.
+ * The uptime store: probe results and incidents in one SQLite database (a file, or memory). Its
+ * `cordons` table is what versions before this one kept there; it is read once and emptied
+ * (replicas/cordon-keeper.ts keeps cordons now).
  * Owns: the schema and its migrations, batched writes, compaction of old probes into per-minute
  * and per-hour aggregates, and the sums the report is made of. Refuses: deciding what a probe
  * means (tracker.ts) and presenting it (report.ts).
@@ -274,16 +275,15 @@ export class UptimeStore {
     return this.incidents(Number.MAX_SAFE_INTEGER, 200).filter(isProbeIncident);
   }
 
-  /** Stored cordons by upstream name, as JSON text (upstream/cordons.ts parses them). */
+  /** Cordons an older version kept here, by upstream name, as JSON text (replicas/cordon-keeper.ts carries them over). */
   cordons(): Map<string, string> {
     const rows = this.db.prepare('SELECT name, value FROM cordons').all() as { name: string; value: string }[];
     return new Map(rows.map((r) => [r.name, r.value]));
   }
 
-  /** Stores (a cordon's text) or removes (null) the cordon of `name` at once, with what is buffered. */
-  setCordon(name: string, value: string | null, now: number): void {
-    const sql = value === null ? 'DELETE FROM cordons WHERE name = ?' : 'INSERT OR REPLACE INTO cordons VALUES (?, ?)';
-    this.write(now, () => this.db.prepare(sql).run(...(value === null ? [name] : [name, value])));
+  /** Empties the old cordon table once its rows are kept elsewhere (at once, with what is buffered). */
+  clearCordons(now: number): void {
+    this.write(now, () => this.db.prepare('DELETE FROM cordons').run());
   }
 
   /** Row counts per tier: for tests and the size figures of docs/uptime-page.md. */
