@@ -48,12 +48,18 @@ const root = (path: string): string => fileURLToPath(new URL(`../../${path}`, im
 /** The node flags of the `switchyard` command (main.ts's first line), `npm start` and the image's entrypoint. */
 function launcherFlags(): { command: string[]; 'npm start': string[]; image: string[] } {
   const shebang = readFileSync(root('src/main.ts'), 'utf8').split('\n', 1)[0]!;
-  const start = (JSON.parse(readFileSync(root('package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const start = (JSON.parse(readFileSync(root('package.json'), 'utf8')) as { scripts: { start: string } }).scripts
+    .start;
   const entry = /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(root('Dockerfile'), 'utf8'))?.[1];
   const flags = (words: string[]): string[] => words.filter((w) => w.startsWith('--') && w !== '--config');
   return {
     command: flags(shebang.replace(/^#!\/usr\/bin\/env -S node /, '').split(' ')),
-    'npm start': flags(start.replace(/^node /, '').split(' dist/main.js')[0]!.split(' ')),
+    'npm start': flags(
+      start
+        .replace(/^node /, '')
+        .split(' dist/main.js')[0]!
+        .split(' '),
+    ),
     image: flags(entry === undefined ? [] : (JSON.parse(entry) as string[]).slice(1, -1)),
   };
 }
