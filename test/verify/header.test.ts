@@ -3,13 +3,15 @@
  * same fields hashed by @noble/hashes: quantities of every length (zero, leading zeros, odd digit
  * counts, one byte either side of 0x80, 32 bytes), extra data of every length class (none, one
  * byte either side of 0x80, 55 and 56 bytes, larger than the reused buffer), both forks' field sets,
- * and members that are not hex of their kind.
+ * and members that are not hex of their kind; keccakIs, the comparison of a digest with a hash's
+ * text that the block check makes.
  */
 import t from 'tap';
 import { keccak_256 } from '@noble/hashes/sha3';
 import { RLP } from '@ethereumjs/rlp';
 import { hexOf } from '../../src/verify/fields.js';
-import { headerHash } from '../../src/verify/header.js';
+import { headerEncoding, headerHash } from '../../src/verify/header.js';
+import { keccakIs, keccakReady } from '../../src/verify/keccak.js';
 
 const ORDER = [
   'parentHash',
@@ -159,4 +161,23 @@ t.test('a member that is not hex of its kind is malformed', async (t) => {
     { message: 'malformed number' },
     'a number',
   );
+});
+
+t.test('keccakIs compares the digest with the text of a hash, byte by byte', async (t) => {
+  await keccakReady();
+  const h = header();
+  const hash = reference(h);
+  t.ok(keccakIs(headerEncoding(h), hash), 'the hash');
+  t.ok(keccakIs(headerEncoding(h), hash.toUpperCase().replace('0X', '0x')), 'its digits upper-case');
+  const last = hash.slice(-1) === '0' ? '1' : '0';
+  t.notOk(keccakIs(headerEncoding(h), hash.slice(0, -1) + last), 'its last digit changed');
+  t.notOk(keccakIs(headerEncoding(h), `0x${'0'.repeat(64)}`), 'zeros');
+  t.notOk(keccakIs(headerEncoding(h), hash.slice(0, -2)), 'a byte short');
+  t.notOk(keccakIs(headerEncoding(h), `${hash}00`), 'a byte long');
+  t.notOk(keccakIs(headerEncoding(h), `00${hash.slice(2)}`), 'no 0x');
+  t.notOk(keccakIs(headerEncoding(h), undefined), 'no hash');
+  // A character past ASCII whose low byte is the digit's: not the same text.
+  const i = 2 + hash.slice(2).search(/[0-9]/);
+  const twisted = hash.slice(0, i) + String.fromCharCode(0x100 + hash.charCodeAt(i)) + hash.slice(i + 1);
+  t.notOk(keccakIs(headerEncoding(h), twisted), 'a digit written past Latin-1');
 });
