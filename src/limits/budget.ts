@@ -88,6 +88,20 @@ export class Budget {
     }
   }
 
+  /**
+   * Gives back `n` tokens taken for calls that were then not sent (a hedged read cancelled while
+   * its token was taken: routing/failover.ts), to the store a take would use now. Skipped near the
+   * window's end, as a refused take's refund is.
+   */
+  giveBack(n: number): void {
+    if (this.msToRefill() <= REFUND_MARGIN_MS) return;
+    const l = this.shared !== null && this.link!.usable ? this.shared : this.local;
+    l.reward(KEY, n).then(
+      (res) => this.saw(res, 0),
+      () => undefined,
+    );
+  }
+
   /** `refunded`: tokens counted by a refused take that are given back. */
   private saw(res: RateLimiterRes, refunded: number): void {
     this.left = Math.max(0, this.rate.burst - (res.consumedPoints - refunded));

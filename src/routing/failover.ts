@@ -129,8 +129,12 @@ export function attempt(ctx: DispatchContext, call: Sendable, p: Progress): Prom
       (p.overBudget ??= []).push(u);
       return attempt(ctx, call, p);
     }
-    // A hedged read's way cancelled while the token was taken sends nothing (hedge.ts counts it unsent).
-    if (p.cancel?.cancelled === true) return CANCELLED_WAY;
+    // A hedged read's way cancelled while the token was taken sends nothing (hedge.ts counts it
+    // unsent) and gives the token back.
+    if (p.cancel?.cancelled === true) {
+      u.budget!.giveBack(1);
+      return CANCELLED_WAY;
+    }
     const left = ctx.deadline - r.fleet.now();
     if (left <= 0) return attempt(ctx, call, p);
     // The lane may have filled while the token was taken; checked in the same turn as the call is counted.

@@ -9,13 +9,15 @@ import type { Verdict } from '../upstream/classify.js';
 
 /**
  * What an answer says, as parsed JSON with members in one order: two answers agree when their
- * digests are equal. Only the digest is kept of an answer that does not open a new side.
+ * digests are equal. Only the digest is kept of an answer that does not open a new side. A
+ * result's parse made by the upstream client (an object or array under 1 MiB: upstream/answers.ts)
+ * is read, not made again.
  */
 export function digestOf(v: Extract<Verdict, { kind: 'result' | 'node-error' }>): string {
   const raw = v.kind === 'result' ? textOf(v.result) : v.error;
   let text: string;
   try {
-    text = canonical(JSON.parse(raw));
+    text = canonical(v.kind === 'result' && v.value !== undefined ? v.value : JSON.parse(raw));
   } catch {
     // Not JSON after all: compared as the bytes it is.
     text = raw;

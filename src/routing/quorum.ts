@@ -11,7 +11,9 @@
  * An asked node that fails (timeout, transport, an HTTP error, a wrong answer) has no say, and
  * while the call is undecided another eligible node is asked in its place (up to maxAttempts - 1
  * such replacements per call, each against its node's budget and lane), except after a failure
- * that another node would repeat or that must not run twice (an expensive call's timeout).
+ * that another node would repeat or that must not run twice (an expensive call's timeout). A chosen
+ * node whose budget has no token when the call starts is replaced before any node is asked, outside
+ * that count.
  * Once the call is decided the other asked nodes are left to answer within their attempt timeout,
  * not aborted: an answer that differs from the agreed one is dissent however late it comes. The
  * call keeps its place in routing.quorumMaxInFlight until then, so a node that hangs holds at most
@@ -62,12 +64,28 @@ export async function quorum(ctx: DispatchContext, call: Sendable, rule: QuorumR
   }
   if (!q.gate.enter(q.maxInFlight))
     return { outcome: { error: new RpcError('QUORUM_BUSY', { data: { retryAfterSeconds: 1 } }) } };
-  const targets = asked.some((u) => u.budget !== null) ? await funded(asked, metrics) : asked;
+  let chosen = asked;
+  let targets = asked.some((u) => u.budget !== null) ? await funded(asked, metrics) : asked;
+  // Nodes passed over for their budget: other eligible nodes in their place, while there are.
+  while (targets.length < asked.length) {
+    const more = inPlaceOf(ranked(ctx, call, chosen), targets, asked.length - targets.length);
+    if (more.length === 0) break;
+    chosen = chosen.concat(more);
+    targets = targets.concat(await funded(more, metrics));
+  }
   if (!enough(targets, rule)) {
     q.gate.leave();
-    return { outcome: { error: overBudget(asked.filter((u) => !targets.includes(u))) } };
+    return { outcome: { error: overBudget(chosen.filter((u) => !targets.includes(u))) } };
   }
-  return new Vote(ctx, call, rule, targets, asked).decided;
+  return new Vote(ctx, call, rule, targets, chosen).decided;
+}
+
+/** `n` nodes of `pool` (cheapest first) to ask beside `taken`: of groups `taken` lacks first. */
+function inPlaceOf(pool: readonly Upstream[], taken: readonly Upstream[], n: number): Upstream[] {
+  const groups = new Set(taken.map((u) => u.group));
+  const out = pool.filter((u) => !groups.has(u.group)).slice(0, n);
+  for (const u of pool) if (out.length < n && !out.includes(u)) out.push(u);
+  return out;
 }
 
 /** The nodes chosen to ask, and how many were passed over for a full held lane. */

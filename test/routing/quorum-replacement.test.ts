@@ -132,6 +132,47 @@ t.test('a failed node is replaced by another eligible node, up to maxAttempts - 
   }
 });
 
+t.test('a node chosen at the start with no budget token is replaced by another eligible node', async (t) => {
+  const [a, b, c, d] = await anvils(t, 4);
+  const spent = await proxy(t, a!);
+  const x1 = await proxy(t, b!);
+  const x2 = await proxy(t, c!);
+  const x3 = await proxy(t, d!);
+  const nodes = [spent, x1, x2, x3];
+  const sy = await startSwitchyard(t, {
+    upstreams: [
+      // One call in a window of 10,000 s: spent by the first call that goes there, never refilled here.
+      { name: 'spent', url: spent.url, weight: FIRST, rateLimit: { ratePerSec: 0.0001, burst: 1 } },
+      { name: 'x1', url: x1.url, weight: FIRST },
+      { name: 'x2', url: x2.url, weight: FIRST },
+      { name: 'x3', url: x3.url, weight: 1 },
+    ],
+    routing: { headPollMs: 100, quorum: [{ methods: ['eth_getBalance'], min: 3, of: 3 }] },
+  });
+  await healthy(sy);
+  const remaining = async (): Promise<number> =>
+    (await get(`${sy.adminUrl}/status`)).json().upstreams.find((u: { name: string }) => u.name === 'spent').budget
+      .remaining;
+  // The first call (or the chain feed before it) spends the node's one token.
+  const first = (await balance(sy, 40)).json();
+  t.equal(first.result, '0x0', `the first call is answered ${JSON.stringify(first.error)}`);
+  await waitFor("the spent node's token gone", async () => (await remaining()) === 0);
+  const exhaustedBefore = await metric(sy, 'switchyard_upstream_budget_exhausted_total', { upstream: 'spent' });
+  const before = nodes.map((n) => seen(n, 'eth_getBalance'));
+  const r = await balance(sy, 41);
+  t.equal(r.json().result, '0x0', 'answered: three nodes agree');
+  t.equal(r.headers['x-switchyard-quorum'], '3/3', 'three asked, all agreeing');
+  t.same(
+    nodes.map((n, i) => seen(n, 'eth_getBalance') - before[i]!),
+    [0, 1, 1, 1],
+    'the node without budget not asked; the fourth node asked in its place',
+  );
+  t.ok(
+    (await metric(sy, 'switchyard_upstream_budget_exhausted_total', { upstream: 'spent' })) > exhaustedBefore,
+    'the node passed over for its budget is counted',
+  );
+});
+
 t.test('a held read asks only nodes whose held lane has room; too few: HELD_LANE_FULL at once', async (t) => {
   const nodesAnvils = await anvils(t, 3);
   const raw = await signTransfer(0);
