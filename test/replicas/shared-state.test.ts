@@ -91,10 +91,20 @@ t.test('every everyMs an exchange runs', async (t) => {
     { exchange: async () => (ran++, true) },
   );
   t.equal(ch.channel, null, 'no channel asked: none');
+  // A witness ticking at the same pace: once it has ticked four times after close(), the closed
+  // channel would have ticked too (an absence is shown by another timer's progress, not a sleep).
+  let witnessed = 0;
+  const witness = new SharedRedis(connections, redis.url, 186).open(
+    { key: 'witness', use: 'test', whileDown: 'nothing', everyMs: 50 },
+    { exchange: async () => (witnessed++, true) },
+  );
   ch.start();
+  witness.start();
+  t.teardown(() => witness.close());
   await waitFor('three ticks', async () => ran >= 3);
   ch.close();
   const after = ran;
-  await new Promise((r) => setTimeout(r, 200));
+  const seen = witnessed;
+  await waitFor('four ticks of the witness after close', async () => witnessed >= seen + 4);
   t.equal(ran, after, 'none after close');
 });
