@@ -1,8 +1,9 @@
 /**
  * Hedged reads (SPEC 4.9, routing.hedge) on two real anvil nodes, each behind a delaying proxy
- * (test/helpers/delay-proxy.ts). Node `slow` is weighted so that selection sends it every first
- * attempt; once every method has its latency figures, the proxy holds its calls of one method (a
- * node that does not answer) and node `quick` answers. Counts and outcomes only: no assertion on time.
+ * (test/helpers/delay-proxy.ts). Node `slow` is weighted (a million times `quick`) so that
+ * selection sends it every first attempt; once every method has its latency figures, the proxy
+ * holds its calls of one method (a node that does not answer) and node `quick` answers. Counts
+ * and outcomes only: no assertion on time.
  * Also: a method with no figures of its own is hedged after the figure of every hedgeable method,
  * and a hedge that reaches no node (its node's budget is spent) gives its bucket token back.
  */
@@ -40,7 +41,9 @@ async function rig(
   const sy = await startSwitchyard(t, {
     upstreams: [
       { name: 'slow', url: slow.url, weight: 1000 },
-      { name: 'quick', url: quick.url, weight: 1, ...(quickBudget ? { rateLimit: quickBudget } : {}) },
+      // Weights a million apart: however late `slow`'s recent answers on a busy host, selection's
+      // cost (in-flight x latency / weight) keeps every first attempt there.
+      { name: 'quick', url: quick.url, weight: 0.001, ...(quickBudget ? { rateLimit: quickBudget } : {}) },
     ],
     routing: { upstreamTimeoutMs: 20_000, ...routing },
   });
