@@ -73,7 +73,10 @@ t.test('every node down behind the shipped HAProxy: NO_UPSTREAM from Switchyard,
   };
   await waitFor('HAProxy sees both replicas UP', async () => {
     if (haproxy.exitCode !== null) throw new Error(`haproxy exited: ${haproxyErr.slice(-300)}`);
-    const seen = await states();
+    // What HAProxy said goes with a failure to reach its stats (a port it could not bind, say).
+    const seen = await states().catch((err: Error) => {
+      throw new Error(`${err.message}; haproxy said: ${haproxyErr.slice(-300) || 'nothing'}`);
+    });
     return seen.length === 2 && seen.every((s) => s === 'UP');
   });
   const rpc = `http://127.0.0.1:${front}/`;
