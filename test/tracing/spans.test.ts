@@ -157,18 +157,22 @@ t.test('calls sent to a node together share an exchange span that links each cal
   const exchanges = spans.filter((s) => s.kind === CLIENT && s.links.length > 1);
   t.ok(exchanges.length >= 1, 'an exchange span');
   const callIds = new Set(spans.filter((s) => s.parentSpanId === server.spanId && s.kind === 1).map((s) => s.spanId));
-  for (const x of exchanges) {
-    t.equal(x.parentSpanId, server.spanId, 'the exchange is under the request');
-    t.ok(
-      x.links.every((l) => callIds.has(l.spanId) && l.traceId === traceId),
-      'it links call spans of the request',
-    );
-    const reached = proxies.flatMap((p) => p.seen);
-    t.ok(
+  // One assertion each over every exchange: the calls may leave in one exchange or more.
+  t.ok(
+    exchanges.every((x) => x.parentSpanId === server.spanId),
+    'each exchange is under the request',
+  );
+  t.ok(
+    exchanges.every((x) => x.links.every((l) => callIds.has(l.spanId) && l.traceId === traceId)),
+    'each links call spans of the request',
+  );
+  const reached = proxies.flatMap((p) => p.seen);
+  t.ok(
+    exchanges.every((x) =>
       reached.some((s) => s.traceparent?.split('-')[2] === x.spanId && s.methods.length === x.links.length),
-      'the node got the exchange as parent',
-    );
-  }
+    ),
+    'the node got each exchange as parent',
+  );
   t.equal(spans.filter((s) => s.kind === 1).length, 5, 'a span per call');
 });
 
