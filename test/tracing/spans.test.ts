@@ -194,10 +194,10 @@ t.test("the SERVER span: the HTTP conventions' attributes, on the plain lane and
   await chunked.body.text();
   const missing = await post(`${sy.url}/nowhere/${API_KEY}`, { jsonrpc: '2.0', id: 3, method: 'eth_chainId' });
   t.equal(missing.status, 404);
+  // Read once, outside the wait: traceIdOf asserts, and a wait's polls are as many as timing makes them.
+  const traces = [lane.headers.traceparent, chunked.headers.traceparent, missing.headers.traceparent].map(traceIdOf);
   const servers = await waitFor('the three SERVER spans', () => {
-    const got = [lane.headers.traceparent, chunked.headers.traceparent, missing.headers.traceparent].map((h) =>
-      spansOf(traceIdOf(h)).find((s) => s.kind === SERVER),
-    );
+    const got = traces.map((id) => spansOf(id).find((s) => s.kind === SERVER));
     return got.every((s) => s !== undefined) ? (got as ReceivedSpan[]) : undefined;
   });
   const [a, b, c] = servers as [ReceivedSpan, ReceivedSpan, ReceivedSpan];
