@@ -14,6 +14,7 @@ import { Concurrency } from './limits/concurrency.js';
 import { createLogger, redactUrls } from './log/logger.js';
 import { Metrics } from './metrics/registry.js';
 import { isReady, type AdminDeps } from './server/admin.js';
+import { FirstRound } from './upstream/first-round.js';
 import {
   applyTimeouts,
   closeListeners,
@@ -140,6 +141,8 @@ export class App {
   private readonly configFile: string | undefined;
   /** SIGTERM received: /ready is 503 and answers carry Connection: close (the shutdown delay). */
   private stopping = false;
+  /** Until each node answered or failed its first poll (or a bound passed), /ready is 503. */
+  private firstRound: FirstRound | null = null;
   /** After the shutdown delay: no new connections, requests on open ones get 503. */
   private draining = false;
   private readonly rooms: Rooms;
@@ -171,6 +174,7 @@ export class App {
     const app = new App(config, opts);
     const { fleet, discovery, sharedHeads, feed, uptime, cordons, log } = app.rooms;
     fleet.start();
+    app.firstRound = new FirstRound(fleet, config.routing);
     discovery.start();
     // Before listening: a node cordoned before this replica started gets no call from it.
     await cordons.start();
@@ -199,6 +203,7 @@ export class App {
       metrics,
       maxLagBlocks: config.routing.maxLagBlocks,
       isDraining: () => this.stopping,
+      isStarting: () => this.starting,
       version: VERSION,
       extraStatus: () => ({
         inFlightCalls: concurrency.inFlight,
@@ -233,6 +238,10 @@ export class App {
     };
   }
 
+  private get starting(): boolean {
+    return !(this.firstRound?.done ?? false);
+  }
+
   get ports(): Ports {
     return portsOf(this.listeners);
   }
@@ -242,6 +251,7 @@ export class App {
       fleet: this.rooms.fleet,
       maxLagBlocks: this.path.config.routing.maxLagBlocks,
       isDraining: () => this.stopping,
+      isStarting: () => this.starting,
       readyRequiresUpstream: this.path.config.admin.readyRequiresUpstream,
     });
   }
@@ -337,6 +347,7 @@ export class App {
     this.stopping = true;
     this.draining = true;
     const { feed, pending, uptime, sharedHeads, cordons, fleet, discovery, cache, redis, shadows } = this.rooms;
+    this.firstRound?.stop();
     shadows.stop();
     feed.stop();
     discovery.stop();

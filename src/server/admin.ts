@@ -1,5 +1,5 @@
 /**
- * The admin port (127.0.0.1 by default): /health (process alive), /ready (serving and not draining;
+ * The admin port (127.0.0.1 by default): /health (process alive), /ready (serving, the first round of polls done, not draining;
  * upstreams only with admin.readyRequiresUpstream, or asked with ?upstreams=1), /status (the fleet as an operator reads it; names, never URLs),
  * /metrics (Prometheus), POST /-/reload (read the config file again, as SIGHUP does), and the
  * cordons under /upstreams (admin-cordons.ts), incidents told by people under /uptime/incidents
@@ -34,6 +34,8 @@ export interface AdminDeps {
   metrics: Metrics;
   maxLagBlocks: number;
   isDraining: () => boolean;
+  /** The fleet's first round of polls is not done yet (upstream/first-round.ts): /ready is 503. */
+  isStarting: () => boolean;
   version: string;
   extraStatus?: () => Record<string, unknown>;
   /** Hedged reads a node's answer won (routing/hedge-figures.ts); absent: 0. */
@@ -60,7 +62,7 @@ export interface AdminDeps {
   incidents?: IncidentDesk;
 }
 
-type ReadyDeps = Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining' | 'readyRequiresUpstream'>;
+type ReadyDeps = Pick<AdminDeps, 'fleet' | 'maxLagBlocks' | 'isDraining' | 'isStarting' | 'readyRequiresUpstream'>;
 
 /** Some upstream is healthy and within maxLagBlocks of the fleet head: what /ready?upstreams=1 asks. */
 export function hasUpstream(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks'>): boolean {
@@ -68,12 +70,13 @@ export function hasUpstream(deps: Pick<AdminDeps, 'fleet' | 'maxLagBlocks'>): bo
 }
 
 /**
- * SPEC 8: serving until it drains. Not tied to the nodes by default: when every node is down, a
- * balancer that took every replica out would answer its own error page for everything, where each
- * replica answers NO_UPSTREAM fast and keeps the uptime page reachable.
+ * SPEC 8: serving, from the end of the fleet's first round of polls until it drains. Not tied to
+ * the nodes by default: when every node is down, a balancer that took every replica out would
+ * answer its own error page for everything, where each replica answers NO_UPSTREAM fast and keeps
+ * the uptime page reachable. The first round ends as soon as each node answered or failed a poll.
  */
 export function isReady(deps: ReadyDeps): boolean {
-  if (deps.isDraining()) return false;
+  if (deps.isDraining() || deps.isStarting()) return false;
   return !deps.readyRequiresUpstream || hasUpstream(deps);
 }
 

@@ -45,6 +45,11 @@ const PROBE = { probe: true } as const;
 /** Poll timeouts in a row that mark a node down (HAProxy's `fall` default). */
 export const POLL_TIMEOUTS_TO_DOWN = 3;
 
+/** How long one question of a poll may take: twice the poll interval (at least 1 s), within upstreamTimeoutMs. */
+export function pollTimeoutMs(s: Pick<ProbeSettings, 'headPollMs' | 'upstreamTimeoutMs'>): number {
+  return Math.min(s.upstreamTimeoutMs, Math.max(1000, s.headPollMs * 2));
+}
+
 /** How often (in head polls) the `finalized` block is asked for. */
 const FINALIZED_EVERY_POLLS = 5;
 
@@ -93,7 +98,7 @@ export class Probe {
     const { u } = this;
     if (u.heldOff) return;
     const settings = this.settings();
-    const timeout = Math.min(settings.upstreamTimeoutMs, Math.max(1000, settings.headPollMs * 2));
+    const timeout = pollTimeoutMs(settings);
     const now = this.now();
     // Re-verify the chain after any outage too: what answers on that address may be another node now.
     if (u.state !== 'healthy' || now - this.chainCheckedAt >= settings.chainIdCheckMs) {
