@@ -26,7 +26,8 @@ import {
   type Ports,
 } from './server/listeners.js';
 import { buildRequestPath, discardPath, type PathParts, type RequestPath } from './server/path.js';
-import { Fleet, fleetOptions } from './upstream/fleet.js';
+import { Fleet } from './upstream/fleet.js';
+import { fleetOptions } from './upstream/membership.js';
 import { Discovery, discoverySettings } from './upstream/discovery.js';
 import { SharedHeads } from './replicas/shared-heads.js';
 import { SharedRedis } from './replicas/shared-state.js';

@@ -7,12 +7,10 @@
 import { heightOf } from '../jsonrpc/hex.js';
 import { parseCidr } from '../net/cidrs.js';
 import { portClashes, redisUrl, shadowsOnly } from './checks.js';
-import { maintenanceSchema } from './maintenance-schema.js';
 import { quorumSchema } from './quorum-schema.js';
 import { tracingSchema } from './tracing.js';
 import { upstreamSchema } from './upstream-schema.js';
-import { publicUrlSchema, webhooksSchema } from './uptime-schema.js';
-import { MAX_SUPPORT, isSupportEmail, isSupportUrl, supportLink } from './support.js';
+import { uptimeSchema } from './uptime-schema.js';
 import { z } from 'zod';
 
 export { upstreamSchema };
@@ -320,54 +318,7 @@ export const configSchema = z
       })
       .prefault({}),
     /** The public uptime page (SPEC 12): GET /uptime, /uptime.json, /uptime/badge.svg on server.port. */
-    uptime: z
-      .strictObject({
-        enabled: z.boolean().default(true),
-        /** How often the two checks run (reachable: a node confirms the chain id; advancing: the head rose). */
-        probeIntervalMs: z.number().int().min(100).default(5_000),
-        /** The chain counts as stalled when the fleet head has not risen for this long. */
-        stallAfterSeconds: z.number().positive().default(60),
-        /** SQLite file for probe history and incidents (relative to the working directory); null = memory only. */
-        store: z.string().min(1).nullable().default('data/uptime.db'),
-        /** List each upstream by name (state, head, lag, latency) on the page; never a URL. */
-        showUpstreams: z.boolean().default(true),
-        title: z.string().min(1).max(200).default('Switchyard status'),
-        /** Planned maintenance windows [{ start, end, title }] (maintenance-schema.ts); reloadable. */
-        maintenance: maintenanceSchema,
-        /**
-         * "Report a problem" (SPEC 12.2, 12.3): { url, email } (either null), or one string (an https
-         * URL, a mailto: URL or an e-mail address); null or both null = not shown.
-         */
-        support: z
-          .union([
-            z.string().refine((v) => supportLink(v) !== null, {
-              error: `expected an https:// or http:// URL, a mailto: URL or an e-mail address (at most ${MAX_SUPPORT} characters)`,
-            }),
-            z.strictObject({
-              url: z
-                .string()
-                .refine(isSupportUrl, {
-                  error: `expected an https:// or http:// URL (at most ${MAX_SUPPORT} characters)`,
-                })
-                .nullable()
-                .default(null),
-              email: z
-                .string()
-                .refine(isSupportEmail, {
-                  error: `expected an e-mail address or a mailto: URL (at most ${MAX_SUPPORT} characters)`,
-                })
-                .nullable()
-                .default(null),
-            }),
-          ])
-          .nullable()
-          .default(null),
-        /** Base of the feed's and webhooks' links, e.g. https://rpc.example.com; null: the feed uses the request's Host. */
-        publicUrl: publicUrlSchema,
-        /** A POST to each on every incident opened, updated or resolved, every window starting or ending (uptime/notify/webhooks.ts). */
-        webhooks: webhooksSchema,
-      })
-      .prefault({}),
+    uptime: uptimeSchema,
     log: z
       .strictObject({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -15,7 +15,8 @@ import type { CallOutcome } from '../metrics/registry.js';
 import type { Attempted } from '../routing/dispatch.js';
 import type { QuorumRule } from '../routing/quorum-gate.js';
 import type { Requirement } from '../routing/select.js';
-import { unwrapFilterId, wrapFilterId } from '../routing/filters.js';
+import { wrapFilterId } from '../routing/filters.js';
+import { filterPlan } from './filter-plan.js';
 import { planCache, type CachePlan } from '../cache/index.js';
 import type { Shared } from '../cache/coalesce.js';
 import { heightInText, heightOf } from '../jsonrpc/hex.js';
@@ -230,7 +231,7 @@ export class Pipeline {
       case 'subscription':
         return ctx.session ? ctx.session.call(call) : { error: new RpcError('SUBSCRIPTIONS_NEED_WS') };
       case 'filter-use':
-        return this.useFilter(ctx, call, label, spec);
+        return filterPlan(ctx, call, label, spec);
       default:
         break;
     }
@@ -344,41 +345,6 @@ export class Pipeline {
     if (plan.only !== undefined && outcome.error?.reason === 'UPSTREAM_FAILED')
       return { error: new RpcError('FILTER_NOT_FOUND') };
     return outcome;
-  }
-
-  /** A filter call: to the one node that holds the filter, once. */
-  private useFilter(ctx: RequestContext, call: Call, label: string, spec: MethodSpec): Outcome | Plan {
-    const found = unwrapFilterId(call.params[0], ctx.routing.fleet.upstreams);
-    if (found === null || !found.upstream.available || found.upstream.shadow)
-      return { error: new RpcError('FILTER_NOT_FOUND') };
-    const params = [found.nodeId, ...call.params.slice(1)];
-    return {
-      kind: 'plan',
-      index: call.index,
-      method: call.method,
-      label,
-      paramsJson: JSON.stringify(params),
-      requirement: {},
-      batchable: false,
-      nullMayLag: undefined,
-      rawTransaction: undefined,
-      broadcast: false,
-      waitsForReceipt: undefined,
-      expensive: spec.expensive,
-      held: spec.held,
-      hedgeable: false,
-      only: found.upstream,
-      budget: undefined,
-      spec,
-      params,
-      cache: null,
-      gen: ctx.routing.cache.generation,
-      provesBlock: false,
-      shared: undefined,
-      key: undefined,
-      trace: undefined,
-      quorum: undefined,
-    };
   }
 }
 

@@ -35,20 +35,10 @@ import { Breaker } from './health.js';
 import { memoryBudgets, type BudgetMaker } from '../limits/budget.js';
 import { nodeHoldOff } from './holdoff.js';
 import { freshStatus, movesHead, Upstream, type NodeStatus, type UpstreamState } from './node.js';
-import { Probe, type ProbeSettings } from './probe.js';
-import {
-  changeMembers,
-  closeWhenIdle,
-  fleetOptions,
-  REMOVED_NODE_GRACE_MS,
-  reportTo,
-  type FleetOptions,
-} from './membership.js';
-
-export { fleetOptions, type FleetOptions } from './membership.js';
-
-/** routing.verify's defaults, for a fleet built without them. */
-const WRONG_ANSWERS = { quarantineAfter: 3, windowMs: 600_000, quarantineMs: 600_000 };
+import { Probes } from './probe.js';
+import { countWrongAnswer, markAnotherChain, WRONG_ANSWERS } from './quarantine.js';
+import { changeMembers, closeWhenIdle, fleetOptions, REMOVED_NODE_GRACE_MS, reportTo } from './membership.js';
+import type { FleetOptions } from './membership.js';
 
 export class Fleet extends EventEmitter {
   upstreams: Upstream[] = [];
@@ -63,7 +53,7 @@ export class Fleet extends EventEmitter {
   /** Which head is believed: confirmed by a second node, or within the chain's pace (belief.ts). */
   private readonly belief: HeadBelief;
   private servedCap: (() => number) | null = null;
-  private readonly probes = new Map<Upstream, Probe>();
+  private readonly probes: Probes;
   /** The writable state of every upstream, current and retiring: the fleet's alone. */
   private readonly status = new WeakMap<Upstream, NodeStatus>();
   private readonly canon = new Canon();
@@ -89,6 +79,8 @@ export class Fleet extends EventEmitter {
       now,
     );
     this.upstreams = configs.map((c) => this.build(c, freshStatus(), {}));
+    // FleetOptions holds the probes' settings; a reload swaps the object.
+    this.probes = new Probes(() => this.opts, now);
   }
 
   private build(c: UpstreamConfig, status: NodeStatus, seed: { latencyMs?: number }): Upstream {
@@ -170,18 +162,7 @@ export class Fleet extends EventEmitter {
   private track(u: Upstream): void {
     this.metrics.declareUpstream(u.name);
     if (this.opts.breaker) u.breaker.configure(this.opts.breaker);
-    const probe = new Probe(u, () => this.probeSettings(), this.now, reportTo(this, u, this.log));
-    this.probes.set(u, probe);
-    probe.start();
-  }
-
-  private probeSettings(): ProbeSettings {
-    return {
-      chainId: this.opts.chainId,
-      headPollMs: this.opts.headPollMs,
-      chainIdCheckMs: this.opts.chainIdCheckMs,
-      upstreamTimeoutMs: this.opts.upstreamTimeoutMs,
-    };
+    this.probes.start(u, reportTo(this, u, this.log));
   }
 
   /**
@@ -269,9 +250,7 @@ export class Fleet extends EventEmitter {
 
   /** The node answers another chain id (`got`, or null when unreadable): never routed until it is right. */
   quarantine(u: Upstream, got: number | null): void {
-    this.s(u).quarantineWhy = 'another chain id';
-    this.s(u).stateWhy =
-      `wrong chain ${got === null ? 'id (unreadable)' : `0x${got.toString(16)}`} (expected 0x${this.opts.chainId.toString(16)})`;
+    markAnotherChain(this.s(u), got, this.opts.chainId);
     if (this.s(u).state !== 'quarantined') {
       this.metrics.recordQuarantine(u.name);
       this.log.error(
@@ -282,27 +261,13 @@ export class Fleet extends EventEmitter {
     this.setState(u, 'quarantined');
   }
 
-  /**
-   * An answer from `u` failed verification: `quarantineAfter` of them within `windowMs` quarantine
-   * it for `quarantineMs`, as a node on another chain is (SPEC 4.9); the probe that finds it right
-   * after that time lifts it.
-   */
+  /** An answer from `u` failed verification: enough of them quarantine it (quarantine.ts). */
   wrongAnswer(u: Upstream): void {
-    const s = this.s(u);
-    const { quarantineAfter, windowMs, quarantineMs } = this.opts.wrongAnswers ?? WRONG_ANSWERS;
-    const now = this.now();
-    s.wrongAnswers++;
-    s.wrongAt.push(now);
-    while (s.wrongAt.length > 0 && (s.wrongAt.length > quarantineAfter || s.wrongAt[0]! <= now - windowMs))
-      s.wrongAt.shift();
-    if (s.wrongAt.length < quarantineAfter || s.state === 'quarantined') return;
-    s.wrongAt = [];
-    s.quarantineWhy = 'wrong answers';
-    s.stateWhy = `${quarantineAfter} wrong answers within ${Math.round(windowMs / 1000)} s`;
-    s.quarantinedUntil = now + quarantineMs;
+    const limits = this.opts.wrongAnswers ?? WRONG_ANSWERS;
+    if (!countWrongAnswer(this.s(u), this.now(), limits)) return;
     this.metrics.recordQuarantine(u.name);
     this.log.error(
-      { upstream: u.name, wrongAnswers: quarantineAfter, withinMs: windowMs, forMs: quarantineMs },
+      { upstream: u.name, wrongAnswers: limits.quarantineAfter, withinMs: limits.windowMs, forMs: limits.quarantineMs },
       'upstream gave wrong answers: quarantined',
     );
     this.setState(u, 'quarantined', 'wrong answers');
@@ -419,18 +384,13 @@ export class Fleet extends EventEmitter {
 
   /** A removed node: not probed any more, its series gone (unless a replacement took its name), closed once idle. */
   private close(u: Upstream): Promise<void> {
-    this.untrack(u);
+    this.probes.stop(u);
     if (!this.upstreams.some((x) => x.name === u.name)) this.metrics.forgetUpstream(u.name);
     return closeWhenIdle(u, REMOVED_NODE_GRACE_MS);
   }
 
-  private untrack(u: Upstream): void {
-    this.probes.get(u)?.stop();
-    this.probes.delete(u);
-  }
-
   async stop(): Promise<void> {
-    for (const u of [...this.probes.keys()]) this.untrack(u);
+    this.probes.stopAll();
     await Promise.all(this.upstreams.map((u) => u.client.close()));
   }
 }

@@ -150,6 +150,32 @@ export class Probe {
   }
 }
 
+/** A fleet's probes, one a node, each started and stopped with its node's membership. */
+export class Probes {
+  private readonly byNode = new Map<Upstream, Probe>();
+
+  constructor(
+    /** Read on every poll (a reload's new intervals apply to running probes). */
+    private readonly settings: () => ProbeSettings,
+    private readonly now: () => number,
+  ) {}
+
+  start(u: Upstream, sink: ProbeSink): void {
+    const probe = new Probe(u, this.settings, this.now, sink);
+    this.byNode.set(u, probe);
+    probe.start();
+  }
+
+  stop(u: Upstream): void {
+    this.byNode.get(u)?.stop();
+    this.byNode.delete(u);
+  }
+
+  stopAll(): void {
+    for (const u of [...this.byNode.keys()]) this.stop(u);
+  }
+}
+
 /** Why an answer was not one, for the log: the retry reason or the node error's code. */
 function whyNot(v: Exclude<Verdict, { kind: 'result' }>): string {
   return v.kind === 'retry' ? v.reason : `node error ${v.code}`;

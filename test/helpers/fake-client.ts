@@ -6,7 +6,8 @@ import { upstreamSchema, type UpstreamConfig } from '../../src/config/schema.js'
 import type { CallTiming, ManyTiming, OutgoingCall, UpstreamClient } from '../../src/upstream/client.js';
 import type { Verdict } from '../../src/upstream/classify.js';
 import { Breaker } from '../../src/upstream/health.js';
-import { Fleet, type FleetOptions } from '../../src/upstream/fleet.js';
+import { Fleet } from '../../src/upstream/fleet.js';
+import type { FleetOptions } from '../../src/upstream/membership.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { createLogger } from '../../src/log/logger.js';
 

@@ -5,7 +5,8 @@
  * go away; a new address starts unverified ('connecting') until its chain id is checked.
  */
 import t from 'tap';
-import { Fleet, fleetOptions } from '../../src/upstream/fleet.js';
+import { Fleet } from '../../src/upstream/fleet.js';
+import { fleetOptions } from '../../src/upstream/membership.js';
 import { Metrics } from '../../src/metrics/registry.js';
 import { createLogger } from '../../src/log/logger.js';
 import { eligible } from '../../src/routing/select.js';
