@@ -9,12 +9,13 @@
  * Latched: nodes added later (a reload, discovery) never make a ready replica unready.
  */
 import type { Fleet } from './fleet.js';
+import type { Upstream } from './node.js';
 import { pollTimeoutMs, type ProbeSettings } from './probe.js';
 
 export class FirstRound {
   private finished = false;
   private readonly timer: NodeJS.Timeout;
-  private readonly waiting: ReadonlySet<object>;
+  private readonly waiting: ReadonlySet<Upstream>;
   private readonly onState = (): void => this.check();
 
   constructor(

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Header } from './heads.js';
 import type { Upstream } from './node.js';
 import type { ProbeSink } from './probe.js';
+import type { WrongAnswerLimits } from './quarantine.js';
 
 export interface FleetOptions {
   chainId: number;
@@ -28,8 +29,8 @@ export interface FleetOptions {
   breaker?: { threshold: number; cooldownMs: number };
   /** routing.holdOffMaxMs: the longest a node that said "too many requests" is held off (holdoff.ts). */
   holdOffMaxMs?: number;
-  /** routing.verify: so many wrong answers within windowMs quarantine a node for quarantineMs; absent = 3, 10 min, 10 min. */
-  wrongAnswers?: { quarantineAfter: number; windowMs: number; quarantineMs: number };
+  /** routing.verify: so many wrong answers within windowMs quarantine a node for quarantineMs; absent = quarantine.ts WRONG_ANSWERS. */
+  wrongAnswers?: WrongAnswerLimits;
 }
 
 export function fleetOptions(cfg: Config): FleetOptions {

@@ -6,10 +6,15 @@
  */
 import type { NodeStatus } from './node.js';
 
-/** routing.verify's defaults, for a fleet built without them. */
-export const WRONG_ANSWERS = { quarantineAfter: 3, windowMs: 600_000, quarantineMs: 600_000 };
+/** routing.verify's wrong-answer quarantine: so many within windowMs quarantine a node for quarantineMs. */
+export interface WrongAnswerLimits {
+  quarantineAfter: number;
+  windowMs: number;
+  quarantineMs: number;
+}
 
-export type WrongAnswerLimits = typeof WRONG_ANSWERS;
+/** routing.verify's defaults (3, 10 min, 10 min), for a fleet built without them. */
+export const WRONG_ANSWERS: WrongAnswerLimits = { quarantineAfter: 3, windowMs: 600_000, quarantineMs: 600_000 };
 
 /** Marks why `s` is quarantined: it answers chain `got` (null: unreadable), not `expected`. */
 export function markAnotherChain(s: NodeStatus, got: number | null, expected: number): void {
