@@ -7,13 +7,15 @@
  * body of eth_getBalance misses at `latest` and wait for its answer: one call per body, then
  * CALLS_BATCH (25) per body,
  * CALLS_SECONDS (5) each after a 1 s warm-up. Prints this process's CPU time per body and per call
- * (anvil runs in its own process and is not counted). With an HTTP request's own cost H from
+ * (anvil runs in its own process and is not counted); then a cache hit (the bench's
+ * `eth_getBlockByHash` of genesis, answered from memory: no node, no promise) in a loop. With an
+ * HTTP request's own cost H from
  * `npm run bench` (a single miss there minus a call here), a batch of 25 costs
  * (H + 25 x call) / (H + call) single calls, the ratio docs/benchmarks.md reports for a batch of 25.
  */
 import { pathToFileURL } from 'node:url';
 import type { Front } from '../../src/server/front.js';
-import { startQuietAnvil, switchyardConfig, waitUntil } from './tools.js';
+import { cachedRead, startQuietAnvil, switchyardConfig, waitUntil } from './tools.js';
 
 // The built code (dist/, as `npm start` runs it), typed by its sources.
 const build = process.env.CALLS_BUILD
@@ -78,9 +80,39 @@ async function main(): Promise<void> {
         if (bad > 0) process.exitCode = 1;
       }
     }
+    await cacheHits(front, log, (await cachedRead(anvil.url)).call);
   } finally {
     await app.close();
     await anvil.stop();
+  }
+}
+
+/**
+ * The CPU time of a cached answer through the front, in a loop: what a hit costs of Switchyard's
+ * JSON-RPC work (parse, limits, pipeline, cache, metrics, the answer's text) without HTTP.
+ */
+async function cacheHits(front: Front, log: Parameters<Front['process']>[2], call: string): Promise<void> {
+  const first = await front.process(call, { ip: '127.0.0.1' }, log);
+  if (!String(first.body).includes('"result"')) throw new Error('the hit call has no result');
+  for (const seconds of [1, SECONDS]) {
+    let n = 0;
+    let bad = 0;
+    const until = performance.now() + seconds * 1000;
+    const cpu = process.cpuUsage();
+    while (performance.now() < until) {
+      for (let i = 0; i < 100; i++) {
+        const r = front.process(call, { ip: '127.0.0.1' }, log);
+        // A hit is answered at once: a promise here would be a miss.
+        if (r instanceof Promise || r.status !== 200 || r.diagnostics?.cache !== 'hit') bad++;
+      }
+      n += 100;
+    }
+    const used = process.cpuUsage(cpu);
+    if (seconds === 1) continue;
+    process.stdout.write(
+      `cache hit: ${n} calls, ${((used.user + used.system) / n).toFixed(2)} us CPU per call, ${bad} bad answers\n`,
+    );
+    if (bad > 0) process.exitCode = 1;
   }
 }
 
