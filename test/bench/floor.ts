@@ -1,9 +1,10 @@
 /**
  * What a proxy in Node costs at the least, beside HAProxy and Switchyard in front of one anvil:
  * `npm run build && node --import tsx test/bench/floor.ts` (not part of `npm run bench` or
- * `npm test`; about 3 minutes). The floor is a TCP pipe in a Node process of its own: each client
+ * `npm test`; about 5 minutes). The floor is a TCP pipe in a Node process of its own: each client
  * connection gets one connection to the node and the bytes are passed both ways unread, so it
- * pays Node's event loop and system calls and nothing else (no HTTP, no JSON). A batch of 25
+ * pays Node's event loop and system calls and nothing else (no HTTP, no JSON); beside it the bench's
+ * pass-through (node:http in front, an undici Pool behind, the bytes unparsed). A batch of 25
  * misses and a single miss (`eth_getBalance` of a new address at `latest`, as in run.ts), each
  * through the three in turn, `wrk -t1 -c32`, FLOOR_ROUNDS (3) alternating rounds of a 1 s
  * warm-up and FLOOR_SECONDS (4) measured; then single misses at one connection, where nothing
@@ -22,6 +23,7 @@ import {
   median,
   rpc,
   startHaproxy,
+  startPassthrough,
   startProcess,
   startQuietAnvil,
   startSwitchyardProcess,
@@ -92,7 +94,7 @@ async function measure(
   }
   for (const [name, f] of out) {
     process.stdout.write(
-      `${label.padEnd(14)} ${name.padEnd(10)} ${median(f.rps).toFixed(0).padStart(6)} req/s  ${median(f.us).toFixed(1).padStart(6)} us CPU/req  p50 ${f.p50.join(' ')}\n`,
+      `${label.padEnd(14)} ${name.padEnd(11)} ${median(f.rps).toFixed(0).padStart(6)} req/s  ${median(f.us).toFixed(1).padStart(6)} us CPU/req  p50 ${f.p50.join(' ')}\n`,
     );
   }
   return out;
@@ -103,6 +105,7 @@ function ratios(label: string, figures: Map<string, { rps: number[]; us: number[
   const us = (n: string): number => median(figures.get(n)!.us);
   process.stdout.write(
     `${label.padEnd(14)} node-pipe / haproxy ${(rps('node-pipe') / rps('haproxy')).toFixed(2)} req/s; ` +
+      `passthrough / haproxy ${(rps('passthrough') / rps('haproxy')).toFixed(2)} req/s; ` +
       `switchyard / haproxy ${(rps('switchyard') / rps('haproxy')).toFixed(2)} req/s; ` +
       `switchyard - node-pipe ${(us('switchyard') - us('node-pipe')).toFixed(1)} us CPU/req\n`,
   );
@@ -120,9 +123,12 @@ async function main(): Promise<void> {
     stops.push(() => ha.stop());
     const pipe = await startPipe(anvil.port);
     stops.push(() => pipe.stop());
+    const pass = await startPassthrough(ROOT, anvil.url);
+    stops.push(() => pass.stop());
     const targets: Target[] = [
       { name: 'haproxy', url: ha.url, pid: ha.pid },
       { name: 'node-pipe', url: pipe.url, pid: pipe.pid },
+      { name: 'passthrough', url: pass.url, pid: pass.pid },
       { name: 'switchyard', url: sy.url, pid: sy.pid },
     ];
     const batch = writeScript(dir, 'batch', luaScript({ batch: 25 }));
