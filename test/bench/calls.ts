@@ -4,13 +4,13 @@
  * CALLS_BUILD=DIR's, another checkout built, for a before/after). An in-process Switchyard in
  * front of one anvil (the bench's chain: past finality, a block every 2 s); CALLS_CONNECTIONS (32)
  * loops each hand the front (src/server/front.ts, what the HTTP and WebSocket listeners call) a
- * body of eth_getBalance misses at `latest` and wait for its answer: one call per body, then
- * CALLS_BATCH (25) per body,
- * CALLS_SECONDS (5) each after a 1 s warm-up. Prints this process's CPU time per body and per call
- * (anvil runs in its own process and is not counted); then a cache hit (the bench's
- * `eth_getBlockByHash` of genesis, answered from memory: no node, no promise) in a loop. With an
- * HTTP request's own cost H from
- * `npm run bench` (a single miss there minus a call here), a batch of 25 costs
+ * body and wait for its answer, CALLS_SECONDS (5) each after a 1 s warm-up: eth_getBalance misses
+ * at `latest`, one call per body, then CALLS_BATCH (25) per body; then CALLS_BATCH eth_chainId
+ * calls per body, which the front answers itself (what a call costs without the cache or a node:
+ * parse, limits, the answer's text); then a cache hit in a loop (the bench's eth_getBlockByHash of
+ * genesis, answered from memory: no node, no promise). Prints this process's CPU time per body and
+ * per call (anvil runs in its own process and is not counted). With an HTTP request's own cost H
+ * from `npm run bench` (a single miss there minus a call here), a batch of 25 costs
  * (H + 25 x call) / (H + call) single calls, the ratio docs/benchmarks.md reports for a batch of 25.
  */
 import { pathToFileURL } from 'node:url';
@@ -50,12 +50,19 @@ async function main(): Promise<void> {
     const inner = app as unknown as { path?: { front: Front }; front?: Front };
     const front = (inner.path?.front ?? inner.front)!;
     let n = 0;
-    const call = (): string => {
+    const miss = (): string => {
       n++;
       return `{"jsonrpc":"2.0","id":${n},"method":"eth_getBalance","params":["0x${n.toString(16).padStart(40, '0')}","latest"]}`;
     };
-    const body = (size: number): string => (size === 1 ? call() : `[${Array.from({ length: size }, call).join(',')}]`);
-    for (const size of [1, BATCH]) {
+    // Answered by the front itself: parse, limits and the answer's text, no cache, no node.
+    const local = (): string => `{"jsonrpc":"2.0","id":${++n},"method":"eth_chainId","params":[]}`;
+    const runs = [
+      { label: 'miss', call: miss, size: 1 },
+      { label: 'miss', call: miss, size: BATCH },
+      { label: 'eth_chainId', call: local, size: BATCH },
+    ];
+    for (const { label, call, size } of runs) {
+      const body = (): string => (size === 1 ? call() : `[${Array.from({ length: size }, call).join(',')}]`);
       for (const seconds of [1, SECONDS]) {
         let bodies = 0;
         let bad = 0;
@@ -63,7 +70,7 @@ async function main(): Promise<void> {
         const cpu = process.cpuUsage();
         const loop = async (): Promise<void> => {
           while (performance.now() < until) {
-            const r = await front.process(body(size), { ip: '127.0.0.1' }, log);
+            const r = await front.process(body(), { ip: '127.0.0.1' }, log);
             const text = String(r.body);
             const results = text.split('"result"').length - 1;
             if (r.status !== 200 || results !== size || text.includes('"error"')) bad++;
@@ -75,7 +82,7 @@ async function main(): Promise<void> {
         if (seconds === 1) continue; // the warm-up
         const us = (used.user + used.system) / bodies;
         process.stdout.write(
-          `${String(size).padStart(3)} call(s) per body: ${bodies} bodies, ${us.toFixed(1)} us CPU per body, ${(us / size).toFixed(1)} us per call, ${bad} bad answers\n`,
+          `${label.padEnd(11)} ${String(size).padStart(3)} call(s) per body: ${bodies} bodies, ${us.toFixed(1)} us CPU per body, ${(us / size).toFixed(1)} us per call, ${bad} bad answers\n`,
         );
         if (bad > 0) process.exitCode = 1;
       }
@@ -110,7 +117,7 @@ async function cacheHits(front: Front, log: Parameters<Front['process']>[2], cal
     const used = process.cpuUsage(cpu);
     if (seconds === 1) continue;
     process.stdout.write(
-      `cache hit: ${n} calls, ${((used.user + used.system) / n).toFixed(2)} us CPU per call, ${bad} bad answers\n`,
+      `cache hit                 ${n} calls, ${((used.user + used.system) / n).toFixed(2)} us CPU per call, ${bad} bad answers\n`,
     );
     if (bad > 0) process.exitCode = 1;
   }
