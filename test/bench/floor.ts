@@ -18,20 +18,16 @@ import { join } from 'node:path';
 import {
   answersWrong,
   cpuSeconds,
-  freePort,
   luaScript,
   median,
-  rpc,
   startHaproxy,
+  startNodePipe,
   startPassthrough,
-  startProcess,
   startQuietAnvil,
   startSwitchyardProcess,
   switchyardConfig,
-  waitUntil,
   wrk,
   writeScript,
-  type Proc,
 } from './tools.js';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -42,31 +38,6 @@ interface Target {
   name: string;
   url: string;
   pid: number;
-}
-
-/** A TCP pipe to `port` in a process of its own: the least a Node proxy can do. */
-async function startPipe(port: number): Promise<Proc & { url: string }> {
-  const listen = await freePort();
-  const script = `
-const net = require('node:net');
-net.createServer((c) => {
-  const u = net.connect(${port}, '127.0.0.1');
-  c.setNoDelay(true);
-  u.setNoDelay(true);
-  c.pipe(u);
-  u.pipe(c);
-  c.on('error', () => u.destroy());
-  u.on('error', () => c.destroy());
-  c.on('close', () => u.destroy());
-  u.on('close', () => c.destroy());
-}).listen(${listen}, '127.0.0.1');
-`;
-  const p = startProcess('node-pipe', process.execPath, ['-e', script]);
-  const url = `http://127.0.0.1:${listen}`;
-  await waitUntil('node-pipe', async () =>
-    (await rpc(url, '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}')).includes('0x'),
-  );
-  return { ...p, url };
 }
 
 /** Each target's figures over the rounds, the order reversed every other round. */
@@ -121,7 +92,7 @@ async function main(): Promise<void> {
     stops.push(() => sy.stop());
     const ha = await startHaproxy(dir, anvil.port);
     stops.push(() => ha.stop());
-    const pipe = await startPipe(anvil.port);
+    const pipe = await startNodePipe(anvil.port);
     stops.push(() => pipe.stop());
     const pass = await startPassthrough(ROOT, anvil.url);
     stops.push(() => pass.stop());

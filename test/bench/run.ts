@@ -2,10 +2,12 @@
  * `npm run bench` (= tsc, then node --import tsx test/bench/run.ts): the SPEC section 11 figures,
  * measured in one run on one machine, against one anvil past finality making a block every 2 s.
  *   miss        eth_getBalance of a new address every call at "latest" (nothing a cache or
- *               coalescing could answer): Switchyard vs HAProxy (1 thread) vs the leanest Node
- *               pass-through (node:http + one undici Pool, bytes passed through) vs the node direct
+ *               coalescing could answer): Switchyard vs HAProxy (1 thread) vs a Node pass-through
+ *               (node:http + one undici Pool, bytes passed through) vs a Node TCP pipe (bytes
+ *               passed unread) vs the node direct
  *   batch       a batch of 25 such calls: Switchyard vs HAProxy in front of the same node with the
- *               same batch (anvil's own batch cost bounds every proxy), and vs one call
+ *               same batch (anvil's own batch cost bounds every proxy), vs the pass-through and
+ *               the pipe, and vs one call
  *   hit         eth_getBlockByHash(genesis), answered from the cache, vs a bare node:http server
  *               answering the same bytes as a constant, vs the least a JSON-RPC server does
  *               (node:http, JSON.parse of the body, the constant result with the request's id),
@@ -72,6 +74,7 @@ import {
   startCollectorSink,
   startHaproxy,
   startMinimalJsonRpc,
+  startNodePipe,
   startPassthrough,
   startQuietAnvil,
   startSwitchyardBuild,
@@ -215,6 +218,8 @@ async function main(): Promise<number> {
     stops.push(() => ha.stop());
     const pass = await startPassthrough(ROOT, anvil.url);
     stops.push(() => pass.stop());
+    const pipe = await startNodePipe(anvil.port);
+    stops.push(() => pipe.stop());
 
     // The hit call's answer, fetched from the node: the bare server answers exactly these bytes.
     const { call: hitCall, genesis } = await cachedRead(anvil.url);
@@ -241,9 +246,19 @@ async function main(): Promise<number> {
       { label: 'miss', target: 'anvil', url: anvil.url, script: miss, callsPerRequest: 1, pid: anvil.pid },
       { label: 'miss', target: 'haproxy', url: ha.url, script: miss, callsPerRequest: 1, pid: ha.pid },
       { label: 'miss', target: 'passthrough', url: pass.url, script: miss, callsPerRequest: 1, pid: pass.pid },
+      { label: 'miss', target: 'node-pipe', url: pipe.url, script: miss, callsPerRequest: 1, pid: pipe.pid },
       { label: 'miss', target: 'switchyard', url: sy.url, script: miss, callsPerRequest: 1, pid: sy.pid },
       { label: 'miss batch25', target: 'anvil', url: anvil.url, script: miss25, callsPerRequest: 25, pid: anvil.pid },
       { label: 'miss batch25', target: 'haproxy', url: ha.url, script: miss25, callsPerRequest: 25, pid: ha.pid },
+      {
+        label: 'miss batch25',
+        target: 'passthrough',
+        url: pass.url,
+        script: miss25,
+        callsPerRequest: 25,
+        pid: pass.pid,
+      },
+      { label: 'miss batch25', target: 'node-pipe', url: pipe.url, script: miss25, callsPerRequest: 25, pid: pipe.pid },
       { label: 'miss batch25', target: 'switchyard', url: sy.url, script: miss25, callsPerRequest: 25, pid: sy.pid },
       { label: 'hit', target: 'bare-node', url: bareHit.url, script: hit, callsPerRequest: 1, pid: bareHit.pid },
       { label: 'hit', target: 'min-jsonrpc', url: minHit.url, script: hit, callsPerRequest: 1, pid: minHit.pid },
@@ -356,6 +371,9 @@ async function main(): Promise<number> {
     `| miss: switchyard / haproxy | ${ratio(rps('miss', 'switchyard'), rps('miss', 'haproxy'))} | ${ratio(us('miss', 'switchyard'), us('miss', 'haproxy'))} | >= 0.75 |`,
     `| miss: passthrough / haproxy | ${ratio(rps('miss', 'passthrough'), rps('miss', 'haproxy'))} | ${ratio(us('miss', 'passthrough'), us('miss', 'haproxy'))} | |`,
     `| miss: switchyard / passthrough | ${ratio(rps('miss', 'switchyard'), rps('miss', 'passthrough'))} | ${ratio(us('miss', 'switchyard'), us('miss', 'passthrough'))} | |`,
+    `| miss: node-pipe / haproxy (Node's event loop and system calls alone) | ${ratio(rps('miss', 'node-pipe'), rps('miss', 'haproxy'))} | ${ratio(us('miss', 'node-pipe'), us('miss', 'haproxy'))} | |`,
+    `| batch of 25: passthrough / haproxy (node:http and undici, nothing parsed) | ${ratio(rps('miss batch25', 'passthrough'), rps('miss batch25', 'haproxy'))} | ${ratio(us('miss batch25', 'passthrough'), us('miss batch25', 'haproxy'))} | |`,
+    `| batch of 25: node-pipe / haproxy | ${ratio(rps('miss batch25', 'node-pipe'), rps('miss batch25', 'haproxy'))} | ${ratio(us('miss batch25', 'node-pipe'), us('miss batch25', 'haproxy'))} | |`,
     `| hit: switchyard / bare node:http | ${ratio(rps('hit', 'switchyard'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'switchyard'), us('hit', 'bare-node'))} | >= 0.8 (aim 0.9) |`,
     `| hit: minimal JSON-RPC server / bare node:http (parsing and the id alone) | ${ratio(rps('hit', 'min-jsonrpc'), rps('hit', 'bare-node'))} | ${ratio(us('hit', 'min-jsonrpc'), us('hit', 'bare-node'))} | |`,
     `| hit: switchyard / minimal JSON-RPC server | ${ratio(rps('hit', 'switchyard'), rps('hit', 'min-jsonrpc'))} | ${ratio(us('hit', 'switchyard'), us('hit', 'min-jsonrpc'))} | |`,

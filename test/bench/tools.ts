@@ -1,7 +1,8 @@
 /**
  * What the benchmark scenarios share: the load generator (wrk with a Lua script that checks every
- * answer), the processes under test (Switchyard from dist/, HAProxy, a bare node:http server, the
- * leanest Node pass-through) started on free ports and killed by pid, CPU time and RSS from /proc.
+ * answer), the processes under test (Switchyard from dist/, HAProxy, a bare node:http server, a
+ * Node pass-through, a Node TCP pipe) started on free ports and killed by pid, CPU time and RSS
+ * from /proc.
  * Nothing is pinned to a CPU: the node must never be starved by the proxy or the load generator,
  * or every proxy looks alike. Not a test file: tap never runs it.
  */
@@ -346,9 +347,36 @@ export function startMinimalJsonRpc(name: string, result: string): Promise<Proc 
 }
 
 /**
- * The leanest Node proxy there is: node:http in front, one undici Pool behind, the request bytes
- * passed to the node and the answer's bytes passed back, nothing parsed. What any Node proxy pays
- * for HTTP in and out before it does any work of its own.
+ * A TCP pipe to `port` in a Node process of its own, the least a proxy in Node can do: each client
+ * connection gets one connection to the node and the bytes pass both ways unread (Node's event loop
+ * and system calls, no HTTP, no JSON).
+ */
+export async function startNodePipe(port: number): Promise<Proc & { url: string }> {
+  const listen = await freePort();
+  const script = `
+const net = require('node:net');
+net.createServer((c) => {
+  const u = net.connect(${port}, '127.0.0.1');
+  c.setNoDelay(true);
+  u.setNoDelay(true);
+  c.pipe(u);
+  u.pipe(c);
+  c.on('error', () => u.destroy());
+  u.on('error', () => c.destroy());
+  c.on('close', () => u.destroy());
+  u.on('close', () => c.destroy());
+}).listen(${listen}, '127.0.0.1');
+`;
+  const p = startProcess('node-pipe', process.execPath, ['-e', script]);
+  const url = `http://127.0.0.1:${listen}`;
+  await waitUntil('node-pipe', async () => (await rpc(url, CHAIN_ID_CALL)).includes('0x'), 10_000);
+  return { ...p, url };
+}
+
+/**
+ * The leanest HTTP proxy in plain Node: node:http in front, one undici Pool behind, the request
+ * bytes passed to the node and the answer's bytes passed back, nothing parsed. What a Node proxy
+ * built on these pays for HTTP in and out before it does any work of its own.
  */
 export async function startPassthrough(root: string, upstream: string): Promise<Proc & { url: string }> {
   const port = await freePort();
