@@ -29,6 +29,29 @@ t.test('exactly at the limit is accepted; one more level is refused', async (t) 
   t.equal(over?.id, '2');
 });
 
+/** The same request with its params before its id: not the compact shape, so read member by member. */
+const loose = (id: string, params: string): string =>
+  `{"jsonrpc":"2.0","method":"eth_call","params":${params},"id":${id}}`;
+
+t.test('the limit is the same for a compact request (judged by its params) and any other', async (t) => {
+  for (const [shape, make] of [
+    ['compact', request],
+    ['params before the id', loose],
+  ] as const) {
+    for (const inner of ['1', '', '"]]]]"']) {
+      const [ok] = slots(make('1', deep(MAX_NESTING - 1, inner)));
+      t.ok(ok?.call, `${shape}, ${JSON.stringify(inner)} inside: ${MAX_NESTING} levels is a call`);
+      const [over] = slots(make('2', deep(MAX_NESTING, inner)));
+      t.equal(over?.error?.reason, 'TOO_DEEP', `${shape}, ${JSON.stringify(inner)} inside: one more is refused`);
+    }
+  }
+  // Long shallow params (a block hash, a long calldata) are no nesting.
+  const [hash] = slots(request('3', `["0x${'ab'.repeat(32)}",false]`));
+  t.ok(hash?.call, 'a call with a block hash is a call');
+  const [data] = slots(request('4', `[{"to":"0x${'11'.repeat(20)}","data":"0x${'[{'.repeat(200)}"},"latest"]`));
+  t.ok(data?.call, 'brackets inside a string are no nesting');
+});
+
 t.test('the batch array does not count toward a call depth', async (t) => {
   const batch = slots(`[${request('1', deep(MAX_NESTING - 1))}]`);
   t.ok(batch[0]?.call, 'a call at the limit inside a batch is still a call');
