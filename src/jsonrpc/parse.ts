@@ -174,8 +174,13 @@ function checkCall(
     id = own(text.slice(idStart, idEnd));
   }
   const echo = id ?? 'null';
-  if (plain ? paramsTooDeep(text, paramsStart, paramsEnd) : requestTooDeep(text, start, end))
-    return { id: echo, error: new RpcError('TOO_DEEP') };
+  // A plain request's other members are a string or a number: it is one level deeper than its
+  // params, which are shorter (a block hash's call is 130 characters, its params 76). Judging the
+  // params spares most calls the scan, a sixth of a cache hit's cost in process.
+  const tooDeep = plain
+    ? nestsDeeper(text, paramsStart, paramsEnd, MAX_NESTING - 1)
+    : nestsDeeper(text, start, end, MAX_NESTING);
+  if (tooDeep) return { id: echo, error: new RpcError('TOO_DEEP') };
   if (obj.jsonrpc !== '2.0') {
     return { id: echo, error: new RpcError('INVALID_REQUEST', { message: 'invalid request: jsonrpc must be "2.0"' }) };
   }
@@ -200,23 +205,12 @@ function checkCall(
   return { call: { index, id, method: obj.method, params: obj.params, paramsText } };
 }
 
-/** Whether the request at start..end nests deeper than MAX_NESTING, itself the first level. */
-function requestTooDeep(text: string, start: number, end: number): boolean {
-  // Deeper than the limit takes more than twice as many characters (nestingDepthExceeds says so too).
-  return end - start > 2 * MAX_NESTING && nestingDepthExceeds(text, MAX_NESTING, { start, end });
-}
-
 /**
- * requestTooDeep for a plain request, from its params alone: its other members are a string or a
- * number, so it is one level deeper than its params. A call's params are shorter than the request
- * by its other members (a block hash's call is 130 characters, its params 76), and most need no
- * scan at all: the scan of such a call was a sixth of a cache hit's cost in process.
+ * Whether the value at start..end nests deeper than `limit` levels. Deeper takes more than twice as
+ * many characters: a shorter value is told without a scan (nor a span made for it).
  */
-function paramsTooDeep(text: string, paramsStart: number, paramsEnd: number): boolean {
-  return (
-    paramsEnd - paramsStart >= 2 * MAX_NESTING &&
-    nestingDepthExceeds(text, MAX_NESTING - 1, { start: paramsStart, end: paramsEnd })
-  );
+function nestsDeeper(text: string, start: number, end: number, limit: number): boolean {
+  return end - start >= 2 * (limit + 1) && nestingDepthExceeds(text, limit, { start, end });
 }
 
 const NOT_JSON: ParsedBody = { kind: 'error', error: new RpcError('PARSE_ERROR'), status: 200, asArray: false };
