@@ -4,6 +4,9 @@
  * covering only the measured window (PROF_SECONDS, 5, after a 1 s warm-up) of PROF_CONNECTIONS (16)
  * loops each sending a batch of PROF_BATCH (25) eth_getBalance misses at `latest` to one anvil.
  * Its relative shares hold on a loaded machine, its times do not. Not part of `npm run bench`.
+ * PROF_KIND=alloc: a sampling heap profile of the same window instead (batch.heapprofile), the
+ * objects the collector took since counted too, and it prints the bytes a call allocated and the
+ * functions that allocated most (what a scavenge's frequency follows).
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -18,7 +21,35 @@ const { createLogger } = (await dist('log/logger.js')) as typeof import('../../s
 const CONNECTIONS = Number(process.env.PROF_CONNECTIONS ?? 16);
 const BATCH = Number(process.env.PROF_BATCH ?? 25);
 const SECONDS = Number(process.env.PROF_SECONDS ?? 5);
-const OUT = process.env.PROF_OUT ?? 'batch.cpuprofile';
+const ALLOC = process.env.PROF_KIND === 'alloc';
+const OUT = process.env.PROF_OUT ?? (ALLOC ? 'batch.heapprofile' : 'batch.cpuprofile');
+
+/** A node of a sampling heap profile (HeapProfiler.stopSampling). */
+interface SampledNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: SampledNode[];
+}
+
+/**
+ * The bytes a call allocated in the window (the sampled sizes, collected objects included: V8
+ * scales each sample to what it stands for) and the functions that allocated most of them,
+ * each with what it inlined; the loop's own bodies are among them.
+ */
+function printAllocations(head: { head: SampledNode } | SampledNode, calls: number): void {
+  const bySite = new Map<string, number>();
+  const walk = (n: SampledNode): void => {
+    const f = n.callFrame;
+    const site = `${f.functionName || '(anonymous)'} ${f.url.split('/').slice(-2).join('/')}:${f.lineNumber + 1}`;
+    bySite.set(site, (bySite.get(site) ?? 0) + n.selfSize);
+    for (const c of n.children) walk(c);
+  };
+  walk('head' in head ? head.head : head);
+  const total = [...bySite.values()].reduce((a, b) => a + b, 0);
+  process.stdout.write(`allocated: ${(total / calls).toFixed(0)} bytes a call; the most by function (bytes a call):\n`);
+  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 15))
+    process.stdout.write(`  ${(bytes / calls).toFixed(0).padStart(6)}  ${site}\n`);
+}
 
 const anvil = await startQuietAnvil();
 const log = createLogger('warn');
@@ -44,7 +75,15 @@ try {
   const body = (): string => (BATCH === 1 ? call() : `[${Array.from({ length: BATCH }, call).join(',')}]`);
   session.connect();
   for (const seconds of [1, SECONDS]) {
-    if (seconds === SECONDS) {
+    if (seconds === SECONDS && ALLOC) {
+      // Every allocation sampled, those the collector took since included: what a call allocates.
+      await session.post('HeapProfiler.enable');
+      await session.post('HeapProfiler.startSampling', {
+        samplingInterval: 1024,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    } else if (seconds === SECONDS) {
       await session.post('Profiler.enable');
       await session.post('Profiler.setSamplingInterval', { interval: 100 });
       await session.post('Profiler.start');
@@ -64,12 +103,13 @@ try {
     await Promise.all(Array.from({ length: CONNECTIONS }, loop));
     const used = process.cpuUsage(cpu);
     if (seconds !== SECONDS) continue;
-    const { profile } = await session.post('Profiler.stop');
+    const { profile } = ALLOC ? await session.post('HeapProfiler.stopSampling') : await session.post('Profiler.stop');
     writeFileSync(OUT, JSON.stringify(profile));
     const us = (used.user + used.system) / bodies;
     process.stdout.write(
       `${BATCH} call(s) per body: ${bodies} bodies, ${us.toFixed(1)} us CPU per body, ${(us / BATCH).toFixed(1)} us per call, ${bad} bad answers; profile in ${OUT}\n`,
     );
+    if (ALLOC) printAllocations(profile as unknown as SampledNode, bodies * BATCH);
     if (bad > 0) process.exitCode = 1;
   }
 } finally {
