@@ -7,7 +7,8 @@
  * body and wait for its answer, CALLS_SECONDS (5) each after a 1 s warm-up: eth_getBalance misses
  * at `latest`, one call per body, then CALLS_BATCH (25) per body; then CALLS_BATCH eth_chainId
  * calls per body, which the front answers itself (what a call costs without the cache or a node:
- * parse, limits, the answer's text); then a cache hit in a loop (the bench's eth_getBlockByHash of
+ * parse, limits, the answer's text); then CALLS_BATCH calls of a method no node serves per body,
+ * each refused with its own -32601 (what a flood of refused calls costs a call); then a cache hit in a loop (the bench's eth_getBlockByHash of
  * genesis, answered from memory: no node, no promise). Prints this process's CPU time per body and
  * per call (anvil runs in its own process and is not counted). With an HTTP request's own cost H
  * from `npm run bench` (a single miss there minus a call here), a batch of 25 costs
@@ -56,12 +57,15 @@ async function main(): Promise<void> {
     };
     // Answered by the front itself: parse, limits and the answer's text, no cache, no node.
     const local = (): string => `{"jsonrpc":"2.0","id":${++n},"method":"eth_chainId","params":[]}`;
+    // Refused by the front: a method no node serves, each call its own -32601 (a flood's cost per call).
+    const unknown = (): string => `{"jsonrpc":"2.0","id":${++n},"method":"eth_none","params":[]}`;
     const runs = [
-      { label: 'miss', call: miss, size: 1 },
-      { label: 'miss', call: miss, size: BATCH },
-      { label: 'eth_chainId', call: local, size: BATCH },
+      { label: 'miss', call: miss, size: 1, answer: '"result"' },
+      { label: 'miss', call: miss, size: BATCH, answer: '"result"' },
+      { label: 'eth_chainId', call: local, size: BATCH, answer: '"result"' },
+      { label: 'refused', call: unknown, size: BATCH, answer: '"code":-32601' },
     ];
-    for (const { label, call, size } of runs) {
+    for (const { label, call, size, answer } of runs) {
       const body = (): string => (size === 1 ? call() : `[${Array.from({ length: size }, call).join(',')}]`);
       for (const seconds of [1, SECONDS]) {
         let bodies = 0;
@@ -72,8 +76,9 @@ async function main(): Promise<void> {
           while (performance.now() < until) {
             const r = await front.process(body(), { ip: '127.0.0.1' }, log);
             const text = String(r.body);
-            const results = text.split('"result"').length - 1;
-            if (r.status !== 200 || results !== size || text.includes('"error"')) bad++;
+            const answers = text.split(answer).length - 1;
+            const errors = text.split('"error"').length - 1;
+            if (r.status !== 200 || answers !== size || errors !== (answer === '"result"' ? 0 : size)) bad++;
             bodies++;
           }
         };

@@ -35,6 +35,15 @@ t.test('an RpcError carries its entry and data.reason', async (t) => {
   }
 });
 
+t.test('an RpcError captures no stack, and leaves the stack of other errors as it was', async (t) => {
+  const limit = Error.stackTraceLimit;
+  const err = new RpcError('METHOD_NOT_FOUND');
+  t.equal(err.stack, `Error: ${CATALOGUE.METHOD_NOT_FOUND.message}`, 'its stack is its first line alone');
+  t.ok(err instanceof Error, 'it is still an Error (thrown, caught and logged as one)');
+  t.equal(Error.stackTraceLimit, limit, 'Error.stackTraceLimit is as it was');
+  t.match(new Error('after').stack, /\n\s+at .*error-catalogue\.test\.ts:\d+/, 'an Error made after it has its frames');
+});
+
 t.test('the codes SPEC 3.3 lists are all present', async (t) => {
   const codes = new Set<number>(entries.map(([, e]) => e.code));
   for (const c of [-32700, -32600, -32601, -32602, -32603, -32005, -32002, -32000]) t.ok(codes.has(c), `code ${c}`);
