@@ -11,7 +11,10 @@
  * next within moments (up to ratePerSec + burst, or 2 x burst when a burst window ends there too).
  * Over any T seconds: at most ratePerSec x (ceil(T) + 1) + (burst - ratePerSec) x (ceil(T / W) + 1).
  * Every call of a batch is charged in request order with its method's cost; a call over budget is
- * refused alone. A call costing more than both ratePerSec and burst - ratePerSec fits no window:
+ * refused alone. A batch whose whole cost fits what is left of the sustained window is charged in
+ * one step, the same outcome (one Redis round trip rather than one a call); one that does not fit
+ * is refunded and charged call by call, except in a window's last REFUND_MARGIN_MS, where, as for
+ * a single call, the refused cost stays until the window ends a moment later. A call costing more than both ratePerSec and burst - ratePerSec fits no window:
  * it is refused as 'never' (no retry time to promise) and charged nothing.
  * With `rateLimit.redis` the windows live in Redis (one budget per client across replicas); while
  * Redis is unreachable, not ready, or fails a command (a hung Redis times out), the same limits
@@ -62,6 +65,12 @@ interface Windows {
   burst: RateLimiterAbstract;
 }
 
+/** Where one charge goes: Redis while it is usable (and whether it answered), else memory. */
+interface Where {
+  shared: boolean;
+  sharedWorked: boolean;
+}
+
 /** One client kind's windows: in Redis when configured (shared), and in memory (the fallback). */
 interface Bucket {
   shared: Windows | null;
@@ -85,6 +94,18 @@ async function take(l: RateLimiterAbstract, id: string, cost: number): Promise<R
     if (res.msBeforeNext > REFUND_MARGIN_MS) await l.reward(id, cost).catch(() => undefined);
     return res;
   }
+}
+
+/**
+ * The cost of a batch of `costs` charged whole to a sustained window of `points`, or 0 when it is
+ * charged call by call: a single call, a batch over the window, or one holding a call that fits no
+ * window.
+ */
+function wholeCost(costs: readonly number[], points: number): number {
+  if (costs.length < 2) return 0;
+  let total = 0;
+  for (const c of costs) total += c;
+  return total <= points ? total : 0;
 }
 
 /** Seconds until `cost` may fit again: the next sustained window, unless only the burst allowance ever can. */
@@ -227,13 +248,16 @@ export class RateLimits {
   }
 
   private async charge(limiter: Bucket, id: string, costs: readonly number[]): Promise<Admission[]> {
-    let shared = limiter.shared !== null && this.sharedUsable();
-    const fellBack = (): boolean => limiter.shared !== null && !shared;
-    let sharedWorked = false;
-    const out: Admission[] = [];
+    const at: Where = { shared: limiter.shared !== null && this.sharedUsable(), sharedWorked: false };
+    // A batch that fits what is left of the sustained window is charged in one step: the outcome of
+    // charging its calls one by one (each fits), one Redis round trip instead of one a call.
+    const whole = wholeCost(costs, limiter.local.sustained.points);
+    const out: Admission[] = whole > 0 && (await this.chargeWhole(limiter, id, whole, at)) ? costs.map(() => null) : [];
     // A cost over both windows' sizes fits neither, however long the client waits.
     const largest = Math.max(limiter.local.sustained.points, limiter.local.burst.points);
-    for (const cost of costs) {
+    // What was not charged whole (a single call, a batch that did not fit) is charged call by call,
+    // each call over budget refused alone.
+    for (const cost of out.length === costs.length ? [] : costs) {
       if (cost === 0) {
         out.push(null);
         continue;
@@ -242,16 +266,16 @@ export class RateLimits {
         out.push('never');
         continue;
       }
-      if (shared) {
+      if (at.shared) {
         try {
           out.push(await chargeWindows(limiter.shared!, id, cost));
-          sharedWorked = true;
+          at.sharedWorked = true;
           continue;
         } catch {
           // Redis refused or timed out: this call and the next ones are charged in memory, and
           // every user of this Redis skips it for the hold-off.
           this.link!.note(false);
-          shared = false;
+          at.shared = false;
         }
       }
       try {
@@ -262,14 +286,34 @@ export class RateLimits {
         out.push(1);
       }
     }
-    if (fellBack()) this.metrics.recordRateLimitFallback();
-    else if (sharedWorked) this.link!.note(true);
+    if (limiter.shared !== null && !at.shared) this.metrics.recordRateLimitFallback();
+    else if (at.sharedWorked) this.link!.note(true);
     const refused = out.filter((a) => a !== null).length;
     if (refused > 0) {
       this.refused += refused;
       this.metrics.recordRateLimited('rate', refused);
     }
     return out;
+  }
+
+  /** Charges a batch's `whole` cost to the sustained window (Redis's while usable) in one step: whether it fit. */
+  private async chargeWhole(limiter: Bucket, id: string, whole: number, at: Where): Promise<boolean> {
+    if (at.shared) {
+      try {
+        const fit = (await take(limiter.shared!.sustained, id, whole)) === null;
+        at.sharedWorked = true;
+        return fit;
+      } catch {
+        this.link!.note(false);
+        at.shared = false;
+      }
+    }
+    try {
+      return (await take(limiter.local.sustained, id, whole)) === null;
+    } catch {
+      // Charged call by call instead, where a limiter that fails is logged.
+      return false;
+    }
   }
 
   /** Figures for /status: the limits in force (never a key itself), where budgets live, calls refused. */

@@ -173,6 +173,25 @@ t.test('a batch is charged in request order with its methods costs; a call over 
   );
 });
 
+t.test('a batch that fits what is left of the window is charged whole; one that does not, call by call', async (t) => {
+  const r = rig(t);
+  t.same(await r.limits.admit(WHO, Array(8).fill('eth_chainId')), Array(8).fill(null), "8 of the window's 10: in");
+  t.same(
+    await r.limits.admit(WHO, Array(5).fill('eth_chainId')),
+    Array(5).fill(null),
+    '5 more do not fit the 2 left whole: 2 from the window, 3 from the burst allowance, call by call',
+  );
+  // Had the 5 stayed charged to the window, all 5 would have come from the allowance (15 left).
+  t.same(
+    await r.limits.admit(WHO, Array(18).fill('eth_chainId')),
+    [...Array(17).fill(null), 1],
+    'what the 5 left the allowance (17 of its 20): the refused whole charge was refunded',
+  );
+  r.tick(1000);
+  t.same(await r.limits.admit(WHO, Array(10).fill('eth_chainId')), Array(10).fill(null), 'a new window: 10 in whole');
+  t.same(await r.limits.admit(WHO, ['eth_chainId']), [1], 'and nothing more, its allowance spent');
+});
+
 t.test('a refused call costs nothing: after a refused eth_getLogs, cheaper calls still fit', async (t) => {
   const r = rig(t);
   t.equal(admittedIn(await r.limits.admit(WHO, Array(25).fill('eth_chainId'))), 25, '25 units spent, 5 left');
