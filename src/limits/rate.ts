@@ -14,8 +14,9 @@
  * refused alone. A batch whose whole cost fits what is left of the sustained window is charged in
  * one step, the same outcome (one Redis round trip rather than one a call); one that does not fit
  * is refunded and charged call by call, except in a window's last REFUND_MARGIN_MS, where, as for
- * a single call, the refused cost stays until the window ends a moment later. A call costing more than both ratePerSec and burst - ratePerSec fits no window:
- * it is refused as 'never' (no retry time to promise) and charged nothing.
+ * a single call, the refused cost stays until the window ends a moment later. A call costing more
+ * than both ratePerSec and burst - ratePerSec fits no window: it is refused as 'never' (no retry
+ * time to promise) and charged nothing.
  * With `rateLimit.redis` the windows live in Redis (one budget per client across replicas); while
  * Redis is unreachable, not ready, or fails a command (a hung Redis times out), the same limits
  * apply from local memory: served, logged once and counted, never "allow all"; Redis is tried
