@@ -267,20 +267,8 @@ export class RateLimits {
         out.push('never');
         continue;
       }
-      if (at.shared) {
-        try {
-          out.push(await chargeWindows(limiter.shared!, id, cost));
-          at.sharedWorked = true;
-          continue;
-        } catch {
-          // Redis refused or timed out: this call and the next ones are charged in memory, and
-          // every user of this Redis skips it for the hold-off.
-          this.link!.note(false);
-          at.shared = false;
-        }
-      }
       try {
-        out.push(await chargeWindows(limiter.local, id, cost));
+        out.push(await this.onWindows(limiter, at, (w) => chargeWindows(w, id, cost)));
       } catch (err) {
         // Memory limiters do not fail; if one ever does, refuse briefly rather than allow all.
         this.log.error({ err }, 'rate limiter failed');
@@ -297,24 +285,33 @@ export class RateLimits {
     return out;
   }
 
-  /** Charges a batch's `whole` cost to the sustained window (Redis's while usable) in one step: whether it fit. */
+  /** Charges a batch's `whole` cost to the sustained window in one step: whether it fit. */
   private async chargeWhole(limiter: Bucket, id: string, whole: number, at: Where): Promise<boolean> {
+    try {
+      return (await this.onWindows(limiter, at, (w) => take(w.sustained, id, whole))) === null;
+    } catch {
+      // Charged call by call instead, where a limiter that fails is logged.
+      return false;
+    }
+  }
+
+  /**
+   * `charge` on Redis's windows while they are usable, else on memory's. Redis refusing or timing
+   * out moves this charge and the rest of the request to memory, and every user of this Redis
+   * skips it for the hold-off.
+   */
+  private async onWindows<T>(limiter: Bucket, at: Where, charge: (w: Windows) => Promise<T>): Promise<T> {
     if (at.shared) {
       try {
-        const fit = (await take(limiter.shared!.sustained, id, whole)) === null;
+        const done = await charge(limiter.shared!);
         at.sharedWorked = true;
-        return fit;
+        return done;
       } catch {
         this.link!.note(false);
         at.shared = false;
       }
     }
-    try {
-      return (await take(limiter.local.sustained, id, whole)) === null;
-    } catch {
-      // Charged call by call instead, where a limiter that fails is logged.
-      return false;
-    }
+    return charge(limiter.local);
   }
 
   /** Figures for /status: the limits in force (never a key itself), where budgets live, calls refused. */
